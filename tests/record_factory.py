@@ -1,0 +1,43 @@
+"""A seeded generator of realistic TrAC records with a known signal, for tests that need many questions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trac_metrics.records import ProbeRecord, ResponseRecord
+
+
+def synthetic_question(rng: np.random.Generator, doc_id: int, correct: bool, k: int = 4, signal: float = 1.0,
+                       task: str = "synthetic") -> list[ResponseRecord]:
+    """K records of one question: the primary is right iff ``correct``; probes agree and logprobs are higher for
+    correct primaries, by an amount that grows with ``signal`` (0 = no signal)."""
+    reference = str(doc_id + 10)
+    records = []
+    for repeat in range(k):
+        right = correct if repeat == 0 else rng.random() < (0.5 + 0.3 * signal * (1 if correct else -1))
+        answer = reference if right else str(doc_id + 10 + int(rng.integers(1, 4)))
+        n_tokens = int(rng.integers(5, 60))
+        shift = signal * (0.5 if right else -0.5)
+        logprobs = np.minimum(rng.normal(-1.0 + shift, 0.6, n_tokens), 0.0)
+        agree = rng.random() < (0.5 + 0.4 * signal * (1 if right else -1))
+        probe_answer = answer if agree else str(int(answer) + 7)
+        probe_logprobs = np.minimum(rng.normal(-0.5 + shift, 0.3, 3), 0.0)
+        probe = ProbeRecord(
+            variant="trace", appended_text="\n\nThe final answer is \\boxed{", text=f"{probe_answer}}}",
+            answer=probe_answer, token_ids=np.arange(3), token_logprobs=probe_logprobs,
+            top_logprobs=np.full((3, 5), -4.0), answer_token_count=2, finish_reason="stop",
+            num_prompt_tokens=100 + n_tokens, num_cached_tokens=96, seconds=0.001,
+        )
+        records.append(ResponseRecord(
+            task=task, doc_id=doc_id, repeat=repeat, model="synthetic", answer_kind="math", prompt_token_count=50,
+            text=f"Let me think. maybe {answer}. The answer is \\boxed{{{answer}}}", answer=answer,
+            reference=reference, finish_reason="eos", top_k=5, token_ids=np.arange(n_tokens),
+            token_logprobs=logprobs, topk_entropy=rng.uniform(0.1, 1.5, n_tokens),
+            topk_mean_logprob=logprobs - rng.uniform(1.0, 4.0, n_tokens), probes={"trace": probe},
+        ))
+    return records
+
+
+def synthetic_task(n_questions: int, seed: int = 0, accuracy: float = 0.5, **kwargs) -> list[list[ResponseRecord]]:
+    rng = np.random.default_rng(seed)
+    return [synthetic_question(rng, doc_id, rng.random() < accuracy, **kwargs) for doc_id in range(n_questions)]

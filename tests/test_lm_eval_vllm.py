@@ -1,0 +1,105 @@
+"""End to end: the real ``lm_eval --model vllm`` CLI with vLLM's CPU engine and the real tiny model (issue #3).
+
+One engine run (module fixture) on local rows in the MATH-500 schema, with every probe variant and P(True) on;
+the tests check what a user gets from it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task
+from trac_metrics.evaluate import METRIC_NAMES
+from trac_metrics.records import iter_records
+from trac_tasks.cli import evaluate_records
+from trac_tasks.config import DEFAULT_CUE
+from trac_tasks.probe import trace_body
+
+N_DOCS, K = 30, 3
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, tiny_model):
+    root = tmp_path_factory.mktemp("vllm")
+    tasks = write_local_math500_task(
+        root, N_DOCS, K, max_gen_toks=128,
+        extra_trac="    probe_variants: [trace, question_only, shuffled_trace, teacher_forced]\n    p_true: true")
+    model_args = (f"pretrained={tiny_model},dtype=bfloat16,max_model_len=2048,enable_prefix_caching=True,"
+                  "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234")
+    return run_lm_eval(root, tasks, model_args)
+
+
+@pytest.fixture(scope="module")
+def records(run):
+    (path,) = run.record_files()
+    return list(iter_records(path))
+
+
+def test_results_hold_accuracy_and_finite_trac_metrics(run):
+    metrics = run.task_metrics()
+    assert 0.0 < metrics["acc"] < 1.0, "the demo rows must give both correct and incorrect primary answers"
+    assert 0.0 <= metrics["maj_acc"] <= 1.0
+    for method in ("trac", "pce", "tup", "cf", "sup_consensus", "mean_logprob", "self_certainty",
+                   "deepconf_bottom", "p_true", "selfdoubt", "sc_modal", "sc_primary", "semantic_entropy",
+                   "selfcheck", "cw_vote", "pce_question_only", "pce_shuffled_trace", "pce_teacher_forced"):
+        for name in METRIC_NAMES:
+            value = metrics[f"{method}_{name}"]
+            assert math.isfinite(value), f"{method}_{name} = {value}"
+    assert 0.0 <= metrics["trac_auroc"] <= 1.0 and metrics["trac_e_aurc"] >= 0.0
+
+
+def test_records_are_complete(records, tiny_tokenizer):
+    cue_ids = tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids
+    assert sorted(record.key[1:] for record in records) == sorted(
+        (str(doc), repeat) for doc in range(N_DOCS) for repeat in range(K))
+    for record in records:
+        assert record.num_tokens > 0 and len(record.token_logprobs) == record.num_tokens
+        assert np.all(record.token_logprobs <= 0) and np.all(np.isfinite(record.topk_entropy))
+        assert set(record.probes) == {"trace", "question_only", "shuffled_trace", "teacher_forced"}
+        assert 0.0 <= record.p_true <= 1.0
+        assert record.metadata["subject"] == "Arithmetic" and record.reference
+        probe = record.probes["trace"]
+        assert 0 < len(probe.token_ids) <= 16 and probe.finish_reason in ("stop", "eos", "length")
+        # the probe prompt is prompt + trace body (the ids, EOS dropped) + cue, nothing re-tokenized
+        body = trace_body(record.token_ids.tolist(), {tiny_tokenizer.eos_token_id})
+        assert probe.num_prompt_tokens == record.prompt_token_count + len(body) + len(cue_ids)
+        assert record.timing["generation_batch_seconds"] > 0
+
+
+def test_probe_prefix_is_served_from_the_prefix_cache(records):
+    probes = [record.probes["trace"] for record in records]
+    assert all(probe.num_cached_tokens is not None for probe in probes)
+    assert sum(probe.num_cached_tokens for probe in probes) > 0
+    # whole 32-token blocks of prompt + trace are reused: at least half of every probe prompt of ≥ 64 tokens
+    long = [probe for probe in probes if probe.num_prompt_tokens >= 64]
+    assert long and all(probe.num_cached_tokens >= probe.num_prompt_tokens // 2 for probe in long)
+
+
+def test_the_k_samples_of_a_question_differ(records):
+    texts = defaultdict(set)
+    for record in records:
+        texts[record.doc_id].add(record.text)
+    assert sum(len(group) > 1 for group in texts.values()) >= N_DOCS // 2
+
+
+def test_samples_file_carries_the_per_document_trac_fields(run, records):
+    samples = run.samples()
+    assert len(samples) == N_DOCS
+    primary_text = {record.doc_id: record.text for record in records if record.repeat == 0}
+    for sample in samples:
+        trac = sample["trac"]
+        assert 0.0 <= trac["scores"]["trac"] <= 1.0
+        assert {"primary_answer", "probe_answer", "agree", "correct"} <= set(trac)
+        # what lm-eval stored as the response is exactly the recorded text
+        assert sample["resps"][0][0] == primary_text[sample["doc_id"]]
+
+
+def test_stored_records_reproduce_the_reported_metrics(run):
+    recomputed = evaluate_records(run.record_files())[LOCAL_TASK]
+    reported = run.task_metrics()
+    for key, value in recomputed.items():
+        assert reported[key] == pytest.approx(value, nan_ok=True, abs=1e-12), key

@@ -1,0 +1,212 @@
+"""Unsupervised baseline confidence scores of SPEC §5, each oriented so that HIGHER = more likely correct.
+
+Single-trace scores use the per-token arrays of the stored record (``token_logprobs`` λ_t and
+``topk_mean_logprob``, the mean of the k most probable tokens' logprobs) or the trace text; sampling scores use
+the K answers / texts of one question, the primary included. P(True) needs an extra forward pass and is read
+from the record; the supervised heads (PCE, TUP, Supervised Consensus@K) live with the head pipeline.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from trac_metrics._warnings import TracWarning
+from trac_metrics.features import check_primary_index, class_shares, consensus_features, finite_sequence
+
+DEEPCONF_WINDOW = 2048
+DEEPCONF_BOTTOM_FRACTION = 0.1
+
+SELFDOUBT_HEDGE_MARKERS: tuple[str, ...] = (
+    "maybe",
+    "perhaps",
+    "i think",
+    "not sure",
+    "might",
+    "possibly",
+    "wait",
+    "hmm",
+    "alternatively",
+    "i'm not certain",
+)
+"""Hedging phrases counted by :func:`selfdoubt` (lowercase; matched as whole words/phrases, case-insensitive)."""
+
+SELFDOUBT_VERIFY_MARKERS: tuple[str, ...] = (
+    "let me verify",
+    "let me check",
+    "double-check",
+    "verify",
+    "confirm",
+    "check:",
+    "plugging back",
+    "substituting back",
+    "indeed",
+)
+"""Self-verification phrases counted by :func:`selfdoubt` (lowercase; same matching rules as the hedges)."""
+
+
+def _nan_with_warning(message: str) -> float:
+    """Warn with ``message`` (TracWarning) and return NaN."""
+    warnings.warn(message, TracWarning, stacklevel=3)
+    return float("nan")
+
+
+def mean_logprob(logprobs: Sequence[float] | np.ndarray) -> float:
+    """Mean chosen-token logprob (1/T) Σ_t λ_t of the response (SPEC §5 "mean logprob").
+
+    T = 0 gives NaN and a TracWarning; a non-finite λ_t raises ValueError.
+    """
+    values = finite_sequence(logprobs, "logprobs")
+    if values.size == 0:
+        return _nan_with_warning("mean_logprob: response has no tokens")
+    return float(values.mean())
+
+
+def self_certainty(topk_mean_logprobs: Sequence[float] | np.ndarray, k: int) -> float:
+    """Self-certainty (Kang, Zhao & Song 2025, "Scalable Best-of-N Selection ... via Self-Certainty"; SPEC §5).
+
+    Mean over tokens of KL(U ‖ p_t). Only the top-k logprobs are stored, so the KL is taken over the returned
+    top-k support with the raw (not renormalized) probabilities:
+    KL_t = Σ_{v ∈ top-k} (1/k)·log((1/k) / p_t(v)) = −log k − mean_{v ∈ top-k} log p_t(v).
+    The input is that per-token mean over the top k (``topk_mean_logprob`` of the record); ``k`` is the number
+    of tokens it averaged (k = 5 in this project, SPEC §7) and must be reported with the score.
+    Score = −log k − mean_t(topk_mean_logprob_t); a more peaked distribution gives a higher score.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    values = finite_sequence(topk_mean_logprobs, "topk_mean_logprobs")
+    if values.size == 0:
+        return _nan_with_warning("self_certainty: response has no tokens")
+    return float(-math.log(k) - values.mean())
+
+
+def deepconf_bottom(
+    topk_mean_logprobs: Sequence[float] | np.ndarray,
+    window: int = DEEPCONF_WINDOW,
+    bottom_fraction: float = DEEPCONF_BOTTOM_FRACTION,
+) -> float:
+    """DeepConf-bottom (Fu, Wang, Tian & Zhao 2025, "Deep Think with Confidence"; SPEC §5).
+
+    Token confidence C_t = −mean of the top-k logprobs (= −``topk_mean_logprob``_t). Group confidences are the
+    means of C over sliding windows of ``window`` tokens with stride 1 (one window = the whole trace when it is
+    shorter); the score is the mean of the lowest ⌈bottom_fraction · #windows⌉ group confidences (at least one).
+    The product is rounded to 9 decimals before the ceiling so that 0.55·100 (55.00000000000001 in
+    floating point) counts 55 windows, not 56.
+    """
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    if not 0 < bottom_fraction <= 1:
+        raise ValueError(f"bottom_fraction must be in (0, 1], got {bottom_fraction}")
+    confidence = -finite_sequence(topk_mean_logprobs, "topk_mean_logprobs")
+    if confidence.size == 0:
+        return _nan_with_warning("deepconf_bottom: response has no tokens")
+    width = min(window, confidence.size)
+    cumulative = np.concatenate([[0.0], np.cumsum(confidence)])
+    window_means = (cumulative[width:] - cumulative[:-width]) / width
+    n_bottom = max(1, math.ceil(round(bottom_fraction * window_means.size, 9)))
+    return float(np.partition(window_means, n_bottom - 1)[:n_bottom].mean())
+
+
+def _marker_pattern(markers: Sequence[str]) -> re.Pattern[str]:
+    """One regex matching any marker as a whole word/phrase; longer markers first so matches never overlap.
+
+    A word boundary is required only at a marker edge that is a word character ("check:" may be followed by
+    anything); spaces inside a phrase match any run of whitespace.
+    """
+    alternatives = []
+    for marker in sorted(markers, key=len, reverse=True):
+        body = r"\s+".join(re.escape(word) for word in marker.split())
+        before = r"(?<!\w)" if re.match(r"\w", marker[0]) else ""
+        after = r"(?!\w)" if re.match(r"\w", marker[-1]) else ""
+        alternatives.append(before + body + after)
+    return re.compile("|".join(alternatives), re.IGNORECASE)
+
+
+_HEDGE_PATTERN = _marker_pattern(SELFDOUBT_HEDGE_MARKERS)
+_VERIFY_PATTERN = _marker_pattern(SELFDOUBT_VERIFY_MARKERS)
+
+
+def selfdoubt(text: str) -> float:
+    """SelfDoubt (Pandey, Raghu & Pandey 2026, "SELFDOUBT ... via the Hedge-to-Verify Ratio"; SPEC §5).
+
+    Score = −h / (v + 1), with h and v the numbers of non-overlapping, case-insensitive whole-word/phrase
+    occurrences of :data:`SELFDOUBT_HEDGE_MARKERS` and :data:`SELFDOUBT_VERIFY_MARKERS` in the trace (a longer
+    marker wins over one it contains: "let me verify" counts once). Curly apostrophes count as straight ones.
+    A trace without hedges scores 0, the maximum. The marker lists are this project's fixed lists.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"selfdoubt needs the trace text as a str, got {type(text).__name__}")
+    normalized = text.replace("\u2019", "'")
+    hedges = len(_HEDGE_PATTERN.findall(normalized))
+    verifications = len(_VERIFY_PATTERN.findall(normalized))
+    return -hedges / (verifications + 1)
+
+
+def sc_modal(answers: Sequence[str | None], kind: str = "math") -> float:
+    """SC@K modal (Wang et al. 2023, self-consistency; paper eq. sc): q_K = max_b π_b over the K answers."""
+    return consensus_features(answers, kind=kind)["q_K"]
+
+
+def sc_primary(answers: Sequence[str | None], kind: str = "math", primary_index: int = 0) -> float:
+    """SC@K primary (paper eq. primary_sc): q_K(a), the share of the K answers equivalent to the primary a."""
+    return consensus_features(answers, kind=kind, primary_index=primary_index)["q_primary"]
+
+
+def semantic_entropy(answers: Sequence[str | None], kind: str = "math") -> float:
+    """Semantic entropy@K (Farquhar, Kossen, Kuhn & Gal 2024), negated: −h_K = Σ_b π_b log π_b (SPEC §5).
+
+    Clusters are the deterministic answer-equivalence classes; negated so that agreement scores higher.
+    """
+    return -consensus_features(answers, kind=kind)["h_K"]
+
+
+def _word_tokens(text: str) -> list[str]:
+    """Lowercase word tokens: maximal runs of word characters (letters, digits, underscore)."""
+    return re.findall(r"\w+", text.lower())
+
+
+def selfcheck_unigram(primary_text: str, other_texts: Sequence[str]) -> float:
+    """SelfCheckGPT@K, unigram variant (Manakul, Liusie & Gales 2023, the n-gram method; SPEC §5).
+
+    A unigram LM with add-one smoothing is fitted on the word tokens of all K texts (the primary included, as
+    in SelfCheckGPT's n-gram variant): P(w) = (count(w) + 1) / (N + V), N = total tokens, V = distinct tokens.
+    Score = average log P(w) over the primary's tokens (SelfCheckGPT's "avg" score, negated so that higher =
+    more consistent with the other samples). No other text, or a primary without tokens, gives NaN + TracWarning.
+    """
+    if len(other_texts) == 0:
+        return _nan_with_warning("selfcheck_unigram: no other samples to compare the primary trace with")
+    primary_tokens = _word_tokens(primary_text)
+    if not primary_tokens:
+        return _nan_with_warning("selfcheck_unigram: the primary trace has no word tokens")
+    counts = Counter(primary_tokens)
+    for text in other_texts:
+        counts.update(_word_tokens(text))
+    denominator = sum(counts.values()) + len(counts)
+    log_probs = [math.log((counts[token] + 1) / denominator) for token in primary_tokens]
+    return float(np.mean(log_probs))
+
+
+def confidence_weighted_vote(
+    answers: Sequence[str | None],
+    confidences: Sequence[float] | np.ndarray,
+    kind: str = "math",
+    primary_index: int = 0,
+) -> float:
+    """Confidence-weighted vote share of the primary answer (Taubenfeld et al. 2025, CISC; SPEC §5).
+
+    Sample k has weight w_k = exp(c_k), c_k its mean token logprob (``confidences``); the score is
+    Σ_k w_k·I[a(k) ≡ a] / Σ_k w_k, the primary included (a None answer agrees only with itself). The weights are
+    computed as exp(c_k − max c), which leaves the share unchanged and cannot underflow to all zeros. Non-finite confidences or a length mismatch raise ValueError.
+    """
+    confidence = finite_sequence(confidences, "confidences")
+    if confidence.size != len(answers):
+        raise ValueError(f"{len(answers)} answers but {confidence.size} confidences")
+    weights = np.exp(confidence - confidence.max()) if confidence.size else confidence
+    class_ids, shares = class_shares(answers, kind=kind, weights=weights)
+    check_primary_index(primary_index, len(answers))
+    return float(shares[class_ids[primary_index]])

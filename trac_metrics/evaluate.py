@@ -1,0 +1,151 @@
+"""One task's TrAC evaluation: cross-fitted heads and baselines → selective-prediction metrics (SPEC §4–6).
+
+Input: the per-question evidence dicts of :mod:`trac_metrics.evidence` (one row per question: the primary
+response). Every learned method (TrAC, its PCE / TUP components, Consensus Fusion @K, Supervised Consensus@K and
+the probe-variant ablation heads) is cross-fitted with the same folds (``trac_metrics.heads.cross_fit``): its
+metrics are computed per repetition and averaged, its per-question score is the mean out-of-fold score. Baselines
+are scored directly. Results use one naming scheme: ``<method>_<metric>``, e.g. ``trac_auroc``,
+``sc_modal_aurc``, ``mean_logprob_excess_aurc``, ``trac_risk_at_10``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from trac_metrics._warnings import TracWarning
+from trac_metrics.heads import FOLD_SEEDS, cross_fit, mean_oof_score
+from trac_metrics.selective import selective_metrics
+
+COVERAGES = (0.1, 0.2, 0.5)
+METRIC_NAMES = ("auroc", "aurc", "e_aurc", "excess_aurc", *(f"risk_at_{round(c * 100)}" for c in COVERAGES))
+
+FeatureRow = Callable[[Mapping[str, Any]], list[float] | None]
+
+
+def _pce(evidence: Mapping[str, Any]) -> list[float] | None:
+    return evidence["features"]["pce"]
+
+
+def _tup(evidence: Mapping[str, Any]) -> list[float]:
+    return evidence["features"]["tup"]
+
+
+def _consensus(evidence: Mapping[str, Any]) -> Mapping[str, float] | None:
+    return evidence["features"].get("consensus")
+
+
+def _trac(evidence: Mapping[str, Any]) -> list[float] | None:
+    pce = _pce(evidence)
+    return None if pce is None else [*pce, *_tup(evidence)]
+
+
+def _consensus_fusion(evidence: Mapping[str, Any]) -> list[float] | None:
+    """[φ_A; φ_P; q_K; h_K] (paper eq. fusion)."""
+    trac, consensus = _trac(evidence), _consensus(evidence)
+    return None if trac is None or consensus is None else [*trac, consensus["q_K"], consensus["h_K"]]
+
+
+def _supervised_consensus(evidence: Mapping[str, Any]) -> list[float] | None:
+    """[q_K, h_K, vote margin, trace mean logprob, φ_P, answer likelihood ℓ] (SPEC §5 Supervised Consensus@K)."""
+    consensus, pce = _consensus(evidence), _pce(evidence)
+    if consensus is None or pce is None:
+        return None
+    return [consensus["q_K"], consensus["h_K"], consensus["vote_margin"], evidence["baselines"]["mean_logprob"],
+            *_tup(evidence), pce[1]]
+
+
+def _variant(name: str) -> FeatureRow:
+    return lambda evidence: evidence["features"].get(f"pce_{name}")
+
+
+HEADS: dict[str, FeatureRow] = {
+    "trac": _trac,
+    "pce": _pce,
+    "tup": _tup,
+    "cf": _consensus_fusion,
+    "sup_consensus": _supervised_consensus,
+    "pce_question_only": _variant("question_only"),
+    "pce_shuffled_trace": _variant("shuffled_trace"),
+    "pce_teacher_forced": _variant("teacher_forced"),
+}
+"""Learned methods and the feature row each is fitted on; a head whose rows are missing is not reported."""
+
+
+@dataclass(frozen=True)
+class TaskEvaluation:
+    """Metrics (``<method>_<metric>``), per-question scores per method, labels and the question ids."""
+
+    metrics: dict[str, float]
+    scores: dict[str, np.ndarray]
+    labels: np.ndarray
+    doc_ids: list[Any]
+
+
+def _named(metrics: Mapping[str, float], method: str) -> dict[str, float]:
+    values = [metrics["auroc"], metrics["aurc"], metrics["e_aurc"], metrics["excess_aurc"],
+              *(metrics[f"risk@{c:g}"] for c in COVERAGES)]
+    return {f"{method}_{name}": float(value) for name, value in zip(METRIC_NAMES, values, strict=True)}
+
+
+def _head_metrics(scores_by_seed: np.ndarray, labels: np.ndarray, method: str) -> dict[str, float]:
+    """SPEC §4: a metric is computed per repetition and averaged over repetitions."""
+    if np.isnan(scores_by_seed).any():
+        return {f"{method}_{name}": float("nan") for name in METRIC_NAMES}
+    per_seed = [_named(selective_metrics(row, labels, COVERAGES), method) for row in scores_by_seed]
+    return {key: float(np.mean([values[key] for values in per_seed])) for key in per_seed[0]}
+
+
+def evaluate_task(
+    evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5
+) -> TaskEvaluation:
+    """Cross-fitted metrics of every method computable from ``evidences`` (one dict per question).
+
+    Degenerate data (one class, too few questions to split) gives NaN metrics with a TracWarning, never an error;
+    accuracy is reported by the caller independently of this function. BLAS runs single-threaded here: the many
+    small logistic fits are several times faster that way, with identical results.
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _evaluate(evidences, seeds, n_splits)
+
+
+def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_splits: int) -> TaskEvaluation:
+    if not evidences:
+        raise ValueError("evaluate_task needs at least one question's evidence")
+    labels = np.asarray([evidence["correct"] for evidence in evidences], dtype=np.int64)
+    doc_ids = [evidence["doc_id"] for evidence in evidences]
+    groups = np.arange(len(evidences))
+    metrics: dict[str, float] = {}
+    scores: dict[str, np.ndarray] = {}
+    for method, row_of in HEADS.items():
+        rows = [row_of(evidence) for evidence in evidences]
+        missing = sum(row is None for row in rows)
+        if missing:
+            if missing < len(rows):
+                warnings.warn(f"{method} head not reported: {missing} of {len(rows)} questions lack its features",
+                              TracWarning, stacklevel=3)
+            continue
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            scores_by_seed = cross_fit(np.asarray(rows, dtype=np.float64), labels, groups, seeds, n_splits)
+        _rewarn_once(caught, method)
+        scores[method] = mean_oof_score(scores_by_seed)
+        metrics.update(_head_metrics(scores_by_seed, labels, method))
+    baseline_names = [name for name in evidences[0]["baselines"]
+                      if all(name in evidence["baselines"] for evidence in evidences)]
+    for method in baseline_names:
+        values = np.asarray([evidence["baselines"][method] for evidence in evidences], dtype=np.float64)
+        scores[method] = values
+        metrics.update(_named(selective_metrics(values, labels, COVERAGES), method))
+    return TaskEvaluation(metrics, scores, labels, doc_ids)
+
+
+def _rewarn_once(caught: list[warnings.WarningMessage], method: str) -> None:
+    """Re-issue a head's cross-fitting warnings once, naming the head."""
+    for message in {str(item.message) for item in caught if issubclass(item.category, TracWarning)}:
+        warnings.warn(f"{method} head: {message}", TracWarning, stacklevel=3)

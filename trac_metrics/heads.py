@@ -1,0 +1,431 @@
+"""Logistic heads, question-grouped cross-fitting and transfer heads (SPEC §4, §7; paper Eq. ``eq:training``).
+
+Every learned TrAC variant (PCE-only, TUP-only, TrAC, Consensus Fusion, Supervised Consensus) is the same head:
+missingness indicators → mean imputation → StandardScaler → L2 logistic regression (C = 1.0, ≤ 1000 lbfgs
+iterations), fitted on a training fold only ("Offline Preparation and Training": no test-fold statistic enters
+preprocessing). In-domain scores are out-of-fold over 5 repetitions of a stratified 5-fold split that keeps all
+responses of a question together, with fold seeds 2026, 7, 13, 42, 100 (SPEC §7). A metric is computed per
+repetition and averaged (:func:`oof_metric`); the per-response score is the mean out-of-fold score
+(:func:`mean_oof_score`). Transfer heads (LODO / LOMO / global) fit on source rows only (:func:`transfer_scores`).
+
+A fitted head is stored as plain JSON (:class:`FittedHead`): the missing-value convention, the standardizer and the
+logistic parameters are saved together, as the paper states, and scoring needs numpy only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.special import expit
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedGroupKFold
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
+from trac_metrics._warnings import TracWarning
+
+FOLD_SEEDS = (2026, 7, 13, 42, 100)
+"""Fold seeds of the 5 cross-fitting repetitions (SPEC §4, §7)."""
+
+HEAD_KIND = "trac_metrics.FittedHead"
+HEAD_FORMAT_VERSION = 1
+"""``kind`` and ``version`` written into every saved head; :meth:`FittedHead.from_dict` accepts only these."""
+
+MIN_SAMPLES_PER_CLASS = 2
+"""SPEC §4: a training set with fewer samples of a class than this is degenerate (NaN + warning)."""
+
+
+# ----------------------------------------------------------------------------------------------- validation
+
+
+def _as_feature_matrix(X: Any, name: str = "X") -> np.ndarray:
+    """``X`` as a 2-D float array with at least one row and column; NaN means missing, ±inf is rejected."""
+    try:
+        matrix = np.asarray(X, dtype=float)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be a 2-D array of numbers (NaN = missing): {error}") from None
+    if matrix.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rows × features), got {matrix.ndim}-D with shape {matrix.shape}")
+    if matrix.shape[0] == 0 or matrix.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one row and one column, got shape {matrix.shape}")
+    if np.isinf(matrix).any():
+        raise ValueError(f"{name} contains ±inf; only finite values or NaN (= missing) are allowed")
+    return matrix
+
+
+def _as_binary_labels(y: Any, n_rows: int | None = None) -> np.ndarray:
+    """``y`` as a 1-D int array of 0/1 (with ``n_rows`` entries when given)."""
+    labels = np.asarray(y)
+    if labels.ndim != 1 or labels.size == 0 or (n_rows is not None and labels.shape[0] != n_rows):
+        expected = "one label per row" if n_rows is None else f"one label per row ({n_rows})"
+        raise ValueError(f"y must be 1-D with {expected}, got shape {labels.shape}")
+    try:
+        numeric = labels.astype(float)
+    except (TypeError, ValueError):
+        raise ValueError("y must contain only 0/1 labels") from None
+    if not np.isin(numeric, (0.0, 1.0)).all():
+        bad = np.unique(labels[~np.isin(numeric, (0.0, 1.0))])[:5]
+        raise ValueError(f"y must contain only 0/1 labels, found {bad.tolist()}")
+    return numeric.astype(int)
+
+
+def _as_group_codes(groups: Any, n_rows: int) -> np.ndarray:
+    """Question ids as integer codes 0..G-1 (same order as ``np.unique`` of the ids, as sklearn uses)."""
+    ids = np.asarray(groups)
+    if ids.ndim != 1 or ids.shape[0] != n_rows:
+        raise ValueError(f"groups must be 1-D with one question id per row ({n_rows}), got shape {ids.shape}")
+    try:
+        _, codes = np.unique(ids, return_inverse=True)
+    except TypeError:
+        raise ValueError("groups must be comparable ids of one type (all str or all int)") from None
+    return codes.reshape(-1)
+
+
+def _check_n_splits(n_splits: Any) -> None:
+    """``n_splits`` must be an integer ≥ 2."""
+    if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or n_splits < 2:
+        raise ValueError(f"n_splits must be an integer ≥ 2, got {n_splits!r}")
+
+
+def _check_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
+    """Fold seeds as a non-empty tuple of integers."""
+    seeds = tuple(seeds)
+    if not seeds or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) for s in seeds):
+        raise ValueError(f"seeds must be a non-empty sequence of integers, got {seeds!r}")
+    return seeds
+
+
+def _as_scores_by_seed(scores_by_seed: Any) -> np.ndarray:
+    """Out-of-fold scores as a 2-D float array (repetitions × responses)."""
+    scores = np.asarray(scores_by_seed, dtype=float)
+    if scores.ndim != 2 or scores.shape[0] == 0:
+        raise ValueError(f"scores_by_seed must be 2-D (seeds × responses), got shape {scores.shape}")
+    return scores
+
+
+def _class_shortage(labels: np.ndarray) -> str | None:
+    """Why ``labels`` cannot train a head (a class with fewer than 2 samples), or None when they can."""
+    counts = np.bincount(labels, minlength=2)
+    for label, count in enumerate(counts):
+        if count < MIN_SAMPLES_PER_CLASS:
+            return (
+                f"{count} sample(s) of class {label} "
+                f"(at least {MIN_SAMPLES_PER_CLASS} of each class are needed to fit a head)"
+            )
+    return None
+
+
+def _unsplittable_reason(labels: np.ndarray, group_codes: np.ndarray, n_splits: int) -> str | None:
+    """Why no stratified group split into ``n_splits`` folds exists, or None when one does."""
+    counts = np.bincount(labels, minlength=2)
+    if (counts == 0).any():
+        return f"all {labels.size} labels are {int(labels[0])} (one class only)"
+    n_groups = int(group_codes.max()) + 1
+    if n_groups < n_splits:
+        return f"only {n_groups} question group(s), fewer than n_splits={n_splits}"
+    if (counts < n_splits).all():
+        return f"every class has fewer than n_splits={n_splits} samples (class counts {counts.tolist()})"
+    return None
+
+
+# ----------------------------------------------------------------------------------------------- the head
+
+
+def make_head_pipeline(C: float = 1.0, max_iter: int = 1000) -> Pipeline:
+    """The per-fold head of SPEC §4: missingness indicators → mean imputation → StandardScaler → L2 logistic.
+
+    ``SimpleImputer(add_indicator=True)`` appends, after the imputed features, one 0/1 column per feature that has
+    NaN in the *training* rows. ``keep_empty_features=True`` keeps a column that is entirely NaN in training
+    (imputed with 0, so it is constant) instead of dropping it, so the column layout never depends on the fold.
+    StandardScaler gives constant columns scale 1 (they become 0, never NaN/inf). The logistic regression keeps
+    sklearn's default penalty, L2 (``penalty="l2"`` before sklearn 1.8, ``l1_ratio=0`` since; naming either one
+    warns in the other versions): paper Eq. ``eq:training`` with λ = 1/(2·C·N).
+    """
+    return Pipeline(
+        [
+            ("impute", SimpleImputer(strategy="mean", add_indicator=True, keep_empty_features=True)),
+            ("scale", StandardScaler()),
+            ("logistic", LogisticRegression(C=C, solver="lbfgs", max_iter=max_iter)),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class FittedHead:
+    """A fitted head as plain numbers: scores new rows with numpy only, saves/loads as JSON (SPEC §4).
+
+    Scoring a row x (columns in ``feature_names`` order): x̃_j = x_j, or ``impute_means[j]`` where x_j is NaN;
+    z = [x̃, 1{x_j is NaN} for j in ``indicator_features``];
+    u = σ(coef · (z − scaler_mean) / scaler_scale + intercept).
+    """
+
+    feature_names: tuple[str, ...]
+    impute_means: tuple[float, ...]
+    indicator_features: tuple[int, ...]
+    scaler_mean: tuple[float, ...]
+    scaler_scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    version: int = HEAD_FORMAT_VERSION
+    metadata: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        """Reject parameters that do not describe one consistent head."""
+        if self.version != HEAD_FORMAT_VERSION:
+            raise ValueError(
+                f"FittedHead version {self.version!r} is not supported (this code reads {HEAD_FORMAT_VERSION})"
+            )
+        n_features = len(self.feature_names)
+        n_columns = n_features + len(self.indicator_features)
+        if len(self.impute_means) != n_features:
+            raise ValueError(f"impute_means has {len(self.impute_means)} entries for {n_features} features")
+        if list(self.indicator_features) != sorted(set(self.indicator_features)) or any(
+            not 0 <= j < n_features for j in self.indicator_features
+        ):
+            raise ValueError(
+                f"indicator_features must be increasing indices in [0, {n_features}), got {self.indicator_features}"
+            )
+        for name in ("scaler_mean", "scaler_scale", "coef"):
+            if len(getattr(self, name)) != n_columns:
+                raise ValueError(
+                    f"{name} has {len(getattr(self, name))} entries, expected {n_columns} "
+                    f"({n_features} features + {len(self.indicator_features)} missingness indicators)"
+                )
+        numbers = np.array([*self.impute_means, *self.scaler_mean, *self.scaler_scale, *self.coef, self.intercept])
+        if not np.isfinite(numbers).all() or min(self.scaler_scale, default=1.0) <= 0:
+            raise ValueError("FittedHead parameters must be finite and scaler_scale positive")
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Probability of class 1 (correct) for each row of ``X`` (columns in ``feature_names`` order)."""
+        features = _as_feature_matrix(X)
+        if features.shape[1] != len(self.feature_names):
+            raise ValueError(
+                f"X has {features.shape[1]} columns, expected {len(self.feature_names)}: {list(self.feature_names)}"
+            )
+        missing = np.isnan(features)
+        imputed = np.where(missing, np.asarray(self.impute_means), features)
+        design = np.hstack([imputed, missing[:, list(self.indicator_features)].astype(float)])
+        standardized = (design - np.asarray(self.scaler_mean)) / np.asarray(self.scaler_scale)
+        return expit(standardized @ np.asarray(self.coef) + self.intercept)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON representation, tagged with ``kind`` and ``version``."""
+        return {
+            "kind": HEAD_KIND,
+            "version": self.version,
+            "feature_names": list(self.feature_names),
+            "impute_means": list(self.impute_means),
+            "indicator_features": list(self.indicator_features),
+            "scaler_mean": list(self.scaler_mean),
+            "scaler_scale": list(self.scaler_scale),
+            "coef": list(self.coef),
+            "intercept": self.intercept,
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> FittedHead:
+        """Inverse of :meth:`to_dict`; a payload of another kind or version is a ValueError."""
+        if not isinstance(payload, dict):
+            raise ValueError(f"a FittedHead payload must be a JSON object, got {type(payload).__name__}")
+        if payload.get("kind") != HEAD_KIND:
+            raise ValueError(f"not a FittedHead: kind is {payload.get('kind')!r}, expected {HEAD_KIND!r}")
+        if payload.get("version") != HEAD_FORMAT_VERSION:
+            raise ValueError(
+                f"FittedHead format version {payload.get('version')!r} is not supported "
+                f"(this code reads version {HEAD_FORMAT_VERSION})"
+            )
+        try:
+            return cls(
+                feature_names=tuple(str(name) for name in payload["feature_names"]),
+                impute_means=tuple(float(v) for v in payload["impute_means"]),
+                indicator_features=tuple(int(j) for j in payload["indicator_features"]),
+                scaler_mean=tuple(float(v) for v in payload["scaler_mean"]),
+                scaler_scale=tuple(float(v) for v in payload["scaler_scale"]),
+                coef=tuple(float(v) for v in payload["coef"]),
+                intercept=float(payload["intercept"]),
+                version=payload["version"],
+                metadata=dict(payload.get("metadata", {})),
+            )
+        except KeyError as missing:
+            raise ValueError(f"FittedHead payload lacks the field {missing}") from None
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the head as JSON (metadata must hold JSON values; NaN/inf are refused)."""
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> FittedHead:
+        """Read a head written by :meth:`save`."""
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def _head_from_pipeline(pipeline: Pipeline, feature_names: Sequence[str], metadata: dict[str, Any]) -> FittedHead:
+    """Extract the numbers of a fitted :func:`make_head_pipeline` into a :class:`FittedHead`."""
+    imputer, scaler, logistic = (pipeline.named_steps[step] for step in ("impute", "scale", "logistic"))
+    return FittedHead(
+        feature_names=tuple(feature_names),
+        impute_means=tuple(float(v) for v in imputer.statistics_),
+        indicator_features=tuple(int(j) for j in imputer.indicator_.features_),
+        scaler_mean=tuple(float(v) for v in scaler.mean_),
+        scaler_scale=tuple(float(v) for v in scaler.scale_),
+        coef=tuple(float(v) for v in logistic.coef_[0]),
+        intercept=float(logistic.intercept_[0]),
+        metadata=dict(metadata),
+    )
+
+
+def fit_head(
+    X: Any,
+    y: Any,
+    feature_names: Sequence[str],
+    C: float = 1.0,
+    max_iter: int = 1000,
+    metadata: dict[str, Any] | None = None,
+) -> FittedHead:
+    """Fit :func:`make_head_pipeline` on all rows and return it as a :class:`FittedHead`.
+
+    Raises ValueError when ``y`` has fewer than 2 samples of a class (no head can be fitted) or when
+    ``feature_names`` does not name every column.
+    """
+    features = _as_feature_matrix(X)
+    labels = _as_binary_labels(y, features.shape[0])
+    if len(feature_names) != features.shape[1]:
+        raise ValueError(f"{len(feature_names)} feature names for {features.shape[1]} columns")
+    shortage = _class_shortage(labels)
+    if shortage is not None:
+        raise ValueError(f"fit_head: the training rows have {shortage}")
+    pipeline = make_head_pipeline(C=C, max_iter=max_iter).fit(features, labels)
+    return _head_from_pipeline(pipeline, feature_names, metadata or {})
+
+
+# ----------------------------------------------------------------------------------------------- cross-fitting
+
+
+def fold_assignments(y: Any, groups: Any, seed: int, n_splits: int = 5) -> np.ndarray:
+    """Test-fold index (0..n_splits-1) of each row for one repetition (SPEC §4).
+
+    ``StratifiedGroupKFold(n_splits, shuffle=True, random_state=seed)``: class-stratified, every row of a question
+    (same ``groups`` id) in one fold. Raises ValueError when no such split exists (one class, fewer groups than
+    folds, every class smaller than ``n_splits``). sklearn's "least populated class" warning is silenced here:
+    :func:`cross_fit` checks the resulting training folds itself.
+    """
+    labels = _as_binary_labels(y)
+    codes = _as_group_codes(groups, labels.size)
+    _check_seeds([seed])
+    _check_n_splits(n_splits)
+    reason = _unsplittable_reason(labels, codes, n_splits)
+    if reason is not None:
+        raise ValueError(f"cannot split into {n_splits} stratified question-grouped folds: {reason}")
+    splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    folds = np.empty(labels.size, dtype=int)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The least populated class in y", category=UserWarning)
+        for fold, (_, test_rows) in enumerate(splitter.split(np.zeros((labels.size, 1)), labels, codes)):
+            folds[test_rows] = fold
+    return folds
+
+
+def _degenerate_training_fold(
+    labels: np.ndarray, folds_by_seed: Sequence[np.ndarray], seeds: Sequence[int]
+) -> str | None:
+    """The first training fold that cannot fit a head (SPEC §4 degenerate data), described; None if all can."""
+    for seed, folds in zip(seeds, folds_by_seed):
+        for fold in np.unique(folds):
+            shortage = _class_shortage(labels[folds != fold])
+            if shortage is not None:
+                return f"with fold seed {seed}, the training rows for test fold {fold} have {shortage}"
+    return None
+
+
+def cross_fit(
+    X: Any, y: Any, groups: Any, seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5
+) -> np.ndarray:
+    """Out-of-fold probabilities of class 1, shape (len(seeds), n rows) (SPEC §4 cross-fitting).
+
+    For each seed, rows are split by :func:`fold_assignments`; for each fold a fresh :func:`make_head_pipeline`
+    is fitted on the other folds only and scores the fold. Degenerate data (one class, fewer question groups than
+    folds, or a training fold with fewer than 2 samples of a class) gives an all-NaN result and a TracWarning
+    naming the cause; nothing is fitted then.
+    """
+    features = _as_feature_matrix(X)
+    labels = _as_binary_labels(y, features.shape[0])
+    codes = _as_group_codes(groups, features.shape[0])
+    seeds = _check_seeds(seeds)
+    _check_n_splits(n_splits)
+    scores = np.full((len(seeds), labels.size), np.nan)
+    reason = _unsplittable_reason(labels, codes, n_splits)
+    folds_by_seed = [] if reason else [fold_assignments(labels, codes, seed, n_splits) for seed in seeds]
+    reason = reason or _degenerate_training_fold(labels, folds_by_seed, seeds)
+    if reason is not None:
+        warnings.warn(f"cross_fit: {reason}; every out-of-fold score is NaN", TracWarning, stacklevel=2)
+        return scores
+    for repetition, folds in enumerate(folds_by_seed):
+        for fold in np.unique(folds):
+            test_rows = folds == fold
+            head = make_head_pipeline().fit(features[~test_rows], labels[~test_rows])
+            scores[repetition, test_rows] = head.predict_proba(features[test_rows])[:, 1]
+    return scores
+
+
+def oof_metric(scores_by_seed: Any, labels: Any, metric: Callable[[np.ndarray, np.ndarray], float]) -> float:
+    """Mean over repetitions of ``metric(scores_by_seed[i], labels)`` (SPEC §4: per repetition, then averaged).
+
+    NaN when a repetition's metric is NaN (the metric warns) or its scores contain NaN (a TracWarning here; the
+    metric is not called on NaN scores).
+    """
+    scores = _as_scores_by_seed(scores_by_seed)
+    labels = np.asarray(labels)
+    if labels.shape != (scores.shape[1],):
+        raise ValueError(f"labels must have shape ({scores.shape[1]},) to match scores_by_seed, got {labels.shape}")
+    values = []
+    for repetition, row in enumerate(scores):
+        if np.isnan(row).any():
+            warnings.warn(
+                f"oof_metric: repetition {repetition} has NaN scores (degenerate cross-fit); the metric is NaN",
+                TracWarning,
+                stacklevel=2,
+            )
+            return float("nan")
+        values.append(float(metric(row, labels)))
+    return float(np.mean(values))
+
+
+def mean_oof_score(scores_by_seed: Any) -> np.ndarray:
+    """Per-response mean of the out-of-fold scores over repetitions: the reported score (SPEC §4)."""
+    return _as_scores_by_seed(scores_by_seed).mean(axis=0)
+
+
+# ----------------------------------------------------------------------------------------------- transfer
+
+
+def transfer_scores(X_source: Any, y_source: Any, X_target: Any, feature_names: Sequence[str]) -> np.ndarray:
+    """Scores of the target rows by a head fitted on the source rows only (SPEC §4 LODO / LOMO / global heads).
+
+    Imputation means, missingness columns and the standardizer come from the source rows alone, so each target
+    score depends on its own row only. A source with fewer than 2 samples of a class gives all-NaN scores and a
+    TracWarning.
+    """
+    source = _as_feature_matrix(X_source, "X_source")
+    target = _as_feature_matrix(X_target, "X_target")
+    labels = _as_binary_labels(y_source, source.shape[0])
+    if not len(feature_names) == source.shape[1] == target.shape[1]:
+        raise ValueError(
+            f"column counts differ: {len(feature_names)} feature names, X_source has {source.shape[1]}, "
+            f"X_target has {target.shape[1]}"
+        )
+    shortage = _class_shortage(labels)
+    if shortage is not None:
+        warnings.warn(
+            f"transfer_scores: the source rows have {shortage}; every target score is NaN", TracWarning, stacklevel=2
+        )
+        return np.full(target.shape[0], np.nan)
+    return fit_head(source, labels, feature_names).predict(target)

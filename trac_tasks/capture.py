@@ -1,0 +1,174 @@
+"""Backend-independent parts of the capture hook: repeat indexing, token summaries, records and where they go.
+
+Both the vLLM and the HF hook turn each TrAC request into a :class:`GenerationText`: the string lm-eval expects,
+carrying the immutable :class:`~trac_metrics.records.ResponseRecord` of that response to the task's
+``process_results``. Records are also appended to ``<records dir>/<task>.<run stamp>.jsonl`` as each batch
+completes. The records dir is ``$TRAC_RECORDS_DIR`` when set, else ``<--output_path>/trac_records`` of the running
+``lm_eval`` command, else ``./trac_records``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trac_metrics.answers import extract_answer
+from trac_metrics.features import topk_entropy
+from trac_metrics.records import ProbeRecord, RecordWriter, ResponseRecord
+from trac_tasks.config import TracConfig
+
+LOGGER = logging.getLogger("trac_eval")
+
+P_TRUE_TEMPLATE = (
+    "\n\nProposed answer: {answer}\nIs the proposed answer correct?\n(A) True\n(B) False\nThe answer is ("
+)
+"""P(True) (Kadavath et al. 2022) asked after the trace: the probability of "A" renormalized over {A, B}."""
+
+
+class GenerationText(str):
+    """The generated text handed back to lm-eval, with the response's TrAC record attached."""
+
+    record: ResponseRecord
+
+    def __new__(cls, text: str, record: ResponseRecord) -> GenerationText:
+        instance = super().__new__(cls, text)
+        instance.record = record
+        return instance
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (GenerationText, (str(self), self.record))
+
+
+def repeat_indices(requests: Sequence[Any]) -> list[int]:
+    """The repeat index of each request: lm-eval passes the same Instance K times in a row for ``repeats: K``."""
+    seen: dict[int, int] = {}
+    indices = []
+    for request in requests:
+        index = seen.get(id(request), 0)
+        seen[id(request)] = index + 1
+        indices.append(index)
+    return indices
+
+
+def token_summaries(chosen: Sequence[float], top: Sequence[Sequence[float]], k: int) -> dict[str, np.ndarray]:
+    """Per-token λ_t, η_t and mean of the top-k logprobs (SPEC §3, §5) from the engine's returned logprobs.
+
+    ``top[t]`` holds the returned logprobs at position t (k of them, or k + 1 when the sampled token was outside the
+    top k); only the k largest are used.
+    """
+    chosen_array = np.asarray(chosen, dtype=np.float64)
+    top_k = np.full((len(top), k), np.nan)
+    for position, values in enumerate(top):
+        best = sorted((value for value in values if math.isfinite(value)), reverse=True)[:k]
+        top_k[position, : len(best)] = best
+    with np.errstate(invalid="ignore"):
+        mean_top = np.nanmean(top_k, axis=1) if len(top) else np.zeros(0)
+    return {
+        "token_logprobs": chosen_array,
+        "topk_entropy": topk_entropy(top_k, k=k) if len(top) else np.zeros(0),
+        "topk_mean_logprob": mean_top,
+    }
+
+
+def p_true_probability(letter_logprobs: Mapping[str, float]) -> float:
+    """P(True) = p(A) / (p(A) + p(B)) from the logprobs of the next token's "A" and "B" (NaN if neither returned)."""
+    a = letter_logprobs.get("A", -math.inf)
+    b = letter_logprobs.get("B", -math.inf)
+    if a == -math.inf and b == -math.inf:
+        return float("nan")
+    top = max(a, b)
+    return math.exp(a - top) / (math.exp(a - top) + math.exp(b - top))
+
+
+def build_record(
+    request: Any,
+    repeat: int,
+    config: TracConfig,
+    *,
+    model: str,
+    prompt_token_count: int,
+    generated_ids: Sequence[int],
+    text: str,
+    finish_reason: str,
+    summaries: Mapping[str, np.ndarray],
+    probes: Mapping[str, ProbeRecord],
+    p_true: float | None,
+    timing: Mapping[str, float],
+) -> ResponseRecord:
+    """Assemble the immutable record of one response of an lm-eval ``Instance``."""
+    doc = request.doc
+    missing = [name for name in config.metadata_fields if name not in doc]
+    if missing:
+        raise ValueError(f"task {request.task_name}: trac.metadata_fields {missing} are not fields of its documents")
+    return ResponseRecord(
+        task=request.task_name,
+        doc_id=request.doc_id,
+        repeat=repeat,
+        model=model,
+        answer_kind=config.answer_kind,
+        prompt_token_count=prompt_token_count,
+        text=text,
+        answer=extract_answer(text, kind=config.answer_kind, marker=config.marker or None),
+        reference=config.render_reference(doc),
+        finish_reason=finish_reason,
+        top_k=config.top_k,
+        token_ids=np.asarray(generated_ids, dtype=np.int32),
+        probes=dict(probes),
+        p_true=p_true,
+        timing=dict(timing),
+        metadata={name: doc[name] for name in config.metadata_fields},
+        **summaries,
+    )
+
+
+def _output_path_argument(argv: Sequence[str]) -> str | None:
+    for index, argument in enumerate(argv):
+        if argument in ("--output_path", "-o") and index + 1 < len(argv):
+            return argv[index + 1]
+        if argument.startswith("--output_path="):
+            return argument.split("=", 1)[1]
+    return None
+
+
+def records_dir(argv: Sequence[str] = tuple(sys.argv)) -> Path:
+    """Where records go: ``$TRAC_RECORDS_DIR``, else ``<--output_path>/trac_records``, else ``./trac_records``."""
+    if os.environ.get("TRAC_RECORDS_DIR"):
+        return Path(os.environ["TRAC_RECORDS_DIR"])
+    output_path = _output_path_argument(argv)
+    if output_path:
+        base = Path(output_path)
+        return (base.parent if base.suffix == ".json" else base) / "trac_records"
+    return Path("trac_records")
+
+
+class RecordSink:
+    """One append-only JSONL file per task for this run, named ``<task>.<run stamp>.jsonl``."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory or records_dir()
+        self.stamp = time.strftime("%Y-%m-%dT%H-%M-%S")
+        self._writers: dict[str, RecordWriter] = {}
+
+    def path_for(self, task: str) -> Path:
+        safe_task = re.sub(r"[^A-Za-z0-9_.-]", "_", task)
+        return self.directory / f"{safe_task}.{self.stamp}.jsonl"
+
+    def write(self, records: Sequence[ResponseRecord]) -> None:
+        """Append ``records`` (any tasks) and flush each file."""
+        by_task: dict[str, list[ResponseRecord]] = {}
+        for record in records:
+            by_task.setdefault(record.task, []).append(record)
+        for task, task_records in by_task.items():
+            if task not in self._writers:
+                self._writers[task] = RecordWriter(self.path_for(task))
+                LOGGER.info("trac-eval: writing records of task %s to %s", task, self.path_for(task))
+            self._writers[task].write_batch(task_records)

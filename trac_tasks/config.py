@@ -1,0 +1,95 @@
+"""A task's TrAC switches: the ``trac:`` block of its ``generation_kwargs`` (task YAML or ``--gen_kwargs``).
+
+The block travels with every request of the task, so the backend hook knows which requests to capture and probe
+and how; lm-eval itself never sees it (the hook removes it before building sampling parameters). Example::
+
+    generation_kwargs:
+      trac:
+        answer_kind: math                      # math | mc | text (trac_metrics.answers)
+        reference: "{{answer}}"                # Jinja template rendered on the doc: the reference answer a*
+        cue: "\\n\\nThe final answer is \\\\boxed{"   # SPEC §2 default
+        marker: "</think>"                     # end-of-thinking marker, "" for models without one
+        top_k: 5                               # top-k logprobs kept per token (SPEC §3, k = 5)
+        probe_variants: [trace]                # + question_only, shuffled_trace, teacher_forced (ablations)
+        p_true: false                          # one extra forward for the P(True) baseline
+        metadata_fields: [subject, level]      # doc fields copied into every record (reports split by them)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+import jinja2
+
+from trac_metrics.answers import ANSWER_KINDS
+from trac_metrics.records import PROBE_VARIANTS
+
+TRAC_KEY = "trac"
+DEFAULT_CUE = "\n\nThe final answer is \\boxed{"
+PROBE_MAX_TOKENS = 16
+
+_JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+
+@dataclass(frozen=True)
+class TracConfig:
+    """Validated TrAC switches of one task (see the module docstring for the YAML form)."""
+
+    answer_kind: str
+    reference: str
+    cue: str = DEFAULT_CUE
+    marker: str = ""
+    top_k: int = 5
+    probe_variants: tuple[str, ...] = ("trace",)
+    p_true: bool = False
+    metadata_fields: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.answer_kind not in ANSWER_KINDS:
+            raise ValueError(f"trac.answer_kind must be one of {ANSWER_KINDS}, got {self.answer_kind!r}")
+        if not 1 <= int(self.top_k) <= 20:
+            raise ValueError(f"trac.top_k must be between 1 and 20, got {self.top_k!r}")
+        unknown = set(self.probe_variants) - set(PROBE_VARIANTS)
+        if unknown or "trace" not in self.probe_variants:
+            raise ValueError(
+                f"trac.probe_variants must include 'trace' and only use {PROBE_VARIANTS}; got {self.probe_variants}"
+            )
+        if not self.cue:
+            raise ValueError("trac.cue must not be empty")
+
+    @classmethod
+    def from_gen_kwargs(cls, gen_kwargs: Mapping[str, Any], task_name: str) -> TracConfig:
+        """Parse the ``trac`` block of a request's generation kwargs, naming the task in every error."""
+        block = gen_kwargs.get(TRAC_KEY)
+        if not isinstance(block, Mapping):
+            raise ValueError(f"task {task_name}: generation_kwargs.trac must be a mapping, got {block!r}")
+        allowed = {item.name for item in fields(cls)}
+        unknown = set(block) - allowed
+        if unknown:
+            raise ValueError(f"task {task_name}: unknown trac switches {sorted(unknown)}; allowed: {sorted(allowed)}")
+        missing = {"answer_kind", "reference"} - set(block)
+        if missing:
+            raise ValueError(f"task {task_name}: generation_kwargs.trac needs {sorted(missing)}")
+        values = dict(block)
+        for name in ("probe_variants", "metadata_fields"):
+            if name in values:
+                values[name] = tuple(values[name])
+        try:
+            return cls(**values)
+        except ValueError as error:
+            raise ValueError(f"task {task_name}: {error}") from error
+
+    def render_reference(self, doc: Mapping[str, Any]) -> str:
+        """The reference answer a* of ``doc``: the ``reference`` template rendered on the doc's fields."""
+        return _JINJA.from_string(self.reference).render(**doc).strip()
+
+    def closing_delimiter(self) -> str | None:
+        """The character that closes the answer the cue opens (``}`` for ``\\boxed{``), None when it opens none."""
+        return {"{": "}", "(": ")", "[": "]"}.get(self.cue[-1])
+
+
+def strip_trac(gen_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The generation kwargs without the ``trac`` block, as lm-eval's own code expects them."""
+    return {key: value for key, value in gen_kwargs.items() if key != TRAC_KEY}

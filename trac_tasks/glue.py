@@ -1,0 +1,52 @@
+"""The functions TrAC task YAMLs name with ``!function``: filter, per-document results and the aggregation.
+
+Per document, ``process_results`` returns ``acc`` (the primary sample is correct), ``maj_acc`` (the majority answer
+of the K samples is correct, K > 1) and ``trac`` (the question's evidence dict, :mod:`trac_metrics.evidence`). The
+``trac`` aggregation cross-fits every head on the task's documents and returns all metrics at once
+(``trac_auroc``, ``sc_modal_aurc`` ...: :mod:`trac_metrics.evaluate`); it also writes each document's
+out-of-fold scores into its evidence dict (``scores``), so lm-eval's samples file (``--log_samples``) carries the
+TrAC score, probe answer, agreement and primary answer of every document.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from trac_metrics.evaluate import evaluate_task
+from trac_metrics.evidence import question_evidence
+from trac_tasks.lm_eval_patches import MultiMetricResult
+
+
+def keep_all_samples(resps: Iterable[Sequence[str]], docs: Iterable[Any]) -> list[list[str]]:
+    """lm-eval filter that keeps all K responses of each document (the default filter keeps only the first)."""
+    return [list(responses) for responses in resps]
+
+
+def process_results(doc: Mapping[str, Any], results: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Per-document metrics of a TrAC task from the K responses carrying their records."""
+    responses = results[0]
+    records = [getattr(response, "record", None) for response in responses]
+    if any(record is None for record in records):
+        raise RuntimeError(
+            "a TrAC task received responses without TrAC records: run it with --model vllm or --model hf (the "
+            "backends trac-eval hooks), with trac-eval installed in the same environment as lm-eval, and without "
+            "a --use_cache database written by a run without trac-eval"
+        )
+    evidence = question_evidence(records)
+    out: dict[str, Any] = {"acc": evidence["correct"]}
+    if evidence["num_samples"] > 1:
+        out["maj_acc"] = evidence["majority_correct"]
+    out["trac"] = evidence
+    return out
+
+
+def aggregate_trac(items: Sequence[dict[str, Any]]) -> MultiMetricResult:
+    """All TrAC and baseline metrics of a task (SPEC §6), cross-fitted over its documents (SPEC §4)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        evaluation = evaluate_task(items)
+    for position, evidence in enumerate(items):
+        evidence["scores"] = {method: float(values[position]) for method, values in evaluation.scores.items()}
+    return MultiMetricResult(evaluation.metrics)

@@ -1,0 +1,102 @@
+"""Engine-independent construction and parsing of the answer probe, on token ids (SPEC §2).
+
+The probe prompt is the exact token ids of the prompt and of the generated trace (never re-tokenized text), the
+tokenized end-of-thinking marker (skipped when the model has none or the trace already closed its thinking
+section), then the tokenized cue. The greedy suffix is cut where the delimiter the cue opened is closed; the tokens
+before that point spell the re-stated answer ã.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from trac_metrics.answers import extract_answer
+
+
+def trace_body(generated_ids: Sequence[int], end_ids: set[int]) -> list[int]:
+    """The generated ids without the trailing end-of-sequence tokens (the trace body r the probe continues)."""
+    ids = list(generated_ids)
+    while ids and ids[-1] in end_ids:
+        ids.pop()
+    return ids
+
+
+def needs_marker(marker: str, trace_text: str) -> bool:
+    """Whether the end-of-thinking marker must be appended: there is one and the trace did not write it already."""
+    return bool(marker) and marker not in trace_text
+
+
+def probe_prompt_ids(
+    prompt_ids: Sequence[int],
+    trace_ids: Sequence[int],
+    marker_ids: Sequence[int],
+    cue_ids: Sequence[int],
+) -> list[int]:
+    """prompt + trace + marker + cue, as one id list (pass an empty ``marker_ids`` to skip the marker)."""
+    return [*prompt_ids, *trace_ids, *marker_ids, *cue_ids]
+
+
+@dataclass(frozen=True)
+class ParsedProbe:
+    """A probe suffix cut at the closing delimiter.
+
+    ``answer`` is ã extracted with the same extractor as the primary answer (None when unparsable),
+    ``answer_token_count`` is L (tokens that contribute a character of ã), ``kept_tokens`` the number of decoded
+    tokens up to and including the one that closes the delimiter, ``text`` the decoded suffix up to the delimiter
+    (included), ``finish_reason`` ``"stop"`` when the delimiter closed, else the engine's reason (``"eos"`` or
+    ``"length"``).
+    """
+
+    answer: str | None
+    answer_token_count: int
+    kept_tokens: int
+    text: str
+    finish_reason: str
+
+
+def _closing_position(text: str, opener: str, closer: str) -> int | None:
+    """Index of the character that closes a delimiter already open at the start of ``text`` (depth starts at 1)."""
+    depth = 1
+    for index, char in enumerate(text):
+        if char == opener:
+            depth += 1
+        elif char == closer:
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
+
+
+def parse_probe(
+    token_ids: Sequence[int],
+    decode: Callable[[Sequence[int]], str],
+    cue: str,
+    closer: str | None,
+    engine_finish_reason: str,
+    answer_kind: str,
+) -> ParsedProbe:
+    """Cut the greedy suffix where the cue's delimiter closes and extract ã from what it encloses.
+
+    Decoding runs to ≤ 16 tokens and is cut afterwards: greedy decoding makes the kept tokens and their logprobs
+    identical to a run that stopped at the delimiter. ``decode`` maps token ids to text (prefix decoding gives each
+    token's character offset). The enclosed text goes through the same extractor as the primary answer (as the
+    content of a ``\\boxed{}``), so both are normalized alike. Without a closing delimiter (a cue that opens none,
+    or a suffix that never closes it) ã is extracted from the whole suffix when decoding ended at EOS, and is
+    missing when decoding hit the token limit. A missing ã has L = 0 (its likelihoods are missing, SPEC §2); c1, the
+    first decoded token's logprob, is kept.
+    """
+    offsets = [len(decode(token_ids[: count + 1])) for count in range(len(token_ids))]
+    full_text = decode(token_ids) if token_ids else ""
+    close_at = _closing_position(full_text, cue[-1], closer) if closer else None
+    if close_at is None:
+        kept, answer_end, text, finish_reason = len(token_ids), len(full_text), full_text, engine_finish_reason
+        answer = extract_answer(full_text, kind=answer_kind) if engine_finish_reason == "eos" else None
+    else:
+        kept = next(index + 1 for index, end in enumerate(offsets) if end > close_at)
+        answer_end, text, finish_reason = close_at, full_text[: close_at + 1], "stop"
+        inner = full_text[:close_at].strip()
+        answer = (extract_answer(f"\\boxed{{{inner}}}", kind=answer_kind) or inner) if inner else None
+    starts = [0, *offsets[:-1]]
+    answer_token_count = sum(1 for start in starts[:kept] if start < answer_end) if answer is not None else 0
+    return ParsedProbe(answer, answer_token_count, kept, text, finish_reason)
