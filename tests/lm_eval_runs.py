@@ -12,6 +12,7 @@ from conftest import REPO, engine_env
 from trac_tasks.demo_data import demo_rows, render
 
 LOCAL_TASK = "trac_math500_local"
+PLAIN_TASK = "plain_local"
 
 
 def write_local_math500_task(root: Path, n_rows: int, repeats: int, max_gen_toks: int, extra_trac: str = "") -> Path:
@@ -39,6 +40,25 @@ generation_kwargs:
     reference: "{{{{answer}}}}"
     metadata_fields: [subject, level, unique_id]
 {extra_trac}
+""", encoding="utf-8")
+    # a task without TrAC switches on the same rows: it must run as in plain lm-eval, beside the TrAC task
+    (tasks / f"{PLAIN_TASK}.yaml").write_text(f"""
+task: {PLAIN_TASK}
+custom_dataset: !function trac_tasks.datasets.local_jsonl
+dataset_kwargs:
+  data_file: {data}
+output_type: generate_until
+test_split: test
+doc_to_text: "Question: {{{{problem}}}}\\nAnswer:"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: ["\\n"]
+  do_sample: false
+  max_gen_toks: 12
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
 """, encoding="utf-8")
     return tasks
 

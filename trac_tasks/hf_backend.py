@@ -17,19 +17,12 @@ from typing import Any
 
 from trac_tasks.config import PROBE_MAX_TOKENS, TracConfig, strip_trac
 from trac_tasks.probe import trace_body
-from trac_tasks.runner import ProbeJob, ProbeOutput, Trace, TracRunner, route_trac_requests
+from trac_tasks.runner import ProbeJob, ProbeOutput, Trace, TracRunner, hook_generate_until
 
 
 def install(module: ModuleType) -> None:
     """Wrap ``module.HFLM.generate_until`` so TrAC requests are captured and probed."""
-    backend = module.HFLM
-    original = backend.generate_until
-
-    def generate_until(self: Any, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
-        return route_trac_requests(self, requests, disable_tqdm, original, HfTracRunner)
-
-    generate_until.__doc__ = original.__doc__
-    backend.generate_until = generate_until
+    hook_generate_until(module.HFLM, HfTracRunner)
 
 
 def _end_ids(lm: Any) -> set[int]:
@@ -133,11 +126,11 @@ class HfTracRunner(TracRunner):
             generated = output.sequences[0, len(prompt_ids):].tolist()
             chosen, top = self._step_logprobs(output.logits, generated, config.top_k)
             ends_with_eos = bool(generated) and generated[-1] in self.end_ids
-            raw_text = self.lm.tok_decode(generated)
+            raw_text = self.tokenizer.decode(generated, skip_special_tokens=False)  # keeps a special marker
             trace = Trace(
                 request=request, repeat=repeat, config=config, prompt_ids=prompt_ids, generated_ids=generated,
                 body_ids=trace_body(generated, self.end_ids), raw_text=raw_text,
-                text=postprocess_generated_text(raw_text, until, think_end),
+                text=postprocess_generated_text(self.lm.tok_decode(generated), until, think_end),
                 finish_reason="eos" if ends_with_eos else "length" if len(generated) >= max_gen_toks else "stop",
                 chosen=chosen, top=top,
             )

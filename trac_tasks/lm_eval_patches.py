@@ -70,3 +70,45 @@ def expand_multi_metric_aggregations(evaluator_utils: ModuleType) -> None:
         return expanded, sample_len
 
     evaluator_utils._compute_task_aggregations = _compute_task_aggregations
+
+
+HOOKED = "__trac_hooked__"
+"""Attribute set on the backend methods trac-eval wraps; the evaluation guard below looks for it."""
+
+
+def _tasks_of(task_dict: Any) -> list[Any]:
+    """All task objects of a (possibly nested, grouped) lm-eval task dict."""
+    found = []
+    for value in task_dict.values():
+        if isinstance(value, dict):
+            found.extend(_tasks_of(value))
+        elif hasattr(value, "config"):
+            found.append(value)
+    return found
+
+
+def require_hooked_backend(evaluator: ModuleType) -> None:
+    """Refuse, before any generation, a TrAC task on a backend trac-eval does not hook or behind ``--use_cache``.
+
+    Without this check such a run would fail late and obscurely (an unknown ``trac`` generation argument deep in
+    the backend, or K identical cached responses).
+    """
+    from trac_tasks.config import TRAC_KEY
+
+    original = evaluator.evaluate
+
+    @functools.wraps(original)
+    def evaluate(lm: Any, task_dict: Any, *args: Any, **kwargs: Any) -> Any:
+        trac_tasks = sorted(task.config.task for task in _tasks_of(task_dict)
+                            if TRAC_KEY in (getattr(task.config, "generation_kwargs", None) or {}))
+        if trac_tasks:
+            if type(lm).__name__ == "CachingLM":
+                raise ValueError(f"TrAC tasks {trac_tasks} cannot run with --use_cache: the cache returns one stored "
+                                 "response for all K samples and keeps no token logprobs; drop --use_cache")
+            if not getattr(type(lm).generate_until, HOOKED, False):
+                raise ValueError(f"TrAC tasks {trac_tasks} need token logprobs and an answer probe, which trac-eval "
+                                 f"provides for --model vllm and --model hf; the {type(lm).__name__} backend has "
+                                 "neither")
+        return original(lm, task_dict, *args, **kwargs)
+
+    evaluator.evaluate = evaluate

@@ -30,6 +30,7 @@ from trac_tasks.capture import (
     token_summaries,
 )
 from trac_tasks.config import PROBE_MAX_TOKENS, TRAC_KEY, TracConfig
+from trac_tasks.lm_eval_patches import HOOKED
 from trac_tasks.probe import ParsedProbe, needs_marker, parse_probe
 
 CHUNK_SIZE = int(os.environ.get("TRAC_CHUNK_SIZE", "256"))
@@ -54,7 +55,12 @@ class Trace:
 
     @property
     def answer(self) -> str | None:
-        return extract_answer(self.text, kind=self.config.answer_kind, marker=self.config.marker or None)
+        return extract_answer(self.text, kind=self.kind, marker=self.config.marker or None)
+
+    @property
+    def kind(self) -> str:
+        """The answer kind of this response's document."""
+        return self.config.kind_for(self.request.doc)
 
 
 @dataclass(frozen=True)
@@ -208,7 +214,7 @@ class TracRunner(ABC):
         for job, output in zip(jobs, self.greedy_probes(traces, jobs), strict=True):
             config = traces[job.index].config
             parsed = parse_probe(output.token_ids, self.decode, config.cue, config.closing_delimiter(),
-                                 output.engine_finish_reason, config.answer_kind)
+                                 output.engine_finish_reason, traces[job.index].kind)
             per_response[job.index][job.variant] = _probe_record(job, output, parsed, config.top_k)
         forced = [(index, trace) for index, trace in enumerate(traces)
                   if trace.repeat == 0 and "teacher_forced" in trace.config.probe_variants]
@@ -267,6 +273,18 @@ def _probe_record(job: ProbeJob, output: ProbeOutput, parsed: ParsedProbe, top_k
         num_prompt_tokens=output.num_prompt_tokens, num_cached_tokens=output.num_cached_tokens,
         seconds=output.seconds,
     )
+
+
+def hook_generate_until(backend: type, runner_class: type[TracRunner]) -> None:
+    """Replace ``backend.generate_until`` by a router: TrAC requests to ``runner_class``, the rest unchanged."""
+    original = backend.generate_until
+
+    def generate_until(self: Any, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
+        return route_trac_requests(self, requests, disable_tqdm, original, runner_class)
+
+    generate_until.__doc__ = original.__doc__
+    setattr(generate_until, HOOKED, True)
+    backend.generate_until = generate_until
 
 
 def route_trac_requests(lm: Any, requests: list[Any], disable_tqdm: bool, original: Any, runner_class: type) -> list[str]:

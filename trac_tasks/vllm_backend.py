@@ -16,19 +16,12 @@ from types import ModuleType
 from typing import Any
 
 from trac_tasks.config import PROBE_MAX_TOKENS, TracConfig, strip_trac
-from trac_tasks.runner import ProbeJob, ProbeOutput, Trace, TracRunner, route_trac_requests
+from trac_tasks.runner import ProbeJob, ProbeOutput, Trace, TracRunner, hook_generate_until
 
 
 def install(module: ModuleType) -> None:
     """Wrap ``module.VLLM.generate_until`` so TrAC requests are captured and probed."""
-    backend = module.VLLM
-    original = backend.generate_until
-
-    def generate_until(self: Any, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
-        return route_trac_requests(self, requests, disable_tqdm, original, VllmTracRunner)
-
-    generate_until.__doc__ = original.__doc__
-    backend.generate_until = generate_until
+    hook_generate_until(module.VLLM, VllmTracRunner)
 
 
 class VllmTracRunner(TracRunner):

@@ -1,0 +1,58 @@
+"""Token summaries, P(True), repeat indexing, the records folder and the bundled data (trac_tasks glue)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from trac_tasks.capture import p_true_probability, records_dir, repeat_indices, token_summaries
+from trac_tasks.datasets import local_jsonl
+from trac_tasks.demo_data import DEMO_FILE, demo_rows, render
+
+
+def test_token_summaries_use_the_k_largest_returned_logprobs():
+    # position 0: the sampled token (-3.0) was outside the top 2, so the engine returned 3 entries
+    chosen = [-3.0, -0.1]
+    top = [[-0.5, -1.0, -3.0], [-0.1, -2.5]]
+    summary = token_summaries(chosen, top, k=2)
+    np.testing.assert_allclose(summary["token_logprobs"], chosen)
+    np.testing.assert_allclose(summary["topk_mean_logprob"], [(-0.5 - 1.0) / 2, (-0.1 - 2.5) / 2])
+    p = np.exp([-0.5, -1.0]) / np.exp([-0.5, -1.0]).sum()  # renormalized over the top 2 (SPEC §3)
+    assert summary["topk_entropy"][0] == pytest.approx(-(p * np.log(p)).sum())
+
+
+def test_p_true_renormalizes_over_the_two_options():
+    assert p_true_probability({"A": math.log(0.3), "B": math.log(0.1)}) == pytest.approx(0.75)
+    assert p_true_probability({"A": -1.0}) == 1.0  # B outside the returned candidates: probability ~ 0
+    assert math.isnan(p_true_probability({}))
+
+
+def test_repeat_indices_count_occurrences_of_the_same_instance():
+    first, second = object(), object()
+    assert repeat_indices([first, first, first, second, second]) == [0, 1, 2, 0, 1]
+
+
+def test_records_follow_the_output_path(monkeypatch, tmp_path):
+    monkeypatch.delenv("TRAC_RECORDS_DIR", raising=False)
+    assert records_dir(["lm_eval", "--output_path", str(tmp_path)]) == tmp_path / "trac_records"
+    assert records_dir(["lm_eval", f"--output_path={tmp_path}/r.json"]) == tmp_path / "trac_records"
+    monkeypatch.setenv("TRAC_RECORDS_DIR", str(tmp_path / "x"))
+    assert records_dir(["lm_eval", "--output_path", "elsewhere"]) == tmp_path / "x"
+
+
+def test_bundled_demo_file_is_exactly_what_the_generator_writes():
+    assert DEMO_FILE.read_text(encoding="utf-8") == render(demo_rows())
+    rows = local_jsonl(data_file="trac_demo.jsonl")["test"]
+    assert len(rows) == 40 and set(rows.column_names) == {"problem", "solution", "answer", "subject", "level",
+                                                            "unique_id"}
+
+
+def test_local_jsonl_errors_name_the_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.jsonl"):
+        local_jsonl(data_file="nope.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"a": 1}\n{oops\n')
+    with pytest.raises(ValueError, match="bad.jsonl:2"):
+        local_jsonl(data_file=str(bad))
