@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from conftest import REPO, engine_env
 from trac_tasks.demo_data import demo_rows, render
+from trac_tasks.lm_eval_patches import task_config_dir
 
 LOCAL_TASK = "trac_math500_local"
 PLAIN_TASK = "plain_local"
@@ -63,6 +65,24 @@ metric_list:
     return tasks
 
 
+README_TEMPLATE_PATH = "/path/to/trac_tasks/task_configs"
+
+
+def readme_example_blocks() -> tuple[str, str]:
+    """The YAML and JSON Lines blocks of the README section "Adding a benchmark by YAML"."""
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("## Adding a benchmark by YAML", 1)[1]
+    yaml_block = re.search(r"```yaml\n(.*?)```", section, flags=re.DOTALL).group(1)
+    jsonl_block = re.search(r"```jsonl\n(.*?)```", section, flags=re.DOTALL).group(1)
+    return yaml_block, jsonl_block
+
+
+def write_readme_example(root: Path, tasks: Path) -> None:
+    """The README's worked example as a user would save it: its YAML in ``tasks``, its data in ``root``."""
+    yaml_block, jsonl_block = readme_example_blocks()
+    (tasks / "my_benchmark.yaml").write_text(yaml_block.replace(README_TEMPLATE_PATH, str(task_config_dir())))
+    (root / "my_questions.jsonl").write_text(jsonl_block)
+
+
 @dataclass(frozen=True)
 class LmEvalRun:
     out: Path
@@ -84,13 +104,14 @@ class LmEvalRun:
 
 
 def run_lm_eval(root: Path, tasks_dir: Path, model_args: str, model: str = "vllm", *extra: str,
-                tasks: str = LOCAL_TASK, timeout: int = 2400, env: dict | None = None) -> LmEvalRun:
-    """``lm_eval`` as a user types it (plus ``--include_path`` for the local-data task); fails with the log."""
+                tasks: str = LOCAL_TASK, timeout: int = 2400) -> LmEvalRun:
+    """``lm_eval`` as a user types it (plus ``--include_path`` for the local-data tasks), run in ``root``; fails
+    with the log."""
     out = root / "out"
     command = [shutil.which("lm_eval"), "--tasks", tasks, "--include_path", str(tasks_dir), "--model", model,
                "--model_args", model_args, "--apply_chat_template", "--output_path", str(out), "--log_samples",
                *extra]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env or engine_env())
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=engine_env(), cwd=root)
     log = result.stdout + result.stderr
     if result.returncode != 0:
         raise AssertionError(f"lm_eval failed ({result.returncode}):\n{log[-6000:]}")

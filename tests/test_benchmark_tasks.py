@@ -19,6 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import REPO
+from lm_eval_runs import README_TEMPLATE_PATH, readme_example_blocks
 from record_factory import synthetic_task
 from trac_metrics.answers import equivalent, extract_answer, normalize_answer
 from trac_metrics.evaluate import evaluate_task
@@ -346,17 +347,6 @@ def test_math_group_aggregates_every_metric_a_trac_task_reports(task_manager):
 # ----------------------------------------------------------------------------------------------------------
 # The README's worked example ("Adding a benchmark by YAML")
 # ----------------------------------------------------------------------------------------------------------
-
-README_TEMPLATE_PATH = "/path/to/trac_tasks/task_configs"
-
-
-def readme_example_blocks() -> tuple[str, str]:
-    """The YAML and JSON Lines blocks of the README section "Adding a benchmark by YAML"."""
-    section = (REPO / "README.md").read_text(encoding="utf-8").split("## Adding a benchmark by YAML", 1)[1]
-    yaml_block = re.search(r"```yaml\n(.*?)```", section, flags=re.DOTALL).group(1)
-    jsonl_block = re.search(r"```jsonl\n(.*?)```", section, flags=re.DOTALL).group(1)
-    return yaml_block, jsonl_block
-
 
 def test_readme_worked_example_loads_and_labels_answers(tmp_path, monkeypatch):
     from lm_eval.tasks import TaskManager
