@@ -18,7 +18,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import REPO
 from lm_eval_runs import README_TEMPLATE_PATH, readme_example_blocks
 from record_factory import synthetic_task
 from trac_metrics.answers import equivalent, extract_answer, normalize_answer

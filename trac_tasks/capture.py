@@ -139,11 +139,12 @@ def _output_path_argument(argv: Sequence[str]) -> str | None:
     return None
 
 
-def records_dir(argv: Sequence[str] = tuple(sys.argv)) -> Path:
-    """Where records go: ``$TRAC_RECORDS_DIR``, else ``<--output_path>/trac_records``, else ``./trac_records``."""
+def records_dir(argv: Sequence[str] | None = None) -> Path:
+    """Where records go: ``$TRAC_RECORDS_DIR``, else ``<--output_path>/trac_records`` of the command line (``argv``,
+    by default this process's), else ``./trac_records``."""
     if os.environ.get("TRAC_RECORDS_DIR"):
         return Path(os.environ["TRAC_RECORDS_DIR"])
-    output_path = _output_path_argument(argv)
+    output_path = _output_path_argument(sys.argv if argv is None else argv)
     if output_path:
         base = Path(output_path)
         return (base.parent if base.suffix == ".json" else base) / "trac_records"
