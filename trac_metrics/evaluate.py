@@ -2,7 +2,7 @@
 
 Input: the per-question evidence dicts of :mod:`trac_metrics.evidence` (one row per question: the primary
 response). Every learned method (TrAC, its PCE / TUP components, Consensus Fusion @K, Supervised Consensus@K and
-the probe-variant ablation heads) is cross-fitted with the same folds (``trac_metrics.heads.cross_fit``): its
+the probe-variant ablation heads) is cross-fitted on the same folds, computed once (``heads.cross_fit_many``): its
 metrics are computed per repetition and averaged, its per-question score is the mean out-of-fold score. Baselines
 are scored directly. Results use one naming scheme: ``<method>_<metric>``, e.g. ``trac_auroc``,
 ``sc_modal_aurc``, ``mean_logprob_excess_aurc``, ``trac_risk_at_10``.
@@ -19,7 +19,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from trac_metrics._warnings import TracWarning
-from trac_metrics.heads import FOLD_SEEDS, cross_fit, mean_oof_score
+from trac_metrics.heads import FOLD_SEEDS, cross_fit_many, mean_oof_score
 from trac_metrics.selective import selective_metrics
 
 COVERAGES = (0.1, 0.2, 0.5)
@@ -122,18 +122,20 @@ def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_sp
     groups = np.arange(len(evidences))
     metrics: dict[str, float] = {}
     scores: dict[str, np.ndarray] = {}
+    feature_sets = {}
     for method, row_of in HEADS.items():
         rows = [row_of(evidence) for evidence in evidences]
         missing = sum(row is None for row in rows)
-        if missing:
-            if missing < len(rows):
-                warnings.warn(f"{method} head not reported: {missing} of {len(rows)} questions lack its features",
-                              TracWarning, stacklevel=3)
-            continue
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            scores_by_seed = cross_fit(np.asarray(rows, dtype=np.float64), labels, groups, seeds, n_splits)
-        _rewarn_once(caught, method)
+        if not missing:
+            feature_sets[method] = np.asarray(rows, dtype=np.float64)
+        elif missing < len(rows):
+            warnings.warn(f"{method} head not reported: {missing} of {len(rows)} questions lack its features",
+                          TracWarning, stacklevel=3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scores_by_head = cross_fit_many(feature_sets, labels, groups, seeds, n_splits)
+    _rewarn_once(caught, ", ".join(feature_sets))
+    for method, scores_by_seed in scores_by_head.items():
         scores[method] = mean_oof_score(scores_by_seed)
         metrics.update(_head_metrics(scores_by_seed, labels, method))
     baseline_names = [name for name in evidences[0]["baselines"]
@@ -145,7 +147,7 @@ def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_sp
     return TaskEvaluation(metrics, scores, labels, doc_ids)
 
 
-def _rewarn_once(caught: list[warnings.WarningMessage], method: str) -> None:
-    """Re-issue a head's cross-fitting warnings once, naming the head."""
+def _rewarn_once(caught: list[warnings.WarningMessage], methods: str) -> None:
+    """Re-issue the cross-fitting warnings once, naming the heads they concern."""
     for message in {str(item.message) for item in caught if issubclass(item.category, TracWarning)}:
-        warnings.warn(f"{method} head: {message}", TracWarning, stacklevel=3)
+        warnings.warn(f"heads {methods}: {message}", TracWarning, stacklevel=3)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -356,18 +356,41 @@ def cross_fit(
     folds, or a training fold with fewer than 2 samples of a class) gives an all-NaN result and a TracWarning
     naming the cause; nothing is fitted then.
     """
-    features = _as_feature_matrix(X)
-    labels = _as_binary_labels(y, features.shape[0])
-    codes = _as_group_codes(groups, features.shape[0])
+    return cross_fit_many({"X": X}, y, groups, seeds, n_splits)["X"]
+
+
+def cross_fit_many(
+    feature_sets: Mapping[str, Any], y: Any, groups: Any, seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5
+) -> dict[str, np.ndarray]:
+    """:func:`cross_fit` of several feature matrices of the same rows (one per head), on the same folds.
+
+    The folds depend only on the labels, the question groups and the seeds, so they are computed once and every
+    head is fitted on identical splits (SPEC §4: all learned variants share the folds). Degenerate data gives
+    all-NaN scores for every head and one TracWarning.
+    """
+    if not feature_sets:
+        raise ValueError("cross_fit_many needs at least one feature matrix")
+    matrices = {name: _as_feature_matrix(X, name) for name, X in feature_sets.items()}
+    n_rows = {matrix.shape[0] for matrix in matrices.values()}
+    if len(n_rows) != 1:
+        raise ValueError(f"feature matrices have different numbers of rows: "
+                         f"{ {name: matrix.shape[0] for name, matrix in matrices.items()} }")
+    labels = _as_binary_labels(y, n_rows.pop())
+    codes = _as_group_codes(groups, labels.size)
     seeds = _check_seeds(seeds)
     _check_n_splits(n_splits)
-    scores = np.full((len(seeds), labels.size), np.nan)
     reason = _unsplittable_reason(labels, codes, n_splits)
     folds_by_seed = [] if reason else [fold_assignments(labels, codes, seed, n_splits) for seed in seeds]
     reason = reason or _degenerate_training_fold(labels, folds_by_seed, seeds)
     if reason is not None:
-        warnings.warn(f"cross_fit: {reason}; every out-of-fold score is NaN", TracWarning, stacklevel=2)
-        return scores
+        warnings.warn(f"cross_fit: {reason}; every out-of-fold score is NaN", TracWarning, stacklevel=3)
+        return {name: np.full((len(seeds), labels.size), np.nan) for name in matrices}
+    return {name: _out_of_fold(features, labels, folds_by_seed) for name, features in matrices.items()}
+
+
+def _out_of_fold(features: np.ndarray, labels: np.ndarray, folds_by_seed: Sequence[np.ndarray]) -> np.ndarray:
+    """Scores of each fold by a head fitted on the other folds, for each repetition's fold assignment."""
+    scores = np.full((len(folds_by_seed), labels.size), np.nan)
     for repetition, folds in enumerate(folds_by_seed):
         for fold in np.unique(folds):
             test_rows = folds == fold

@@ -59,6 +59,12 @@ def repeat_indices(requests: Sequence[Any]) -> list[int]:
     return indices
 
 
+def k_largest(values: Sequence[float], k: int) -> list[float]:
+    """The k largest finite logprobs of one position, in decreasing order (the engine may return k + 1 entries:
+    the top k plus a sampled token outside them)."""
+    return sorted((value for value in values if math.isfinite(value)), reverse=True)[:k]
+
+
 def token_summaries(chosen: Sequence[float], top: Sequence[Sequence[float]], k: int) -> dict[str, np.ndarray]:
     """Per-token λ_t, η_t and mean of the top-k logprobs (SPEC §3, §5) from the engine's returned logprobs.
 
@@ -68,7 +74,7 @@ def token_summaries(chosen: Sequence[float], top: Sequence[Sequence[float]], k: 
     chosen_array = np.asarray(chosen, dtype=np.float64)
     top_k = np.full((len(top), k), np.nan)
     for position, values in enumerate(top):
-        best = sorted((value for value in values if math.isfinite(value)), reverse=True)[:k]
+        best = k_largest(values, k)
         top_k[position, : len(best)] = best
     with np.errstate(invalid="ignore"):
         mean_top = np.nanmean(top_k, axis=1) if len(top) else np.zeros(0)
@@ -106,6 +112,7 @@ def build_record(
 ) -> ResponseRecord:
     """Assemble the immutable record of one response of an lm-eval ``Instance``."""
     doc = request.doc
+    kind = config.kind_for(doc)
     missing = [name for name in config.metadata_fields if name not in doc]
     if missing:
         raise ValueError(f"task {request.task_name}: trac.metadata_fields {missing} are not fields of its documents")
@@ -114,10 +121,10 @@ def build_record(
         doc_id=request.doc_id,
         repeat=repeat,
         model=model,
-        answer_kind=config.kind_for(doc),
+        answer_kind=kind,
         prompt_token_count=prompt_token_count,
         text=text,
-        answer=extract_answer(text, kind=config.kind_for(doc), marker=config.marker or None),
+        answer=extract_answer(text, kind=kind, marker=config.marker or None),
         reference=config.render_reference(doc),
         finish_reason=finish_reason,
         top_k=config.top_k,

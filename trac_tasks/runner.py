@@ -25,6 +25,7 @@ from trac_tasks.capture import (
     GenerationText,
     RecordSink,
     build_record,
+    k_largest,
     p_true_probability,
     repeat_indices,
     token_summaries,
@@ -267,8 +268,7 @@ def _probe_record(job: ProbeJob, output: ProbeOutput, parsed: ParsedProbe, top_k
     return ProbeRecord(
         variant=job.variant, appended_text=job.appended_text, text=parsed.text, answer=parsed.answer,
         token_ids=output.token_ids[:kept], token_logprobs=output.chosen[:kept],
-        top_logprobs=[(sorted(values, reverse=True)[:top_k] + [float("-inf")] * top_k)[:top_k]
-                      for values in output.top[:kept]],
+        top_logprobs=[(k_largest(values, top_k) + [float("-inf")] * top_k)[:top_k] for values in output.top[:kept]],
         answer_token_count=parsed.answer_token_count, finish_reason=parsed.finish_reason,
         num_prompt_tokens=output.num_prompt_tokens, num_cached_tokens=output.num_cached_tokens,
         seconds=output.seconds,
