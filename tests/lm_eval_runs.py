@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conftest import REPO, engine_env
+
 from trac_tasks.demo_data import demo_rows, render
 from trac_tasks.lm_eval_patches import task_config_dir
 

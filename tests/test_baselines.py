@@ -17,9 +17,9 @@ from trac_metrics.baselines import (
     mean_logprob,
     sc_modal,
     sc_primary,
+    self_certainty,
     selfcheck_unigram,
     selfdoubt,
-    self_certainty,
     semantic_entropy,
 )
 

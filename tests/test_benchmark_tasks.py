@@ -17,9 +17,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 from lm_eval_runs import README_TEMPLATE_PATH, readme_example_blocks
 from record_factory import synthetic_task
+
 from trac_metrics.answers import equivalent, extract_answer, normalize_answer
 from trac_metrics.evaluate import evaluate_task
 from trac_metrics.evidence import question_evidence

@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 import pytest
-
 from record_factory import synthetic_question, synthetic_task
+
 from trac_metrics import TracWarning
 from trac_metrics.baselines import mean_logprob
 from trac_metrics.evaluate import METRIC_NAMES, evaluate_task

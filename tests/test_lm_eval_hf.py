@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task, write_readme_example
+
 from trac_metrics.records import iter_records
 
 N_DOCS, K = 3, 2

@@ -10,12 +10,13 @@ import math
 from collections import defaultdict
 
 import numpy as np
+import pandas as pd
 import pytest
-
 from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, run_lm_eval, write_local_math500_task
+
 from trac_metrics.evaluate import METRIC_NAMES
 from trac_metrics.records import iter_records
-from trac_tasks.cli import evaluate_records
+from trac_tasks.cli import evaluate_records, main
 from trac_tasks.config import DEFAULT_CUE
 from trac_tasks.probe import trace_body
 
@@ -71,16 +72,19 @@ def test_records_are_complete(records, tiny_tokenizer):
         # the probe prompt is prompt + trace body (the ids, EOS dropped) + cue, nothing re-tokenized
         body = trace_body(record.token_ids.tolist(), {tiny_tokenizer.eos_token_id})
         assert probe.num_prompt_tokens == record.prompt_token_count + len(body) + len(cue_ids)
-        assert record.timing["generation_batch_seconds"] > 0
+        # run-level fields: K, the decoding the engine applied, engine seconds attributed to this response
+        assert record.num_samples == K
+        assert record.decoding == {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}
+        assert record.timing["generation_seconds"] > 0 and probe.seconds > 0
 
 
-def test_probe_prefix_is_served_from_the_prefix_cache(records):
+def test_probe_prefix_is_served_from_the_prefix_cache(records, tiny_tokenizer):
+    """Each probe is submitted as its trace finishes: every whole 32-token block of its prompt + trace is still
+    cached; only the last partial block and the cue are computed again."""
+    cue_tokens = len(tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids)
     probes = [record.probes["trace"] for record in records]
-    assert all(probe.num_cached_tokens is not None for probe in probes)
-    assert sum(probe.num_cached_tokens for probe in probes) > 0
-    # whole 32-token blocks of prompt + trace are reused: at least half of every probe prompt of ≥ 64 tokens
-    long = [probe for probe in probes if probe.num_prompt_tokens >= 64]
-    assert long and all(probe.num_cached_tokens >= probe.num_prompt_tokens // 2 for probe in long)
+    for probe in probes:
+        assert probe.num_cached_tokens >= 32 * ((probe.num_prompt_tokens - cue_tokens - 1) // 32)
 
 
 def test_the_k_samples_of_a_question_differ(records):
@@ -107,6 +111,28 @@ def test_stored_records_reproduce_the_reported_metrics(run):
     reported = run.task_metrics()
     for key, value in recomputed.items():
         assert reported[key] == pytest.approx(value, nan_ok=True, abs=1e-12), key
+
+
+def test_trac_report_on_the_run_shows_lm_evals_numbers(run, tmp_path, capsys):
+    """`trac report` over the real run: the pair's numbers are lm-eval's aggregation, every analysis the run has
+    data for (all probe variants and P(True) are on) is filled, and the relative latencies come from its timings."""
+    main(["report", str(run.out), "--out", str(tmp_path), "--resamples", "200"])
+    printed = capsys.readouterr().out
+    reported = run.task_metrics()
+    per_pair = pd.read_csv(tmp_path / "per_pair.csv", index_col=0)
+    (pair,) = per_pair.index
+    leaderboard = pd.read_csv(tmp_path / "leaderboard.csv").set_index("method")
+    for method, label in (("trac", "TrAC"), ("pce", "PCE"), ("mean_logprob", "Mean log-probability"),
+                          ("p_true", "P(True)"), ("sc_modal", f"SC@{K} (modal answer)")):
+        assert per_pair.loc[pair, label] == pytest.approx(reported[f"{method}_auroc"], abs=1e-12), method
+        assert leaderboard.loc[label, "macro AUROC"] == pytest.approx(reported[f"{method}_auroc"], abs=1e-12)
+        assert leaderboard.loc[label, "macro AURC"] == pytest.approx(reported[f"{method}_aurc"], abs=1e-12)
+    assert leaderboard.loc["Mean log-probability", "latency ×"] == 1.0
+    assert 1.0 < leaderboard.loc["TrAC", "latency ×"] < 2.0
+    assert leaderboard.loc[f"SC@{K} (modal answer)", "latency ×"] == K
+    controls = pd.read_csv(tmp_path / "ablation_trace_controls.csv", index_col=0)
+    assert controls.loc["Question-only probe", "AUROC"] == pytest.approx(reported["pce_question_only_auroc"])
+    assert (tmp_path / "risk_coverage.png").stat().st_size > 0 and "Paired differences" in printed
 
 
 def test_a_task_without_trac_switches_runs_as_in_plain_lm_eval(run):

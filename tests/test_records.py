@@ -23,7 +23,7 @@ def make_record(doc_id: int = 0, repeat: int = 0, n_tokens: int = 5) -> Response
         text="so \\boxed{42}", answer="42", reference="42", finish_reason="eos", top_k=5,
         token_ids=rng.integers(0, 50_000, n_tokens), token_logprobs=-rng.random(n_tokens),
         topk_entropy=rng.random(n_tokens), topk_mean_logprob=-3 * rng.random(n_tokens),
-        probes={"trace": probe}, p_true=0.7, timing={"generation_batch_seconds": 1.5},
+        probes={"trace": probe}, p_true=0.7, timing={"generation_seconds": 1.5},
         metadata={"level": 2},
     )
 
@@ -39,7 +39,7 @@ def test_round_trip_keeps_every_field():
     assert back.probes["trace"].answer == "42"
     np.testing.assert_allclose(back.probes["trace"].answer_logprobs, [-0.1, -0.2], rtol=1e-6)
     assert back.probes["trace"].first_token_logprob == pytest.approx(-0.1, rel=1e-6)
-    assert (back.p_true, back.metadata, back.timing) == (0.7, {"level": 2}, {"generation_batch_seconds": 1.5})
+    assert (back.p_true, back.metadata, back.timing) == (0.7, {"level": 2}, {"generation_seconds": 1.5})
 
 
 def test_unknown_schema_version_is_refused_with_a_clear_message():

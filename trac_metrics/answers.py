@@ -24,11 +24,18 @@ factorials or binomials of large numbers, logarithms next to long numbers), inpu
 of ``_SYMBOLIC_BUDGET_S`` seconds (SIGALRM timer on the main thread, a thread-local trace function on other
 threads); a comparison that runs out counts as not equivalent. Only that budget can make a result depend on
 machine load, and no ordinary answer comes near it.
+
+Override: ``with use_equivalence(fn): ...`` replaces the relation by a user function
+``fn(answer, other, kind) -> bool`` inside the block (``trac rescore --equivalence MODULE:FUNCTION``). It takes
+effect in :func:`equivalent` itself, before any cache, so it reaches every label, agreement e and answer class
+computed through this module, and the caches (which only hold the built-in relation's results on normalized
+strings) never carry a result from one override into another.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import logging
 import math
@@ -37,7 +44,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
@@ -643,8 +650,10 @@ def _warm_up_math_verify() -> None:
 def _math_equivalent(first: str, second: str) -> bool:
     if first == second:
         return True
-    if _as_number(first) is None or _as_number(second) is None:
-        _warm_up_math_verify()
+    first_number, second_number = _as_number(first), _as_number(second)
+    if first_number is not None and second_number is not None:  # no symbolic work: no time budget needed
+        return _numbers_close(first_number, second_number)
+    _warm_up_math_verify()
     try:
         with _time_limit(_SYMBOLIC_BUDGET_S):
             return _math_equivalent_normalized(min(first, second), max(first, second))
@@ -659,14 +668,43 @@ def _text_equivalent(first: str, second: str) -> bool:
     return first_number is not None and second_number is not None and _numbers_close(first_number, second_number)
 
 
+Equivalence = Callable[[str | None, str | None, str], bool]
+"""A user answer relation: ``fn(answer, other, kind) -> bool`` on raw (un-normalized) answers, None included."""
+
+_EQUIVALENCE_OVERRIDE: contextvars.ContextVar[Equivalence | None] = contextvars.ContextVar(
+    "trac_equivalence_override", default=None)
+
+
+@contextlib.contextmanager
+def use_equivalence(relation: Equivalence | None) -> Iterator[None]:
+    """Inside the block, :func:`equivalent` returns ``bool(relation(a, b, kind))`` instead of the built-in relation.
+
+    ``None`` keeps the built-in relation. The override is a context variable (per thread / task), restored on
+    exit, also when the block raises; overrides nest. The relation gets the raw answers (None for "no answer")
+    and the answer kind; it replaces the whole relation, so it decides about None too.
+    """
+    if relation is not None and not callable(relation):
+        raise TypeError(f"use_equivalence needs a callable (answer, other, kind) -> bool, got {relation!r}")
+    token = _EQUIVALENCE_OVERRIDE.set(relation)
+    try:
+        yield
+    finally:
+        _EQUIVALENCE_OVERRIDE.reset(token)
+
+
 def equivalent(a: str | None, b: str | None, kind: str = "math") -> bool:
     """Deterministic, symmetric answer equivalence a ≡ b (SPEC §2 e = 1[ã ≡ a]; SPEC §4 answer classes).
 
     None (no answer) is equivalent to nothing, not even None. math: normalized-string equality; two plain
     numbers within relative tolerance 1e-6 (absolute 1e-9 near 0); tuples, intervals and sets element by
     element (sets in any order, bracket types must agree); otherwise Math-Verify both ways. mc: same option
-    letter. text: normalized-string equality, or equal numbers.
+    letter. text: normalized-string equality, or equal numbers. Inside :func:`use_equivalence` the user relation
+    decides instead.
     """
+    override = _EQUIVALENCE_OVERRIDE.get()
+    if override is not None:
+        _check_kind(kind)
+        return bool(override(a, b, kind))
     first, second = normalize_answer(a, kind), normalize_answer(b, kind)
     if first is None or second is None:
         return False

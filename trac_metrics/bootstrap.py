@@ -25,6 +25,7 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
 
 import numpy as np
@@ -32,10 +33,11 @@ from numpy.typing import ArrayLike
 
 from trac_metrics import selective
 from trac_metrics._warnings import TracWarning
+from trac_metrics.parallel import parallel_map
 
 Metric = Callable[[np.ndarray, np.ndarray], float]
 
-__all__ = ["BootstrapResult", "Metric", "PairData", "hierarchical_bootstrap", "macro"]
+__all__ = ["BootstrapResult", "Metric", "PairData", "hierarchical_bootstrap", "hierarchical_bootstrap_many", "macro"]
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compare by identity
@@ -76,6 +78,10 @@ class PairData:
         object.__setattr__(self, "labels", labels)
         object.__setattr__(self, "groups", groups)
         object.__setattr__(self, "scores", MappingProxyType(scores))
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        """Picklable (for worker processes) although the scores are a read-only mapping."""
+        return (PairData, (self.name, self.labels, self.groups, dict(self.scores)))
 
     def _score_array(self, method: str, values: ArrayLike, shape: tuple[int, ...]) -> np.ndarray:
         """Validated float64 copy of one method's scores."""
@@ -137,6 +143,23 @@ class BootstrapResult:
         }
 
 
+    def averaged(self, columns: Mapping[str, Sequence[str]]) -> BootstrapResult:
+        """A result whose method m is the mean of the columns ``columns[m]``, per pair and per resample.
+
+        For a cross-fitted head bootstrapped once per repetition: its metric is averaged over repetitions inside
+        every resample (as SPEC §4 averages it on the original data), so the point estimate is the reported
+        macro and the interval belongs to it. A pair or resample where any averaged column is NaN is NaN.
+        """
+        indices = {method: [self._column(column) for column in names] for method, names in columns.items()}
+        per_pair = np.stack([self.per_pair[:, index].mean(axis=1) for index in indices.values()], axis=1)
+        samples = np.stack([self.samples[:, index].mean(axis=1) for index in indices.values()], axis=1)
+        point = {}
+        for j, method in enumerate(indices):
+            defined = per_pair[:, j][~np.isnan(per_pair[:, j])]
+            point[method] = float(defined.mean()) if defined.size else math.nan
+        return BootstrapResult(tuple(indices), self.pair_names, MappingProxyType(point), per_pair, samples)
+
+
 def macro(pairs: Sequence[PairData], metric: Metric, method: str) -> float:
     """Pair-equal macro average (SPEC §6): unweighted mean over pairs of ``metric(scores[method], labels)``.
 
@@ -162,40 +185,76 @@ def hierarchical_bootstrap(
     identical samples. Pairs where a method's metric is NaN on the original data are skipped for that method
     (``TracWarning``); a resample whose drawn pairs are all undefined gives a NaN sample (``TracWarning``).
     """
+    return hierarchical_bootstrap_many(pairs, {"metric": metric}, methods, n_resamples, seed)["metric"]
+
+
+def hierarchical_bootstrap_many(
+    pairs: Sequence[PairData],
+    metrics: Mapping[str, Metric],
+    methods: Sequence[str],
+    n_resamples: int = 2000,
+    seed: int = 0,
+    jobs: int | None = 1,
+) -> dict[str, BootstrapResult]:
+    """:func:`hierarchical_bootstrap` of several metrics on the same draws (each result equals a separate call with
+    the same seed), the pairs' resampled metrics computed on ``jobs`` processes (None: every CPU; the result does
+    not depend on it; the metrics must then be picklable, e.g. module-level functions). AUROC and AURC of a
+    method share one ordering and one pass over the draws."""
     methods = tuple(methods)
     checked = _checked_pairs(pairs, methods)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
-    per_pair = np.empty((len(checked), len(methods)))
-    point = {}
-    for j, method in enumerate(methods):  # a plain loop keeps the warnings' stacklevel at the caller
-        per_pair[:, j] = _pair_values(checked, metric, method)
-        point[method] = _mean_of_defined(per_pair[:, j], method)
+    per_pair = {name: np.empty((len(checked), len(methods))) for name in metrics}
+    point: dict[str, dict[str, float]] = {name: {} for name in metrics}
+    for name, metric in metrics.items():
+        for j, method in enumerate(methods):  # a plain loop keeps the warnings' stacklevel at the caller
+            per_pair[name][:, j] = _pair_values(checked, metric, method)
+            point[name][method] = _mean_of_defined(per_pair[name][:, j], method)
 
     rng = np.random.default_rng(seed)
     n_pairs = len(checked)
     drawn_pair = rng.integers(0, n_pairs, size=n_resamples * n_pairs)  # slot r·P + s = s-th draw of resample r
-    slot_values = np.full((n_resamples * n_pairs, len(methods)), math.nan)
-    statistic = _grouped_statistic(metric)
+    draws = []
     for index, pair in enumerate(checked):
-        slots = np.flatnonzero(drawn_pair == index)
         question_of, strata = _question_strata(pair)
-        counts = _draw_question_counts(strata, question_of.max() + 1, slots.size, rng)
-        for j, method in enumerate(methods):
-            if not np.isnan(per_pair[index, j]):
-                scores = pair.scores[method]
-                if statistic is None:
-                    slot_values[slots, j] = _called_metric(metric, scores, pair.labels, counts[:, question_of])
-                else:
-                    slot_values[slots, j] = _grouped_metric(statistic, scores, pair.labels, question_of, counts)
+        counts = _draw_question_counts(strata, question_of.max() + 1, int((drawn_pair == index).sum()), rng)
+        defined = np.stack([~np.isnan(per_pair[name][index]) for name in metrics])
+        draws.append((pair, counts.astype(np.int32), defined))  # counts ≤ questions: int32 halves the memory
+    computed = parallel_map(partial(_pair_draw_values, metrics=tuple(metrics.values()), methods=methods), draws, jobs)
+    slot_values = np.full((len(metrics), n_resamples * n_pairs, len(methods)), math.nan)
+    for index, values in enumerate(computed):
+        slot_values[:, drawn_pair == index, :] = values
+    results = {}
+    for position, name in enumerate(metrics):
+        samples = _macro_per_resample(
+            slot_values[position].reshape(n_resamples, n_pairs, len(methods)),
+            drawn_pair.reshape(n_resamples, n_pairs),
+            per_pair[name],
+            methods,
+        )
+        results[name] = BootstrapResult(methods, tuple(pair.name for pair in checked),
+                                        MappingProxyType(point[name]), per_pair[name], samples)
+    return results
 
-    samples = _macro_per_resample(
-        slot_values.reshape(n_resamples, n_pairs, len(methods)),
-        drawn_pair.reshape(n_resamples, n_pairs),
-        per_pair,
-        methods,
-    )
-    return BootstrapResult(methods, tuple(pair.name for pair in checked), MappingProxyType(point), per_pair, samples)
+
+def _pair_draw_values(draws: tuple[PairData, np.ndarray, np.ndarray], metrics: tuple[Metric, ...],
+                      methods: tuple[str, ...]) -> np.ndarray:
+    """[metrics, draws, methods] values of each metric on each draw of one pair (NaN where the metric is undefined
+    on the original data: that pair is skipped for the method)."""
+    pair, counts, defined = draws
+    question_of, _ = _question_strata(pair)
+    statistics = [_grouped_statistic(metric) for metric in metrics]
+    values = np.full((len(metrics), counts.shape[0], len(methods)), math.nan)
+    for j, method in enumerate(methods):
+        scores = pair.scores[method]
+        fast = [i for i, statistic in enumerate(statistics) if statistic is not None and defined[i, j]]
+        if fast:
+            values[fast, :, j] = _grouped_metric([statistics[i] for i in fast], scores, pair.labels, question_of,
+                                                 counts).T
+        for i, metric in enumerate(metrics):
+            if statistics[i] is None and defined[i, j]:
+                values[i, :, j] = _called_metric(metric, scores, pair.labels, counts[:, question_of])
+    return values
 
 
 def _checked_pairs(pairs: Sequence[PairData], methods: Sequence[str]) -> tuple[PairData, ...]:
@@ -277,13 +336,14 @@ _DRAWS_PER_BLOCK = 128
 
 
 def _grouped_metric(
-    statistic: GroupStatistic, scores: np.ndarray, labels: np.ndarray, question_of: np.ndarray, counts: np.ndarray
+    statistics: Sequence[GroupStatistic], scores: np.ndarray, labels: np.ndarray, question_of: np.ndarray,
+    counts: np.ndarray,
 ) -> np.ndarray:
-    """A tie-group statistic on every draw, without re-sorting per draw.
+    """Tie-group statistics on every draw, [draws, statistics], without re-sorting per draw.
 
     Responses are ordered once by decreasing score; each draw's multiplicities (from ``counts``
     [n_draws, n_questions]) are summed per tie group into correct and total counts [draws, groups], which
-    is what ``statistic`` receives, in blocks of ``_DRAWS_PER_BLOCK`` draws so temporaries stay in cache.
+    is what every statistic receives, in blocks of ``_DRAWS_PER_BLOCK`` draws so temporaries stay in cache.
     Integer arithmetic (int64 prefix sums are also the fast ones).
     """
     _, group_of = np.unique(-scores, return_inverse=True)
@@ -292,15 +352,16 @@ def _grouped_metric(
     correct_by_score = labels[by_score].astype(np.int64)
     group_starts = np.flatnonzero(np.diff(group_of[by_score], prepend=-1))
     has_ties = group_starts.size < scores.size
-    values = np.empty(counts.shape[0])
+    values = np.empty((counts.shape[0], len(statistics)))
     for start in range(0, counts.shape[0], _DRAWS_PER_BLOCK):
         block = slice(start, start + _DRAWS_PER_BLOCK)
-        total = counts[block, question_by_score]
+        total = counts[block, question_by_score].astype(np.int64)
         correct = total * correct_by_score
         if has_ties:
             total = np.add.reduceat(total, group_starts, axis=1)
             correct = np.add.reduceat(correct, group_starts, axis=1)
-        values[block] = statistic(correct, total)
+        for position, statistic in enumerate(statistics):
+            values[block, position] = statistic(correct, total)
     return values
 
 

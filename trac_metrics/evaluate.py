@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -60,8 +61,8 @@ def _supervised_consensus(evidence: Mapping[str, Any]) -> list[float] | None:
             *_tup(evidence), pce[1]]
 
 
-def _variant(name: str) -> FeatureRow:
-    return lambda evidence: evidence["features"].get(f"pce_{name}")
+def _variant(evidence: Mapping[str, Any], name: str) -> list[float] | None:
+    return evidence["features"].get(f"pce_{name}")
 
 
 HEADS: dict[str, FeatureRow] = {
@@ -70,21 +71,53 @@ HEADS: dict[str, FeatureRow] = {
     "tup": _tup,
     "cf": _consensus_fusion,
     "sup_consensus": _supervised_consensus,
-    "pce_question_only": _variant("question_only"),
-    "pce_shuffled_trace": _variant("shuffled_trace"),
-    "pce_teacher_forced": _variant("teacher_forced"),
+    "pce_question_only": partial(_variant, name="question_only"),
+    "pce_shuffled_trace": partial(_variant, name="shuffled_trace"),
+    "pce_teacher_forced": partial(_variant, name="teacher_forced"),
 }
-"""Learned methods and the feature row each is fitted on; a head whose rows are missing is not reported."""
+"""Learned methods and the feature row each is fitted on (module-level functions: picklable for worker processes);
+a head whose rows are missing is not reported."""
+
+
+def _pce_agreement(evidence: Mapping[str, Any]) -> list[float] | None:
+    """e alone: does the re-stated answer match the original (paper Table "PCE feature decomposition")."""
+    pce = _pce(evidence)
+    return None if pce is None else pce[:1]
+
+
+def _pce_likelihood(evidence: Mapping[str, Any]) -> list[float] | None:
+    """ℓ, ℓ_min, ℓ_head, c1 without e: how strongly the re-stated answer is produced, not whether it matches."""
+    pce = _pce(evidence)
+    return None if pce is None else pce[1:]
+
+
+def _p_true_pce(evidence: Mapping[str, Any]) -> list[float] | None:
+    """[φ_A; P(True)] (paper Table "Comparison with self-verification")."""
+    pce, p_true = _pce(evidence), evidence["baselines"].get("p_true")
+    return None if pce is None or p_true is None else [*pce, p_true]
+
+
+ANALYSIS_HEADS: dict[str, FeatureRow] = {
+    "pce_agreement": _pce_agreement,
+    "pce_likelihood": _pce_likelihood,
+    "p_true_pce": _p_true_pce,
+}
+"""Heads only a cross-run report fits (paper appendix diagnostics); never part of lm-eval's per-task results."""
 
 
 @dataclass(frozen=True)
 class TaskEvaluation:
-    """Metrics (``<method>_<metric>``), per-question scores per method, labels and the question ids."""
+    """Metrics (``<method>_<metric>``), per-question scores per method, labels and the question ids.
+
+    ``scores`` of a learned head is its mean out-of-fold score; ``scores_by_seed[head]`` keeps the out-of-fold
+    scores of each cross-fitting repetition (repetitions × questions), from which its metrics are averaged.
+    """
 
     metrics: dict[str, float]
     scores: dict[str, np.ndarray]
     labels: np.ndarray
     doc_ids: list[Any]
+    scores_by_seed: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _named(metrics: Mapping[str, float], method: str) -> dict[str, float]:
@@ -102,19 +135,24 @@ def _head_metrics(scores_by_seed: np.ndarray, labels: np.ndarray, method: str) -
 
 
 def evaluate_task(
-    evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5
+    evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5,
+    heads: Mapping[str, FeatureRow] = HEADS,
 ) -> TaskEvaluation:
     """Cross-fitted metrics of every method computable from ``evidences`` (one dict per question).
+
+    ``heads`` (default :data:`HEADS`) names the learned methods; a report adds its analysis heads here so they share
+    the folds. Each head is fitted on its own, so adding heads never changes another head's numbers.
 
     Degenerate data (one class, too few questions to split) gives NaN metrics with a TracWarning, never an error;
     accuracy is reported by the caller independently of this function. BLAS runs single-threaded here: the many
     small logistic fits are several times faster that way, with identical results.
     """
     with threadpool_limits(limits=1, user_api="blas"):
-        return _evaluate(evidences, seeds, n_splits)
+        return _evaluate(evidences, seeds, n_splits, heads)
 
 
-def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_splits: int) -> TaskEvaluation:
+def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_splits: int,
+              heads: Mapping[str, FeatureRow]) -> TaskEvaluation:
     if not evidences:
         raise ValueError("evaluate_task needs at least one question's evidence")
     labels = np.asarray([evidence["correct"] for evidence in evidences], dtype=np.int64)
@@ -122,8 +160,9 @@ def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_sp
     groups = np.arange(len(evidences))
     metrics: dict[str, float] = {}
     scores: dict[str, np.ndarray] = {}
+    by_seed: dict[str, np.ndarray] = {}
     feature_sets = {}
-    for method, row_of in HEADS.items():
+    for method, row_of in heads.items():
         rows = [row_of(evidence) for evidence in evidences]
         missing = sum(row is None for row in rows)
         if not missing:
@@ -137,6 +176,7 @@ def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_sp
     _rewarn_once(caught, ", ".join(feature_sets))
     for method, scores_by_seed in scores_by_head.items():
         scores[method] = mean_oof_score(scores_by_seed)
+        by_seed[method] = scores_by_seed
         metrics.update(_head_metrics(scores_by_seed, labels, method))
     baseline_names = [name for name in evidences[0]["baselines"]
                       if all(name in evidence["baselines"] for evidence in evidences)]
@@ -144,7 +184,7 @@ def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_sp
         values = np.asarray([evidence["baselines"][method] for evidence in evidences], dtype=np.float64)
         scores[method] = values
         metrics.update(_named(selective_metrics(values, labels, COVERAGES), method))
-    return TaskEvaluation(metrics, scores, labels, doc_ids)
+    return TaskEvaluation(metrics, scores, labels, doc_ids, by_seed)
 
 
 def _rewarn_once(caught: list[warnings.WarningMessage], methods: str) -> None:

@@ -4,30 +4,134 @@
 JSON-serializable dict. It is the unit every consumer works on: the lm-eval aggregation (one per document, also
 written to lm-eval's samples file) and ``trac report`` / ``trac rescore`` on stored records alike. The reference
 answer enters only the label, never a feature or a baseline score.
+
+:class:`EvidenceOptions` changes how the evidence is computed from the same records (``trac rescore``): the answer
+kind used by the normalizer, a user equivalence relation, and TUP's J / W / τ (SPEC §3, §7). The default options
+are the paper's configuration and give exactly the evidence of a plain call.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib.util
+import math
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from trac_metrics import baselines
-from trac_metrics.answers import answer_classes, equivalent
-from trac_metrics.features import PCE_FEATURE_NAMES, consensus_features, pce_features, tup_features
+from trac_metrics.answers import ANSWER_KINDS, Equivalence, answer_classes, equivalent, use_equivalence
+from trac_metrics.features import (
+    LOW_THRESHOLD,
+    N_BINS,
+    PCE_FEATURE_NAMES,
+    TAIL_WINDOW,
+    consensus_features,
+    pce_features,
+    tup_features,
+)
 from trac_metrics.records import ResponseRecord
 
 EVIDENCE_VERSION = 1
 
 
-def _pce_of(primary: ResponseRecord, variant: str) -> list[float] | None:
+def resolve_equivalence(spec: str) -> Equivalence:
+    """The function named by ``"package.module:function"`` or ``"path/to/file.py:function"`` (the argument of
+    ``trac rescore --equivalence``; a module must be importable, a file is loaded once per process).
+
+    Raises ValueError naming the problem: no colon, a module or file that does not load, a missing attribute, or an
+    attribute that is not callable.
+    """
+    source, colon, attribute = spec.rpartition(":")
+    if not colon or not source or not attribute:
+        raise ValueError(f"equivalence {spec!r} must be written MODULE:FUNCTION or FILE.py:FUNCTION, "
+                         "e.g. my_checks:same_answer")
+    try:
+        target: Any = _module_from_file(source) if source.endswith(".py") else importlib.import_module(source)
+    except (ImportError, OSError) as error:
+        raise ValueError(f"equivalence {spec!r}: cannot load {source!r} ({error})") from None
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise ValueError(f"equivalence {spec!r}: {source} has no attribute {attribute!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise ValueError(f"equivalence {spec!r} is not callable")  # noqa: TRY004 (a bad argument, like the others)
+    return target
+
+
+@functools.cache
+def _module_from_file(path: str) -> ModuleType:
+    location = Path(path).resolve()
+    spec = importlib.util.spec_from_file_location(f"trac_equivalence_{abs(hash(str(location)))}", location)
+    if spec is None or spec.loader is None or not location.is_file():
+        raise ImportError(f"no Python file at {location}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass(frozen=True)
+class EvidenceOptions:
+    """How :func:`question_evidence` computes a question's evidence; the defaults are SPEC §7's configuration.
+
+    ``answer_kind``: None keeps each record's stored kind; one of ``answers.ANSWER_KINDS`` replaces it wherever
+    answers are normalized and compared (label z, majority label, agreement e, answer classes, vote statistics).
+    The stored extracted answers are kept as they are (no re-extraction from the text).
+    ``equivalence``: None, or ``"module:function"`` / ``"file.py:function"`` (:func:`resolve_equivalence`) naming ``f(answer, other, kind) -> bool`` that replaces
+    :func:`trac_metrics.answers.equivalent` (through :func:`trac_metrics.answers.use_equivalence`).
+    ``n_bins``, ``tail_window``, ``low_threshold``: TUP's J, W and τ (SPEC §3); φ_P has 2·J + 11 numbers.
+    """
+
+    answer_kind: str | None = None
+    equivalence: str | None = None
+    n_bins: int = N_BINS
+    tail_window: int = TAIL_WINDOW
+    low_threshold: float = LOW_THRESHOLD
+
+    def __post_init__(self) -> None:
+        if self.answer_kind is not None and self.answer_kind not in ANSWER_KINDS:
+            raise ValueError(f"answer kind must be one of {ANSWER_KINDS}, got {self.answer_kind!r}")
+        for name in ("n_bins", "tail_window"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if not math.isfinite(self.low_threshold):
+            raise ValueError(f"low_threshold must be finite, got {self.low_threshold}")
+        if self.equivalence is not None:
+            resolve_equivalence(self.equivalence)
+
+    def changes(self) -> dict[str, Any]:
+        """The fields that differ from the default configuration (empty for the default)."""
+        return {item.name: getattr(self, item.name) for item in fields(self)
+                if getattr(self, item.name) != item.default}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (stored in a saved head's metadata)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> EvidenceOptions:
+        """Inverse of :meth:`to_dict`; unknown keys are a ValueError."""
+        unknown = set(payload) - {item.name for item in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown evidence options {sorted(unknown)}")
+        return cls(**payload)
+
+
+DEFAULT_OPTIONS = EvidenceOptions()
+
+
+def _pce_of(primary: ResponseRecord, variant: str, kind: str) -> list[float] | None:
     """φ_A of the primary response's probe ``variant`` (None when that probe was not run)."""
     probe = primary.probes.get(variant)
     if probe is None:
         return None
-    values = pce_features(primary.answer, probe.answer, probe.answer_logprobs, probe.first_token_logprob,
-                          kind=primary.answer_kind)
+    values = pce_features(primary.answer, probe.answer, probe.answer_logprobs, probe.first_token_logprob, kind=kind)
     return values.tolist()
 
 
@@ -50,8 +154,8 @@ def _check_question(records: Sequence[ResponseRecord]) -> list[ResponseRecord]:
     return ordered
 
 
-def question_evidence(records: Sequence[ResponseRecord]) -> dict[str, Any]:
-    """Label, features and baseline scores of one question; see the module docstring.
+def question_evidence(records: Sequence[ResponseRecord], options: EvidenceOptions = DEFAULT_OPTIONS) -> dict[str, Any]:
+    """Label, features and baseline scores of one question, computed as ``options`` say; see the module docstring.
 
     Keys: ``task``, ``doc_id``, ``num_samples`` (K), ``correct`` (primary answer ≡ reference, 0/1),
     ``majority_correct`` (modal answer ≡ reference), ``primary_answer``, ``reference``, ``probe_answer``,
@@ -60,18 +164,25 @@ def question_evidence(records: Sequence[ResponseRecord]) -> dict[str, Any]:
     more likely correct, SPEC §5), ``metadata`` of the primary record.
     """
     ordered = _check_question(records)
+    relation = None if options.equivalence is None else resolve_equivalence(options.equivalence)
+    with use_equivalence(relation) if relation is not None else contextlib.nullcontext():
+        return _evidence(ordered, options)
+
+
+def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions) -> dict[str, Any]:
     primary = ordered[0]
-    kind = primary.answer_kind
+    kind = options.answer_kind or primary.answer_kind
     answers = [record.answer for record in ordered]
     features: dict[str, Any] = {
         # a primary whose probe could not run (prompt beyond the context) has all of φ_A missing
-        "pce": _pce_of(primary, "trace") or [float("nan")] * len(PCE_FEATURE_NAMES),
-        "tup": tup_features(primary.token_logprobs.astype(np.float64),
-                            primary.topk_entropy.astype(np.float64)).tolist(),
+        "pce": _pce_of(primary, "trace", kind) or [float("nan")] * len(PCE_FEATURE_NAMES),
+        "tup": tup_features(primary.token_logprobs.astype(np.float64), primary.topk_entropy.astype(np.float64),
+                            n_bins=options.n_bins, tail_window=options.tail_window,
+                            low_threshold=options.low_threshold).tolist(),
     }
     for variant in primary.probes:
         if variant != "trace":
-            features[f"pce_{variant}"] = _pce_of(primary, variant)
+            features[f"pce_{variant}"] = _pce_of(primary, variant, kind)
     topk_mean = primary.topk_mean_logprob.astype(np.float64)
     scores: dict[str, float] = {
         "mean_logprob": baselines.mean_logprob(primary.token_logprobs),

@@ -17,6 +17,11 @@ That is 12 bytes per generated token before base64 (16 after). A probe (:class:`
 decoded suffix, token ids, chosen-token logprobs, top-k logprobs, the number of prompt tokens served from the
 prefix cache and its finish reason. Labels are not stored: they are derived from ``answer`` and ``reference``
 with the answer normalizer in force, so a changed normalizer never requires regeneration.
+
+Run-level fields (optional, so older records still read): ``num_samples`` (K, the responses of the question:
+a reader knows a question is complete without reading the whole file), ``decoding`` (``temperature`` and
+``top_p`` of the primary generation, ``probe_temperature``) and ``timing`` (engine seconds attributed to this
+response: ``generation_seconds``, ``p_true_seconds``; each probe has its own ``seconds``).
 """
 
 from __future__ import annotations
@@ -134,6 +139,8 @@ class ResponseRecord:
     p_true: float | None = None
     timing: Mapping[str, float] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    num_samples: int | None = None
+    decoding: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         lengths = {name: len(getattr(self, name)) for name in _RESPONSE_ARRAYS}

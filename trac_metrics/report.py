@@ -1,13 +1,22 @@
-"""Tables of one task's TrAC results: metrics named ``<method>_<metric>`` laid out as method × metric (SPEC §6)."""
+"""TrAC result tables: one task's metrics as method × metric (``trac summary``, SPEC §6) and the cross-run report
+of ``trac report`` (issue #5): leaderboard tables, the paper's analyses and the two figures, written to a folder.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 
+from trac_metrics.analyses import all_analyses
 from trac_metrics.evaluate import METRIC_NAMES
+from trac_metrics.leaderboard import leaderboard_tables
+from trac_metrics.plots import cost_quality_plot, risk_coverage_plot
+from trac_metrics.report_data import ReportData
+from trac_metrics.tables import ReportTable, to_latex, to_markdown, write_csv
 
 METHOD_ORDER = (
     "trac", "pce", "tup", "cf", "sup_consensus", "mean_logprob", "self_certainty", "deepconf_bottom", "p_true",
@@ -39,3 +48,56 @@ def format_table(table: pd.DataFrame) -> str:
         cells = [f"{value:.4f}" if not math.isnan(value) else "nan" for value in row]
         lines.append(" | ".join(f"{cell:>14}" for cell in [method, *cells]))
     return "\n".join(lines)
+
+
+FIGURES = (("risk_coverage.png", "Macro risk–coverage curves", risk_coverage_plot),
+           ("cost_quality.png", "Relative latency vs macro AUROC", cost_quality_plot))
+_FILE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def write_report(data: ReportData, out_dir: str | Path, latex: bool = False) -> str:
+    """Write the ``trac report`` folder and return its Markdown (the CLI prints it).
+
+    Files: ``leaderboard.md`` (every table: leaderboard, intervals, paired differences, per pair, then each table of
+    :func:`trac_metrics.analyses.all_analyses`), ``<name>.csv`` per table (``leaderboard.csv`` is the main table),
+    ``<name>.tex`` per table when ``latex``, ``risk_coverage.png`` and ``cost_quality.png``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tables = [*leaderboard_tables(data), *all_analyses(data)]
+    check_table_names(tables)
+    for table in tables:
+        write_csv(table, out / f"{table.name}.csv")
+        if latex:
+            (out / f"{table.name}.tex").write_text(to_latex(table), encoding="utf-8")
+    for file_name, _, draw in FIGURES:
+        draw(data, out / file_name)
+    markdown = report_markdown(data, tables)
+    (out / "leaderboard.md").write_text(markdown, encoding="utf-8")
+    return markdown
+
+
+def check_table_names(tables: Sequence[ReportTable]) -> None:
+    """Each table needs its own file stem: a repeated or unusable name would overwrite or misplace a file."""
+    names = [table.name for table in tables]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"report tables must have distinct names (file stems); repeated: {repeated}")
+    unusable = [name for name in names if not _FILE_STEM.fullmatch(name)]
+    if unusable:
+        raise ValueError(f"report table names must be file stems (letters, digits, '_', '.', '-'): {unusable}")
+
+
+def report_header(data: ReportData) -> str:
+    """Title, the pairs (name, questions, accuracy, K) and the bootstrap settings."""
+    lines = ["# TrAC report", "", f"{len(data.pairs)} (model, task) pair(s):", ""]
+    lines += [f"- {pair.name}: n = {len(pair.evidences)}, accuracy {pair.accuracy:.3f}, K = {pair.num_samples}"
+              for pair in data.pairs]
+    lines += ["", f"Bootstrap: {data.n_resamples} hierarchical resamples, seed {data.seed}.", ""]
+    return "\n".join(lines)
+
+
+def report_markdown(data: ReportData, tables: Sequence[ReportTable]) -> str:
+    """The header, every table in order, then the figures (linked by their file names)."""
+    figures = "\n".join(f"![{title}]({file_name})\n" for file_name, title, _ in FIGURES)
+    return "\n".join([report_header(data), *(to_markdown(table) for table in tables), "## Figures", "", figures])

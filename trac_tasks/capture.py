@@ -108,9 +108,12 @@ def build_record(
     summaries: Mapping[str, np.ndarray],
     probes: Mapping[str, ProbeRecord],
     p_true: float | None,
+    num_samples: int,
+    decoding: Mapping[str, float],
     timing: Mapping[str, float],
 ) -> ResponseRecord:
-    """Assemble the immutable record of one response of an lm-eval ``Instance``."""
+    """Assemble the immutable record of one response of an lm-eval ``Instance`` (``num_samples``: K; ``decoding``:
+    the primary temperature / top-p the engine applied and the probe temperature)."""
     doc = request.doc
     kind = config.kind_for(doc)
     missing = [name for name in config.metadata_fields if name not in doc]
@@ -133,8 +136,11 @@ def build_record(
         p_true=p_true,
         timing=dict(timing),
         metadata={name: doc[name] for name in config.metadata_fields},
+        num_samples=num_samples,
+        decoding=dict(decoding),
         **summaries,
     )
+
 
 
 def _output_path_argument(argv: Sequence[str]) -> str | None:

@@ -4,6 +4,14 @@
   file under ``OUT_DIR`` (what ``lm_eval ... --output_path OUT_DIR`` wrote).
 - ``trac evaluate RECORDS.jsonl ...``: recompute labels, features and every metric from stored TrAC records
   (``<OUT_DIR>/trac_records/*.jsonl``) with the installed answer normalizer; no model, no lm-eval run.
+- ``trac report RUN_DIR... --out DIR``: the paper's tables and figures over every (model, task) pair of the runs.
+- ``trac rescore RUN_DIR...``: labels, features and metrics under another answer normalizer or TUP configuration,
+  and what changed against the default configuration.
+- ``trac fit RUN_DIR... --out head.json`` / ``trac score head.json RUN_DIR...``: fit a head on some runs (with an
+  abstention threshold chosen on calibration runs), score the records of other runs.
+
+Unusable input (a folder without TrAC records, another record schema, a question stored twice, a head that does not
+fit the runs) ends with a one-line message on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -11,14 +19,31 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
-from trac_metrics.evaluate import evaluate_task
-from trac_metrics.evidence import question_evidence
-from trac_metrics.records import ResponseRecord, iter_records
-from trac_metrics.report import format_table, method_table
+from tqdm import tqdm
+
+from trac_metrics.answers import ANSWER_KINDS
+from trac_metrics.evidence import DEFAULT_OPTIONS, EvidenceOptions
+from trac_metrics.features import LOW_THRESHOLD, N_BINS, TAIL_WINDOW
+from trac_metrics.heads import FittedHead
+from trac_metrics.online import (
+    DEFAULT_TARGET_RISK,
+    ONLINE_METHODS,
+    fit_online_head,
+    format_scores,
+    head_options,
+    score_lines,
+    score_pairs,
+)
+from trac_metrics.report import format_table, method_table, write_report
+from trac_metrics.report_data import build_report_data
+from trac_metrics.rescore import changes_to_json, format_changes, rescore
+from trac_metrics.runs import PairRun, evaluate_pairs, load_pairs
+
+T = TypeVar("T")
 
 
 def newest_results_file(out_dir: Path) -> Path:
@@ -48,39 +73,150 @@ def summary(out_dir: Path) -> str:
 
 
 def evaluate_records(paths: Sequence[Path]) -> dict[str, dict[str, float]]:
-    """Metrics per task recomputed from record files (one question = all repeats of one doc id)."""
-    by_question: dict[tuple[str, str], list[ResponseRecord]] = defaultdict(list)
-    for path in paths:
-        for record in iter_records(path):
-            by_question[record.key[:2]].append(record)
-    by_task: dict[str, list[dict]] = defaultdict(list)
-    for (task, _), records in sorted(by_question.items(), key=lambda item: (item[0][0], _doc_order(item[0][1]))):
-        by_task[task].append(question_evidence(records))
-    return {task: evaluate_task(evidences).metrics for task, evidences in by_task.items()}
+    """Metrics per task recomputed from record files: lm-eval's per-task numbers for the run that wrote them."""
+    metrics: dict[str, dict[str, float]] = {}
+    for pair, evaluation in zip(pairs := load_pairs(paths), evaluate_pairs(pairs), strict=True):
+        if pair.task in metrics:
+            raise ValueError(f"task {pair.task} appears in records of several models or decodings; "
+                             "compare them with `trac report`")
+        metrics[pair.task] = evaluation.metrics
+    return metrics
 
 
-def _doc_order(doc_id: str) -> tuple[int, str]:
-    return (int(doc_id), "") if doc_id.isdigit() else (sys.maxsize, doc_id)
+def _progress(description: str, unit: str) -> Callable[[Iterable[T]], Iterable[T]]:
+    """A tqdm progress bar on stderr (hidden when stderr is not a terminal)."""
+    return lambda items: tqdm(items, desc=description, unit=unit, file=sys.stderr, disable=None)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="trac", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("summary", help="accuracy + TrAC metrics of an lm-eval output folder").add_argument(
-        "out_dir", type=Path)
-    evaluate = commands.add_parser("evaluate", help="recompute metrics from stored TrAC records")
-    evaluate.add_argument("records", type=Path, nargs="+")
-    evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    args = parser.parse_args(argv)
-    if args.command == "summary":
-        print(summary(args.out_dir))
-        return
+def _read(paths: Sequence[Path], options: EvidenceOptions = DEFAULT_OPTIONS) -> list[PairRun]:
+    return load_pairs(paths, progress=_progress("reading records", "file"), options=options)
+
+
+def _options(args: argparse.Namespace) -> EvidenceOptions:
+    return EvidenceOptions(answer_kind=args.answer_kind, equivalence=args.equivalence, n_bins=args.n_bins,
+                           tail_window=args.tail_window, low_threshold=args.low_threshold)
+
+
+def _report(args: argparse.Namespace) -> None:
+    data = build_report_data(_read(args.runs, _options(args)), n_resamples=args.resamples, seed=args.seed,
+                             progress=_progress("evaluating pairs", "pair"))
+    print(write_report(data, args.out, latex=args.latex))
+
+
+def _rescore(args: argparse.Namespace) -> None:
+    options = _options(args)
+    changes = rescore(args.runs, options, progress=_progress("rescoring", "item"))
+    print(json.dumps(changes_to_json(changes, options), indent=2) if args.json else format_changes(changes, options))
+
+
+def _fit(args: argparse.Namespace) -> None:
+    if args.target_risk is not None and not args.calibration:
+        raise ValueError("--target-risk needs --calibration runs to choose the threshold on")
+    options = _options(args)
+    training = _read(args.runs, options)
+    calibration = _read(args.calibration, options) if args.calibration else []
+    target_risk = (DEFAULT_TARGET_RISK if args.target_risk is None else args.target_risk) if calibration else None
+    head = fit_online_head(training, args.method, options, calibration, target_risk)
+    head.save(args.out)
+    metadata = head.metadata
+    message = f"{args.method} head fitted on {metadata['training_questions']} questions → {args.out}"
+    if metadata["threshold"] is not None:
+        message += (f"\nabstention threshold {metadata['threshold']:.4f}: calibration coverage "
+                    f"{metadata['calibration_coverage']:.4f}, risk {metadata['calibration_risk']:.4f} "
+                    f"(target {metadata['target_risk']:g})")
+    print(message)
+
+
+def _score(args: argparse.Namespace) -> None:
+    head = FittedHead.load(args.head)
+    scored = score_pairs(head, _read(args.runs, head_options(head)))
+    if args.out is not None:
+        with args.out.open("w", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(line) + "\n" for line in score_lines(scored))
+    print(format_scores(head, scored))
+
+
+def _summary(args: argparse.Namespace) -> None:
+    print(summary(args.out_dir))
+
+
+def _evaluate(args: argparse.Namespace) -> None:
     metrics = evaluate_records(args.records)
     if args.json:
         print(json.dumps(metrics, indent=2))
         return
     for task, values in metrics.items():
         print(f"{task}\n{format_table(method_table(values))}\n")
+
+
+def _evidence_arguments() -> argparse.ArgumentParser:
+    """Options of :class:`~trac_metrics.evidence.EvidenceOptions`, shared by ``report``, ``rescore`` and ``fit``."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("evidence options (default: the paper's configuration)")
+    group.add_argument("--answer-kind", choices=ANSWER_KINDS, help="normalize and compare answers as this kind "
+                       "instead of the kind stored in the records")
+    group.add_argument("--equivalence", metavar="MODULE:FUNCTION", help="f(answer, reference, kind) -> bool "
+                       "replacing the built-in answer equivalence (a module on the Python path, or FILE.py:FUNCTION)")
+    group.add_argument("--n-bins", type=int, default=N_BINS, metavar="J", help=f"TUP position bins (default {N_BINS})")
+    group.add_argument("--tail-window", type=int, default=TAIL_WINDOW, metavar="W",
+                       help=f"TUP tail window in tokens (default {TAIL_WINDOW})")
+    group.add_argument("--low-threshold", type=float, default=LOW_THRESHOLD, metavar="TAU",
+                       help=f"TUP low-logprob threshold (default {LOW_THRESHOLD})")
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trac", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    summary_command = commands.add_parser("summary", help="accuracy + TrAC metrics of an lm-eval output folder")
+    summary_command.add_argument("out_dir", type=Path)
+    summary_command.set_defaults(run=_summary)
+    evaluate = commands.add_parser("evaluate", help="recompute metrics from stored TrAC records")
+    evaluate.add_argument("records", type=Path, nargs="+")
+    evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    evaluate.set_defaults(run=_evaluate)
+
+    evidence_options = _evidence_arguments()
+    report = commands.add_parser("report", parents=[evidence_options],
+                                 help="leaderboard tables and figures over many runs")
+    report.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
+    report.add_argument("--out", type=Path, required=True, metavar="DIR")
+    report.add_argument("--latex", action="store_true", help="also write LaTeX tables")
+    report.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    report.set_defaults(run=_report)
+
+    rescore_command = commands.add_parser("rescore", parents=[evidence_options],
+                                          help="recompute labels, features and metrics with changed options")
+    rescore_command.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
+    rescore_command.add_argument("--json", action="store_true", help="print the changes as JSON")
+    rescore_command.set_defaults(run=_rescore)
+
+    fit = commands.add_parser("fit", parents=[evidence_options], help="fit a head on runs and save it")
+    fit.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
+    fit.add_argument("--out", type=Path, required=True, metavar="HEAD.json")
+    fit.add_argument("--method", choices=ONLINE_METHODS, default="trac")
+    fit.add_argument("--calibration", type=Path, nargs="+", metavar="RUN_DIR",
+                     help="held-out runs on which the abstention threshold is chosen")
+    fit.add_argument("--target-risk", type=float, metavar="RISK",
+                     help=f"risk the threshold must reach on the calibration runs (default {DEFAULT_TARGET_RISK})")
+    fit.set_defaults(run=_fit)
+
+    score = commands.add_parser("score", help="score the records of runs with a saved head")
+    score.add_argument("head", type=Path, metavar="HEAD.json")
+    score.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
+    score.add_argument("--out", type=Path, metavar="SCORES.jsonl", help="write one JSON line per question")
+    score.set_defaults(run=_score)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        args.run(args)
+    except (ValueError, OSError) as error:  # NoRecordsError, RecordFormatError, duplicates, unusable heads, files
+        print(f"trac {args.command}: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -116,6 +116,7 @@ class HfTracRunner(TracRunner):
                 kwargs.pop("top_p", None)
             prompt_ids = list(self.lm.tok_encode(request.args[0],
                                                  left_truncate_len=self.lm.max_length - max_gen_toks))
+            started = time.perf_counter()
             with torch.no_grad():
                 output = self.lm.model.generate(
                     input_ids=self._tensor(prompt_ids), attention_mask=torch.ones_like(self._tensor(prompt_ids)),
@@ -132,7 +133,9 @@ class HfTracRunner(TracRunner):
                 body_ids=trace_body(generated, self.end_ids), raw_text=raw_text,
                 text=postprocess_generated_text(self.lm.tok_decode(generated), until, think_end),
                 finish_reason="eos" if ends_with_eos else "length" if len(generated) >= max_gen_toks else "stop",
-                chosen=chosen, top=top,
+                chosen=chosen, top=top, seconds=time.perf_counter() - started,
+                temperature=float(kwargs.get("temperature", 1.0)) if kwargs.get("do_sample") else 0.0,
+                top_p=float(kwargs.get("top_p", 1.0)) if kwargs.get("do_sample") else 1.0,
             )
             # the cache holds every token but the last generated one (whose KV was never computed)
             self._caches[id(trace)] = _PrefixCache(output.past_key_values, (prompt_ids + generated)[:-1])
@@ -203,7 +206,7 @@ class HfTracRunner(TracRunner):
             results.append({candidate: float(logprobs[self.encode(candidate)[0]]) for candidate in candidates})
         return results
 
-    def _run_chunk(self, requests, repeats, configs):  # noqa: ANN001, ANN202
+    def _run_chunk(self, requests, repeats, configs):
         try:
             return super()._run_chunk(requests, repeats, configs)
         finally:

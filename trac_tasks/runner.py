@@ -1,10 +1,14 @@
 """The engine-independent TrAC flow of one ``generate_until`` call (SPEC §1–2), shared by the vLLM and HF hooks.
 
-For each chunk of TrAC requests: generate the K samples with per-token logprobs, build the probes of every
-response (the trace probe and the configured ablation variants) on token ids, run them greedily, optionally ask
-P(True), then write the chunk's immutable records and hand lm-eval the texts with the records attached. An engine
-subclass supplies four primitives: sampled generation with logprobs, greedy ≤16-token probes that reuse the cached
-prefix, teacher-forced scoring of given tokens, and next-token logprobs of given candidate strings.
+For each chunk of TrAC requests: generate the K samples with per-token logprobs and run each response's trace
+probe on token ids (an engine that can, vLLM, submits each probe the moment its trace finishes, while its prefix is
+hot in the cache; the default runs them after the chunk), then the configured ablation probes, optionally P(True),
+then write the chunk's immutable records and hand lm-eval the texts with the records attached. An engine subclass
+supplies four primitives: sampled generation with logprobs, greedy ≤16-token probes that reuse the cached prefix,
+teacher-forced scoring of given tokens, and next-token logprobs of given candidate strings.
+
+Timings: every record stores the engine seconds attributed to it (``timing.generation_seconds``,
+``timing.p_true_seconds``, ``probes[v].seconds``), from which a report derives each method's relative latency.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import time
 import warnings
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +58,15 @@ class Trace:
     finish_reason: str
     chosen: list[float]
     top: list[list[float]]
+    seconds: float
+    """Engine seconds attributed to generating this response."""
+    temperature: float
+    top_p: float
+
+    @property
+    def decoding(self) -> dict[str, float]:
+        """Primary → probe decoding as stored in the record (the probe is greedy, SPEC §2)."""
+        return {"temperature": self.temperature, "top_p": self.top_p, "probe_temperature": 0.0}
 
     @property
     def answer(self) -> str | None:
@@ -112,6 +126,18 @@ class TracRunner(ABC):
     def generate(self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]) -> list[Trace]:
         """Sample one response per request exactly as lm-eval would, keeping token ids and logprobs."""
 
+    def generate_with_trace_probes(
+        self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]
+    ) -> tuple[list[Trace], list[ProbeOutput | None]]:
+        """The responses and, per response, its ``trace`` probe output (None when the probe does not fit the
+        context). This default generates the whole chunk, then probes it; engines override it to stream."""
+        traces = self.generate(requests, repeats, configs)
+        jobs = [job for index, trace in enumerate(traces) if (job := self.trace_probe_job(index, trace))]
+        outputs: list[ProbeOutput | None] = [None] * len(traces)
+        for job, output in zip(jobs, self.greedy_probes(traces, jobs), strict=True):
+            outputs[job.index] = output
+        return traces, outputs
+
     @abstractmethod
     def greedy_probes(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[ProbeOutput]:
         """Greedy ≤ 16-token continuation of each job's prompt, with per-token top-k logprobs."""
@@ -138,6 +164,7 @@ class TracRunner(ABC):
     def run(self, requests: Sequence[Any]) -> list[GenerationText]:
         """Generate, probe and record ``requests`` chunk by chunk; returns the texts in request order."""
         repeats = repeat_indices(requests)
+        self._repeats = Counter(id(request) for request in requests)
         configs = [TracConfig.from_gen_kwargs(request.args[1], request.task_name) for request in requests]
         texts: list[GenerationText] = []
         for start in range(0, len(requests), self.chunk_size):
@@ -145,26 +172,27 @@ class TracRunner(ABC):
             texts.extend(self._run_chunk(requests[chunk], repeats[chunk], configs[chunk]))
         return texts
 
-    def _run_chunk(self, requests, repeats, configs) -> list[GenerationText]:  # noqa: ANN001
-        started = time.perf_counter()
-        traces = self.generate(requests, repeats, configs)
-        generation_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        probes = self._probe_records(traces)
-        p_true = self._p_true(traces)
-        timing = {"generation_batch_seconds": generation_seconds, "probe_batch_seconds": time.perf_counter() - started,
-                  "batch_size": float(len(traces))}
+    def _run_chunk(self, requests, repeats, configs) -> list[GenerationText]:
+        traces, trace_probes = self.generate_with_trace_probes(requests, repeats, configs)
+        probes = self._probe_records(traces, trace_probes)
+        p_true, p_true_seconds = self._p_true(traces)
         records = [
             build_record(
                 trace.request, trace.repeat, trace.config, model=self.model_name,
                 prompt_token_count=len(trace.prompt_ids), generated_ids=trace.generated_ids, text=trace.text,
                 finish_reason=trace.finish_reason, summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
-                probes=probes[index], p_true=p_true[index], timing=timing,
+                probes=probes[index], p_true=p_true[index], num_samples=samples[index], decoding=trace.decoding,
+                timing={"generation_seconds": trace.seconds,
+                        **({"p_true_seconds": p_true_seconds[index]} if p_true[index] is not None else {})},
             )
-            for index, trace in enumerate(traces)
+            for index, trace, samples in zip(range(len(traces)), traces, self._sample_counts(requests), strict=True)
         ]
         self.sink.write(records)
         return [GenerationText(record.text, record) for record in records]
+
+    def _sample_counts(self, requests: Sequence[Any]) -> list[int]:
+        """K of each request's document in this call (lm-eval passes an Instance once per repeat)."""
+        return [self._repeats[id(request)] for request in requests]
 
     def _suffix(self, config: TracConfig, trace_text: str) -> tuple[str, list[int]]:
         """Marker (unless the trace closed its thinking section already) + cue, as text and ids."""
@@ -184,14 +212,18 @@ class TracRunner(ABC):
         appended, suffix_ids = self._suffix(trace.config, trace.raw_text)
         return ProbeJob(index, variant, appended, trace.prompt_ids + trace.body_ids + suffix_ids)
 
-    def probe_jobs(self, traces: Sequence[Trace]) -> list[ProbeJob]:
-        """The decoded probes: ``trace`` (SPEC §2) for every sample; for the primary sample also the
-        ``question_only`` / ``shuffled_trace`` controls when configured. The shuffled trace is the primary trace of
-        the next question of the same task in the chunk (cyclically); with one question in the chunk it is skipped
-        (a warning says so). Probes that would not fit the context are skipped with a warning."""
+    def trace_probe_job(self, index: int, trace: Trace) -> ProbeJob | None:
+        """The ``trace`` probe of response ``index`` (SPEC §2), or None (with a warning) when it would not fit."""
+        job = self._trace_job(index, trace)
+        return job if self._fits(job, PROBE_MAX_TOKENS, trace) else None
+
+    def ablation_probe_jobs(self, traces: Sequence[Trace]) -> list[ProbeJob]:
+        """The decoded controls of the primary samples, when configured: ``question_only`` and ``shuffled_trace``.
+        The shuffled trace is the primary trace of the next question of the same task in the chunk (cyclically);
+        with one question in the chunk it is skipped (a warning says so). Probes that would not fit the context
+        are skipped with a warning."""
         jobs = []
         for index, trace in enumerate(traces):
-            jobs.append(self._trace_job(index, trace))
             if trace.repeat != 0:
                 continue
             variants = trace.config.probe_variants
@@ -209,14 +241,18 @@ class TracRunner(ABC):
                                      trace.prompt_ids + traces[other].body_ids + suffix_ids))
         return [job for job in jobs if self._fits(job, PROBE_MAX_TOKENS, traces[job.index])]
 
-    def _probe_records(self, traces: Sequence[Trace]) -> list[dict[str, ProbeRecord]]:
+    def _probe_records(self, traces: Sequence[Trace],
+                       trace_probes: Sequence[ProbeOutput | None]) -> list[dict[str, ProbeRecord]]:
         per_response: list[dict[str, ProbeRecord]] = [{} for _ in traces]
-        jobs = self.probe_jobs(traces)
-        for job, output in zip(jobs, self.greedy_probes(traces, jobs), strict=True):
+        jobs = self.ablation_probe_jobs(traces)
+        decoded = [(self._trace_job(index, traces[index]), output)
+                   for index, output in enumerate(trace_probes) if output is not None]
+        decoded += list(zip(jobs, self.greedy_probes(traces, jobs), strict=True))
+        for job, output in decoded:
             config = traces[job.index].config
             parsed = parse_probe(output.token_ids, self.decode, config.cue, config.closing_delimiter(),
                                  output.engine_finish_reason, traces[job.index].kind)
-            per_response[job.index][job.variant] = _probe_record(job, output, parsed, config.top_k)
+            per_response[job.index][job.variant] = probe_record(job, output, parsed, config.top_k)
         forced = [(index, trace) for index, trace in enumerate(traces)
                   if trace.repeat == 0 and "teacher_forced" in trace.config.probe_variants]
         jobs, answers, token_lists = [], [], []
@@ -232,13 +268,14 @@ class TracRunner(ABC):
                                                self.score_tokens(traces, jobs, token_lists), strict=True):
             parsed = ParsedProbe(answer=answer, answer_token_count=min(len(self.encode(answer or "")), len(tokens)),
                                  kept_tokens=len(tokens), text=self.decode(tokens), finish_reason="teacher_forced")
-            per_response[job.index]["teacher_forced"] = _probe_record(job, output, parsed,
+            per_response[job.index]["teacher_forced"] = probe_record(job, output, parsed,
                                                                       traces[job.index].config.top_k)
         return per_response
 
-    def _p_true(self, traces: Sequence[Trace]) -> list[float | None]:
+    def _p_true(self, traces: Sequence[Trace]) -> tuple[list[float | None], list[float]]:
         """P(True) baseline (SPEC §5), primary samples only: one extra step after the question and the proposed
-        (extracted) answer, asking whether it is correct; P(A) renormalized over the options A and B."""
+        (extracted) answer, asking whether it is correct; P(A) renormalized over the options A and B. Also returns
+        the engine seconds per asked response (the batch's wall time shared equally)."""
         jobs = []
         for index, trace in enumerate(traces):
             if trace.repeat == 0 and trace.config.p_true:
@@ -248,9 +285,11 @@ class TracRunner(ABC):
                 if self._fits(job, 1, trace):
                     jobs.append(job)
         values: list[float | None] = [None] * len(traces)
+        started = time.perf_counter()
         for job, letters in zip(jobs, self.next_token_logprobs(traces, jobs, ("A", "B")), strict=True):
             values[job.index] = p_true_probability(letters)
-        return values
+        share = (time.perf_counter() - started) / max(len(jobs), 1)
+        return values, [share] * len(traces)
 
 
 def _other_question(index: int, traces: Sequence[Trace]) -> int | None:
@@ -262,7 +301,7 @@ def _other_question(index: int, traces: Sequence[Trace]) -> int | None:
     return (later or candidates or [None])[0]
 
 
-def _probe_record(job: ProbeJob, output: ProbeOutput, parsed: ParsedProbe, top_k: int) -> ProbeRecord:
+def probe_record(job: ProbeJob, output: ProbeOutput, parsed: ParsedProbe, top_k: int) -> ProbeRecord:
     """The stored probe: the engine output cut at the closing delimiter, top-k logprobs padded to width k."""
     kept = parsed.kept_tokens
     return ProbeRecord(

@@ -1,0 +1,184 @@
+"""``trac rescore`` (issue #5): evidence options, the equivalence override and what a rescore reports as changed."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from record_factory import synthetic_question
+
+from trac_metrics import answers, selective
+from trac_metrics._warnings import TracWarning
+from trac_metrics.answers import equivalent, use_equivalence
+from trac_metrics.evidence import EvidenceOptions, question_evidence, resolve_equivalence
+from trac_metrics.features import tup_features
+from trac_metrics.records import RecordWriter, iter_records
+from trac_metrics.rescore import MAIN_METHODS, MAIN_METRICS, changes_to_json, format_changes, rescore
+from trac_metrics.runs import load_pairs
+
+N_QUESTIONS = 60
+REWRITTEN = set(range(0, N_QUESTIONS, 3))
+"""Questions whose primary answer is stored as ``x = <answer>``: the same answer for the math normalizer (which
+drops a single-variable assignment), a different string for the text normalizer."""
+
+
+def never_equivalent(answer: str | None, reference: str | None, kind: str) -> bool:
+    """A user relation for ``--equivalence test_rescore:never_equivalent``: nothing matches anything."""
+    return False
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One (model, task) pair of seeded records, K = 4, with the primary answers of :data:`REWRITTEN` rewritten."""
+    folder = tmp_path_factory.mktemp("rescore") / "model"
+    writer = RecordWriter(folder / "trac_records" / "task.2026-01-01T00-00-00.jsonl")
+    rng = np.random.default_rng(11)
+    for doc_id in range(N_QUESTIONS):
+        records = synthetic_question(rng, doc_id, rng.random() < 0.5, k=4, signal=0.3, task="task", model="model")
+        if doc_id in REWRITTEN:
+            records[0] = replace(records[0], answer=f"x = {records[0].answer}")
+        writer.write_batch(records)
+    return folder
+
+
+def primaries(folder: Path) -> dict[int, object]:
+    return {record.doc_id: record for path in sorted(folder.rglob("*.jsonl")) for record in iter_records(path)
+            if record.repeat == 0}
+
+
+def stored_verdict(record) -> int:
+    """The label by hand: the factory writes a correct primary as the reference string itself."""
+    return int(record.answer.removeprefix("x = ") == record.reference)
+
+
+def test_default_options_change_nothing(run: Path) -> None:
+    (change,) = rescore([run], EvidenceOptions())
+    assert change.flips == ()
+    assert change.accuracy_before == change.accuracy_after
+    expected = np.mean([stored_verdict(record) for record in primaries(run).values()])
+    assert change.accuracy_before == pytest.approx(expected)
+    for method in MAIN_METHODS:
+        for metric in MAIN_METRICS:
+            assert change.metrics_before[f"{method}_{metric}"] == change.metrics_after[f"{method}_{metric}"]
+            assert change.delta(method, metric) == 0.0
+    assert "0 of 60 labels flipped" in format_changes([change], EvidenceOptions())
+
+
+def test_text_kind_flips_exactly_the_rewritten_correct_answers(run: Path) -> None:
+    records = primaries(run)
+    expected_flips = sorted(doc_id for doc_id in REWRITTEN if stored_verdict(records[doc_id]))
+    assert expected_flips, "the fixture must rewrite some correct answers"
+    options = EvidenceOptions(answer_kind="text")
+    (change,) = rescore([run], options)
+    assert [int(flip.doc_id) for flip in change.flips] == expected_flips
+    for flip in change.flips:
+        assert (flip.before, flip.after) == (1, 0)
+        assert flip.primary_answer == f"x = {flip.reference}"
+    after_labels = np.asarray([stored_verdict(record) and doc_id not in REWRITTEN
+                               for doc_id, record in sorted(records.items())], dtype=int)
+    assert change.accuracy_after == pytest.approx(after_labels.mean())
+    assert change.accuracy_before - change.accuracy_after == pytest.approx(len(expected_flips) / N_QUESTIONS)
+    mean_logprob = [float(np.mean(record.token_logprobs.astype(np.float64))) for _, record in sorted(records.items())]
+    assert change.metrics_after["mean_logprob_auroc"] == pytest.approx(selective.auroc(mean_logprob, after_labels))
+    assert change.metrics_after["mean_logprob_aurc"] == pytest.approx(selective.aurc(mean_logprob, after_labels))
+    text = format_changes([change], options)
+    assert f"{len(expected_flips)} of {N_QUESTIONS} labels flipped" in text and "answer_kind=text" in text
+    first = change.flips[0]
+    assert f"doc {first.doc_id}: answer 'x = {first.reference}' vs reference '{first.reference}': correct → wrong" in text
+    payload = changes_to_json([change], options)
+    assert payload["changed_options"] == {"answer_kind": "text"}
+    assert payload["pairs"][0]["labels_flipped"] == len(expected_flips)
+
+
+def test_equivalence_override_makes_every_label_wrong(run: Path) -> None:
+    records = primaries(run)
+    options = EvidenceOptions(equivalence="test_rescore:never_equivalent")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (change,) = rescore([run], options)
+    reasons = {str(item.message) for item in caught if issubclass(item.category, TracWarning)}
+    assert any("one class only" in reason for reason in reasons)  # NaN with its reason, never silent
+    assert any("AUROC is undefined" in reason for reason in reasons)
+    assert [int(flip.doc_id) for flip in change.flips] == sorted(d for d, r in records.items() if stored_verdict(r))
+    assert change.accuracy_after == 0.0
+    assert "all 60 labels are now 0" in change.note
+    assert math.isnan(change.metrics_after["mean_logprob_auroc"])
+    assert math.isnan(change.delta("trac", "auroc"))
+    assert changes_to_json([change], options)["pairs"][0]["metrics"]["trac"]["auroc"]["after"] is None
+    (pair,) = load_pairs([run], options=options)
+    assert all(evidence["features"]["pce"][0] == 0.0 for evidence in pair.evidences)  # e uses the override too
+    assert all(evidence["features"]["consensus"]["q_K"] == 0.25 for evidence in pair.evidences)  # K singletons
+
+
+def test_tup_options_change_only_tup_features(run: Path) -> None:
+    options = EvidenceOptions(n_bins=4, tail_window=5, low_threshold=-1.0)
+    (default,), (changed,) = load_pairs([run]), load_pairs([run], options=options)
+    records = primaries(run)
+    for old, new in zip(default.evidences, changed.evidences, strict=True):
+        record = records[new["doc_id"]]
+        expected = tup_features(record.token_logprobs.astype(np.float64), record.topk_entropy.astype(np.float64),
+                                n_bins=4, tail_window=5, low_threshold=-1.0)
+        assert len(new["features"]["tup"]) == 2 * 4 + 11
+        np.testing.assert_array_equal(new["features"]["tup"], expected)
+        assert (old["correct"], old["features"]["pce"], old["baselines"]) == (
+            new["correct"], new["features"]["pce"], new["baselines"])
+    (change,) = rescore([run], options)
+    assert change.flips == ()
+    for method in ("pce", "sc_modal", "mean_logprob"):
+        assert change.delta(method, "auroc") == 0.0
+    assert change.delta("tup", "auroc") != 0.0
+
+
+def test_default_options_reproduce_the_plain_evidence() -> None:
+    rng = np.random.default_rng(3)
+    for doc_id in range(5):
+        records = synthetic_question(rng, doc_id, doc_id % 2 == 0)
+        assert question_evidence(records, EvidenceOptions()) == question_evidence(records)
+
+
+def test_use_equivalence_overrides_restores_and_does_not_leak_cached_results() -> None:
+    assert equivalent("1/2", "0.5") and not equivalent("3", "4")
+    with use_equivalence(lambda a, b, kind: True):
+        assert equivalent("3", "4")
+        with use_equivalence(never_equivalent):
+            assert not equivalent("1/2", "0.5")
+        assert equivalent("1/2", "4")
+        assert answers.answer_classes(["1", "2", "3"]) == [0, 0, 0]
+    assert equivalent("1/2", "0.5") and not equivalent("3", "4")  # built-in results, not the overrides'
+    with pytest.raises(RuntimeError), use_equivalence(never_equivalent):
+        raise RuntimeError
+    assert equivalent("1/2", "0.5")
+    with pytest.raises(TypeError, match="callable"), use_equivalence("not a function"):
+        pass
+    with use_equivalence(never_equivalent), pytest.raises(ValueError, match="answer kind"):
+        equivalent("a", "a", kind="latex")
+
+
+def test_resolve_equivalence_forms_and_errors(tmp_path: Path) -> None:
+    assert resolve_equivalence("test_rescore:never_equivalent") is never_equivalent
+    checks = tmp_path / "checks.py"
+    checks.write_text("def same_length(a, b, kind):\n    return len(a or '') == len(b or '')\n")
+    assert resolve_equivalence(f"{checks}:same_length")("12", "34", "math") is True
+    for spec, message in [("no_colon", "MODULE:FUNCTION"), ("no_such_module_xyz:f", "cannot load"),
+                          (f"{tmp_path / 'missing.py'}:f", "cannot load"), ("math:no_such", "no attribute"),
+                          ("math:pi", "not callable")]:
+        with pytest.raises(ValueError, match=message):
+            resolve_equivalence(spec)
+
+
+def test_evidence_options_validation_and_round_trip() -> None:
+    options = EvidenceOptions(answer_kind="mc", n_bins=3)
+    assert options.changes() == {"answer_kind": "mc", "n_bins": 3}
+    assert EvidenceOptions().changes() == {}
+    assert EvidenceOptions.from_dict(options.to_dict()) == options
+    for bad, message in [({"answer_kind": "latex"}, "answer kind"), ({"n_bins": 0}, "n_bins"),
+                         ({"tail_window": 2.5}, "tail_window"), ({"low_threshold": math.nan}, "low_threshold"),
+                         ({"equivalence": "math:no_such"}, "no attribute")]:
+        with pytest.raises(ValueError, match=message):
+            EvidenceOptions(**bad)
+    with pytest.raises(ValueError, match="unknown evidence options"):
+        EvidenceOptions.from_dict({"n_bin": 3})

@@ -1,0 +1,431 @@
+"""The paper's analyses in ``trac report``: ablations, consensus blind spot, transfer, label efficiency, decoding.
+
+Each function reads a :class:`~trac_metrics.report_data.ReportData` and returns one
+:class:`~trac_metrics.tables.ReportTable`; :func:`all_analyses` returns them in the report's order. Every number is a
+pair-equal macro (SPEC §6) over the pairs that have the data; a pair or a cell that cannot be computed is NaN or
+left out with the reason in the table's note, never silently. Paper tables (``method/trac_paper.tex``):
+
+- Table ``tab:ablation`` (a)–(d): :func:`component_ablation`, :func:`trace_controls`, :func:`pce_decomposition`,
+  :func:`p_true_fusion`: macro AUROC with its 95% hierarchical-bootstrap CI, and macro AURC;
+- Table ``tab:app-blindspot``: :func:`consensus_blind_spot`;
+- Table ``tab:transfer`` (SPEC §4 transfer heads): :func:`transfer_by_target` (top) and
+  :func:`transfer_representations` (bottom);
+- Table ``tab:label-efficiency``: :func:`label_efficiency` (with :func:`label_split`);
+- Table ``tab:decmatrix``: :func:`decoding_symmetry`.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+from trac_metrics import selective
+from trac_metrics.evaluate import HEADS
+from trac_metrics.heads import MIN_SAMPLES_PER_CLASS, fit_head, transfer_scores
+from trac_metrics.report_data import ReportData
+from trac_metrics.runs import DEFAULT_DECODING, PairRun, decoding_label
+from trac_metrics.tables import ReportTable
+
+METHOD_COLUMNS = ("AUROC", "CI lo", "CI hi", "AURC", "pairs")
+REPRESENTATIONS = (("TUP", "tup"), ("PCE", "pce"), ("TrAC", "trac"))
+"""Paper Table ``tab:transfer`` / ``tab:label-efficiency`` rows: label and :data:`~trac_metrics.evaluate.HEADS` key."""
+
+PROBE_VARIANTS_HOW_TO = ("add `trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced]` to the "
+                         "task's generation_kwargs and rerun")
+P_TRUE_HOW_TO = "add `trac: p_true: true` to the task's generation_kwargs and rerun"
+
+
+# ----------------------------------------------------------------------------------------------- shared helpers
+
+
+def _auroc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """``selective.auroc``, NaN without a warning where it is undefined (NaN scores, one class): the callers count
+    and report those pairs in their notes."""
+    if np.isnan(scores).any() or labels.all() or not labels.any():
+        return math.nan
+    return selective.auroc(scores, labels)
+
+
+def _mean(values: Sequence[float] | np.ndarray) -> float:
+    """Pair-equal macro of the defined values (NaN when none is)."""
+    array = np.asarray(values, dtype=np.float64)
+    defined = array[~np.isnan(array)]
+    return float(defined.mean()) if defined.size else math.nan
+
+
+def _names(indices: Sequence[int], data: ReportData, limit: int = 5) -> str:
+    shown = [data.pairs[i].name for i in indices[:limit]]
+    return ", ".join(shown) + (f" and {len(indices) - limit} more" if len(indices) > limit else "")
+
+
+def _empty(columns: Sequence[str], index_name: str) -> pd.DataFrame:
+    return pd.DataFrame(columns=list(columns), index=pd.Index([], name=index_name), dtype=np.float64)
+
+
+def _has(data: ReportData, method: str) -> list[int]:
+    """Indices of the pairs whose evaluation scored ``method``."""
+    return [i for i, evaluation in enumerate(data.evaluations) if method in evaluation.scores]
+
+
+# ----------------------------------------------------------------------------------------------- Table tab:ablation
+
+
+def _auroc_intervals(data: ReportData, indices: Sequence[int], methods: Sequence[str]) -> dict[str, tuple]:
+    """95% CI of each method's macro AUROC over the pairs ``indices``: the report's shared bootstrap when they are
+    all pairs, else the same hierarchical bootstrap (same resamples count and seed) restricted to them."""
+    if len(indices) == len(data.pairs):
+        return {method: data.ci(method, "auroc") for method in methods}
+    result = data.bootstrap_subset(indices, methods, ("auroc",))["auroc"]
+    return {method: result.ci(method) for method in methods}
+
+
+def _method_table(data: ReportData, name: str, title: str, rows: Sequence[tuple[str, str]],
+                  how_to: str = "") -> ReportTable:
+    """Rows ``(label, method)`` × AUROC, its CI, AURC and the number of pairs with a defined AUROC.
+
+    Rows whose method no run has are left out and named in the note with ``how_to``; with fewer than two rows left
+    there is nothing to compare and the table is empty. The macro covers the pairs that have every shown method.
+    """
+    shown = [(label, method) for label, method in rows if _has(data, method)]
+    absent = [label for label, method in rows if not _has(data, method)]
+    lacking = f"Not in these runs: {', '.join(absent)}; {how_to}." if absent else ""
+    methods = [method for _, method in shown]
+    indices = [i for i, evaluation in enumerate(data.evaluations) if all(m in evaluation.scores for m in methods)]
+    if len(shown) < 2 or not indices:
+        why = "no pair has all of its methods" if len(shown) >= 2 else "the runs lack the methods to compare"
+        return ReportTable(name, title, _empty(METHOD_COLUMNS, "representation"),
+                           note=f"Empty: {why}. {lacking}".strip())
+    intervals = _auroc_intervals(data, indices, methods)
+    records = []
+    for method in methods:
+        auroc = data.per_pair(method, "auroc")[indices]
+        aurc = data.per_pair(method, "aurc")[indices]
+        records.append([_mean(auroc), *intervals[method], _mean(aurc), int((~np.isnan(auroc)).sum())])
+    frame = pd.DataFrame(records, columns=list(METHOD_COLUMNS),
+                         index=pd.Index([label for label, _ in shown], name="representation"))
+    left_out = sorted(set(range(len(data.pairs))) - set(indices))
+    scope = (f"Pair-equal macro over {len(indices)} of {len(data.pairs)} pair(s), those with every method of this "
+             f"table ('pairs': those with a defined AUROC). 95% CI: hierarchical bootstrap, {data.n_resamples} "
+             f"resamples (seed {data.seed}).")
+    note = [scope, f"Left out (a method missing): {_names(left_out, data)}." if left_out else "", lacking]
+    return ReportTable(name, title, frame, {"AUROC": True, "AURC": False}, " ".join(part for part in note if part))
+
+
+def component_ablation(data: ReportData) -> ReportTable:
+    """Paper Table ``tab:ablation`` (a): TUP only, PCE only, TUP + PCE (= TrAC)."""
+    return _method_table(data, "ablation_components", "Component ablation",
+                         [("TUP only", "tup"), ("PCE only", "pce"), ("PCE + TUP (= TrAC)", "trac")])
+
+
+def trace_controls(data: ReportData) -> ReportTable:
+    """Paper Table ``tab:ablation`` (b): the probe-variant heads (SPEC §2 probe variants) against PCE."""
+    return _method_table(data, "ablation_trace_controls", "Trace-conditioning controls",
+                         [("Question-only probe", "pce_question_only"), ("Shuffled-trace probe", "pce_shuffled_trace"),
+                          ("Teacher-forced support", "pce_teacher_forced"), ("PCE with completed trace", "pce")],
+                         PROBE_VARIANTS_HOW_TO)
+
+
+def pce_decomposition(data: ReportData) -> ReportTable:
+    """Paper Table ``tab:ablation`` (c): agreement e alone, likelihoods alone, both (= PCE)."""
+    return _method_table(data, "ablation_pce_decomposition", "PCE feature decomposition",
+                         [("Agreement only", "pce_agreement"), ("Likelihood only", "pce_likelihood"),
+                          ("Agreement + likelihood (= PCE)", "pce")])
+
+
+def p_true_fusion(data: ReportData) -> ReportTable:
+    """Paper Table ``tab:ablation`` (d): P(True), PCE, and a head on [φ_A; P(True)]."""
+    return _method_table(data, "ablation_p_true", "Comparison with self-verification",
+                         [("P(True)", "p_true"), ("PCE", "pce"), ("P(True) + PCE", "p_true_pce")], P_TRUE_HOW_TO)
+
+
+# ----------------------------------------------------------------------------------------------- Table tab:app-blindspot
+
+VOTE_TOLERANCE = 1e-9
+"""q_K is a share of K answers (e.g. 5/8); a subset is q_K ≥ threshold − this, so float rounding never drops one."""
+
+
+def consensus_blind_spot(data: ReportData, thresholds: Sequence[float] = (0.625, 0.75, 0.875, 1.0)) -> ReportTable:
+    """Paper Table ``tab:app-blindspot``: AUROC of SC@K (modal vote share q_K) and of PCE on the questions whose
+    q_K ≥ threshold.
+
+    Per threshold, a pair enters when its subset holds at least one correct and one wrong primary answer; ``n`` and
+    ``wrong`` count the subset questions of those pairs. SC scores are q_K itself, so at 1.0 (unanimous) every
+    score ties and SC's AUROC is 0.5 by construction; PCE scores are the pair's cross-fitted out-of-fold scores
+    (mean over repetitions) restricted to the subset. Pairs without votes (K = 1) are left out and named.
+    """
+    columns = ("pairs", "n", "wrong", "SC", "PCE")
+    voted = [i for i in _has(data, "sc_modal")
+             if all("consensus" in evidence["features"] for evidence in data.pairs[i].evidences)]
+    unvoted = sorted(set(range(len(data.pairs))) - set(voted))
+    lacking = f"Left out (no SC@K votes, K = 1): {_names(unvoted, data)}." if unvoted else ""
+    if not voted:
+        return ReportTable("consensus_blind_spot", "Consensus blind spot", _empty(columns, "vote ≥"),
+                           note=f"Empty: no run sampled K > 1 responses per question. {lacking}")
+    votes = {i: np.asarray([evidence["features"]["consensus"]["q_K"] for evidence in data.pairs[i].evidences])
+             for i in voted}
+    records = []
+    for threshold in thresholds:
+        n = wrong = 0
+        sc, pce = [], []
+        for i in voted:
+            evaluation = data.evaluations[i]
+            subset = votes[i] >= threshold - VOTE_TOLERANCE
+            labels = evaluation.labels[subset]
+            if labels.all() or not labels.any():
+                continue
+            n += labels.size
+            wrong += int((labels == 0).sum())
+            sc.append(_auroc(evaluation.scores["sc_modal"][subset], labels))
+            pce.append(_auroc(evaluation.scores["pce"][subset], labels))
+        records.append([len(sc), n, wrong, _mean(sc), _mean(pce)])
+    frame = pd.DataFrame(records, columns=list(columns), index=pd.Index(list(thresholds), name="vote ≥"))
+    frame[["pairs", "n", "wrong"]] = frame[["pairs", "n", "wrong"]].astype(int)
+    note = ("Pairs: those whose subset (q_K ≥ threshold) holds both correct and wrong primary answers; n and wrong "
+            "count their subset questions; SC and PCE are pair-equal macros of AUROC over them (a pair with a "
+            "degenerate PCE cross-fit is skipped in the PCE macro). SC scores are q_K: constant at 1.0, so its "
+            "AUROC there is 0.5 by construction.")
+    return ReportTable("consensus_blind_spot", "Consensus blind spot", frame, {"SC": True, "PCE": True},
+                       f"{note} {lacking}".strip())
+
+
+# ----------------------------------------------------------------------------------------------- Table tab:transfer
+
+SourceRule = Callable[[PairRun, PairRun], bool]
+SCHEMES: dict[str, tuple[SourceRule, str]] = {
+    "LODO": (lambda target, other: other.task != target.task, "at least 2 tasks"),
+    "Global": (lambda target, other: (other.model, other.task) != (target.model, target.task),
+               "at least 2 (model, task) pairs"),
+    "LOMO": (lambda target, other: other.model != target.model, "at least 2 models"),
+}
+"""Transfer schemes (SPEC §4): which pairs may train the head that scores a target pair. Global is
+leave-one-pair-out; it also holds out the target's other decodings, which share its questions."""
+
+
+def _feature_rows(data: ReportData, method: str) -> list[np.ndarray | None]:
+    """Each pair's feature matrix of the head ``method`` (``evaluate.HEADS``), None where a question lacks it."""
+    row_of = HEADS[method]
+    matrices: list[np.ndarray | None] = []
+    for pair in data.pairs:
+        rows = [row_of(evidence) for evidence in pair.evidences]
+        matrices.append(None if any(row is None for row in rows) else np.asarray(rows, dtype=np.float64))
+    return matrices
+
+
+def _transfer_aurocs(data: ReportData, method: str, matrices: Sequence[np.ndarray | None], scheme: str) -> np.ndarray:
+    """AUROC of each pair scored by a ``method`` head fitted on the pairs ``scheme`` allows (SPEC §4: source rows
+    only, ``heads.transfer_scores``); NaN where the pair has no source, lacks the features, or one class only.
+
+    Targets sharing the same source pairs share one fitted head (one fit per task for LODO, per model for LOMO);
+    each target score depends on its own row only, so this equals scoring every target on its own.
+    """
+    allowed, _ = SCHEMES[scheme]
+    targets_by_source: dict[tuple[int, ...], list[int]] = defaultdict(list)
+    for i, target in enumerate(data.pairs):
+        sources = tuple(j for j, other in enumerate(data.pairs) if matrices[j] is not None and allowed(target, other))
+        if matrices[i] is not None and sources:
+            targets_by_source[sources].append(i)
+    values = np.full(len(data.pairs), math.nan)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for sources, targets in targets_by_source.items():
+            source_x = np.vstack([matrices[j] for j in sources])
+            source_y = np.concatenate([data.evaluations[j].labels for j in sources])
+            scores = transfer_scores(source_x, source_y, np.vstack([matrices[i] for i in targets]),
+                                     [f"{method}[{c}]" for c in range(source_x.shape[1])])
+            for i, part in zip(targets, np.split(scores, np.cumsum([len(matrices[i]) for i in targets])[:-1])):
+                values[i] = _auroc(part, data.evaluations[i].labels)
+    return values
+
+
+def _scheme_reason(data: ReportData, scheme: str) -> str | None:
+    """Why ``scheme`` has no source for any pair (e.g. LODO with one task), or None."""
+    allowed, needs = SCHEMES[scheme]
+    if any(allowed(target, other) for target in data.pairs for other in data.pairs):
+        return None
+    return f"{scheme} is NaN: it needs {needs}"
+
+
+def transfer_by_target(data: ReportData) -> ReportTable:
+    """Paper Table ``tab:transfer`` (top): per held-out task, the leave-one-dataset-out PCE head (fitted on every
+    pair of the other tasks, all models) against the pairs' in-domain cross-fitted PCE AUROC; Δ = transfer −
+    in-domain, paired over the pairs where both are defined."""
+    transfer = _transfer_aurocs(data, "pce", _feature_rows(data, "pce"), "LODO")
+    in_domain = data.per_pair("pce", "auroc")
+    tasks = sorted({pair.task for pair in data.pairs})
+    records = []
+    for task in tasks:
+        indices = [i for i, pair in enumerate(data.pairs) if pair.task == task]
+        both = [i for i in indices if not (np.isnan(transfer[i]) or np.isnan(in_domain[i]))]
+        records.append([_mean(transfer[indices]), _mean(in_domain[indices]),
+                        _mean(transfer[both] - in_domain[both]), len(both)])
+    frame = pd.DataFrame(records, columns=["Transfer", "In-domain", "Δ", "pairs"],
+                         index=pd.Index(tasks, name="held-out task"))
+    note = ("PCE head: Transfer = fitted on all pairs of the other tasks (source rows only) and scored on the task's "
+            "pairs; In-domain = 5×5-fold cross-fitted AUROC; both pair-equal macros over the task's pairs; Δ and "
+            "'pairs' over the pairs where both are defined.")
+    reason = _scheme_reason(data, "LODO")
+    return ReportTable("transfer_lodo", "Leave-one-dataset-out transfer (PCE)", frame,
+                       note=f"{note} {reason}." if reason else note)
+
+
+def transfer_representations(data: ReportData) -> ReportTable:
+    """Paper Table ``tab:transfer`` (bottom): macro AUROC of TUP, PCE and TrAC heads under leave-one-dataset-out,
+    one global head per held-out pair (leave-one-pair-out) and leave-one-model-out."""
+    matrices = {method: _feature_rows(data, method) for _, method in REPRESENTATIONS}
+    values = {(label, scheme): _transfer_aurocs(data, method, matrices[method], scheme)
+              for label, method in REPRESENTATIONS for scheme in SCHEMES}
+    frame = pd.DataFrame([[_mean(values[label, scheme]) for scheme in SCHEMES] for label, _ in REPRESENTATIONS],
+                         columns=list(SCHEMES), index=pd.Index([label for label, _ in REPRESENTATIONS],
+                                                               name="representation"))
+    counts = ", ".join(f"{scheme} over {int((~np.isnan(values['TrAC', scheme])).sum())} pair(s)" for scheme in SCHEMES)
+    reasons = [reason for scheme in SCHEMES if (reason := _scheme_reason(data, scheme))]
+    note = (f"Pair-equal macro AUROC of each target pair scored by a head fitted on source pairs only ({counts}; "
+            "pairs with one class or no usable source are NaN and skipped). Global holds out the target's "
+            f"(model, task), all decodings. {'. '.join(reasons)}{'.' if reasons else ''}")
+    return ReportTable("transfer_representations", "Transfer: representation comparison", frame,
+                       dict.fromkeys(SCHEMES, True), note.strip())
+
+
+# ----------------------------------------------------------------------------------------------- label efficiency
+
+
+@dataclass(frozen=True)
+class LabelSplit:
+    """A fixed stratified test split of one pair and its training questions per class in a seeded order.
+
+    ``training(f)`` takes the first ⌈f·n_c⌉ training questions of each class c: stratified, nested (a smaller
+    fraction's set is inside a larger one's) and all of them at f = 1.
+    """
+
+    test: np.ndarray
+    train_by_class: tuple[np.ndarray, np.ndarray]
+
+    def training(self, fraction: float) -> np.ndarray:
+        return np.sort(np.concatenate([order[:math.ceil(fraction * order.size)] for order in self.train_by_class]))
+
+
+def label_split(labels: np.ndarray, test_fraction: float, seed: int, key: str) -> LabelSplit:
+    """Per class, a permutation seeded by (``seed``, crc32(``key``)); its first round(test_fraction · n_c)
+    questions form the test split, the rest the training order. Same inputs → same split, whatever the other
+    pairs of the report are."""
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction!r}")
+    rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
+    test, train = [], []
+    for label in (0, 1):
+        order = rng.permutation(np.flatnonzero(labels == label))
+        n_test = math.floor(test_fraction * order.size + 0.5)
+        test.append(order[:n_test])
+        train.append(order[n_test:])
+    return LabelSplit(np.sort(np.concatenate(test)), (train[0], train[1]))
+
+
+def _split_problem(labels: np.ndarray, split: LabelSplit, fraction: float) -> str | None:
+    """Why the pair gives no AUROC at ``fraction`` (too few training labels of a class, one-class test), or None."""
+    counts = np.bincount(labels[split.training(fraction)], minlength=2)
+    if counts.min() < MIN_SAMPLES_PER_CLASS:
+        return f"training labels per class {counts.tolist()} (at least {MIN_SAMPLES_PER_CLASS} of each needed)"
+    if len(np.unique(labels[split.test])) < 2:
+        return "the test split has one class only"
+    return None
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:g}%"
+
+
+def label_efficiency(data: ReportData, fractions: Sequence[float] = (0.01, 0.05, 0.25, 1.0),
+                     test_fraction: float = 0.4, seed: int = 0) -> ReportTable:
+    """Paper Table ``tab:label-efficiency``: heads fitted on a fraction of each pair's training labels (fixed
+    stratified 40% test split, :func:`label_split`), AUROC on the test split, pair-equal macro; ``retention`` =
+    macro at the fraction / macro at 100% on the same pairs."""
+    if not fractions or any(not 0 < fraction <= 1 for fraction in fractions):
+        raise ValueError(f"fractions must lie in (0, 1], got {tuple(fractions)!r}")
+    matrices = {label: _feature_rows(data, method) for label, method in REPRESENTATIONS}
+    splits = [label_split(pair.labels, test_fraction, seed, pair.name) for pair in data.pairs]
+    steps = sorted(set(fractions) | {1.0})
+    aurocs = {(label, fraction): np.full(len(data.pairs), math.nan) for label, _ in REPRESENTATIONS
+              for fraction in steps}
+    problems: dict[float, list[tuple[int, str]]] = defaultdict(list)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for i, (pair, split) in enumerate(zip(data.pairs, splits, strict=True)):
+            labels = pair.labels
+            for fraction in steps:
+                problem = _split_problem(labels, split, fraction)
+                if problem:
+                    problems[fraction].append((i, problem))
+                    continue
+                train = split.training(fraction)
+                for label, _ in REPRESENTATIONS:
+                    features = matrices[label][i]
+                    if features is None:
+                        continue
+                    head = fit_head(features[train], labels[train], [f"x{c}" for c in range(features.shape[1])])
+                    aurocs[label, fraction][i] = _auroc(head.predict(features[split.test]), labels[split.test])
+    records = []
+    for fraction in fractions:
+        row, ratios = [], []
+        for label, _ in REPRESENTATIONS:
+            at, full = aurocs[label, fraction], aurocs[label, 1.0]
+            defined = ~np.isnan(at)
+            row.append(_mean(at))
+            ratios.append(_mean(at[defined]) / _mean(full[defined]) if defined.any() else math.nan)
+        records.append([*row, *ratios, len(data.pairs) - len(problems[fraction])])
+    columns = [label for label, _ in REPRESENTATIONS] + [f"{label} retention" for label, _ in REPRESENTATIONS]
+    frame = pd.DataFrame(records, columns=[*columns, "pairs"],
+                         index=pd.Index([_percent(fraction) for fraction in fractions], name="labels"))
+    left_out = [f"{_percent(fraction)}: {len(found)} of {len(data.pairs)} pair(s) NaN "
+                f"({_names([i for i, _ in found], data)}; e.g. {found[0][1]})."
+                for fraction in fractions if (found := problems[fraction])]
+    note = (f"Fixed stratified {test_fraction:.0%} test split per pair (seed {seed}); heads fitted on the stated share "
+            "of each class's training questions (rounded up, nested). Retention: macro AUROC at the share / at 100% "
+            "on the same pairs. " + " ".join(left_out))
+    return ReportTable("label_efficiency", "Label efficiency", frame, {label: True for label, _ in REPRESENTATIONS},
+                       note.strip())
+
+
+# ----------------------------------------------------------------------------------------------- Table tab:decmatrix
+
+
+def decoding_symmetry(data: ReportData) -> ReportTable:
+    """Paper Table ``tab:decmatrix``: the same (model, task) under different primary / probe temperatures.
+
+    Agreement is the mean of e (probe answer ≡ primary answer) over the questions whose probe gave one.
+    """
+    columns = ("n", "Acc", "Agreement", "PCE AUROC", "TrAC AUROC")
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, pair in enumerate(data.pairs):
+        groups[pair.task, pair.model].append(i)
+    varied = {key: indices for key, indices in sorted(groups.items()) if len(indices) > 1}
+    if not varied:
+        return ReportTable("decoding_symmetry", "Decoding-symmetry matrix", _empty(columns, "task / model / decoding"),
+                           note="Empty: no (model, task) was run under more than one primary/probe decoding (run the "
+                                "same task with other temperature / probe_temperature to fill it).")
+    pce, trac = data.per_pair("pce", "auroc"), data.per_pair("trac", "auroc")
+    default = decoding_label(DEFAULT_DECODING)
+    rows, records = [], []
+    for (task, model), indices in varied.items():
+        for i in sorted(indices, key=lambda i: decoding_label(data.pairs[i].decoding) != default):
+            pair = data.pairs[i]
+            label = decoding_label(pair.decoding)
+            agree = [math.nan if evidence["agree"] is None else evidence["agree"] for evidence in pair.evidences]
+            rows.append(f"{task} / {model} / {label}{' (default)' if label == default else ''}")
+            records.append([len(pair.evidences), pair.accuracy, _mean(agree), pce[i], trac[i]])
+    frame = pd.DataFrame(records, columns=list(columns), index=pd.Index(rows, name="task / model / decoding"))
+    return ReportTable("decoding_symmetry", "Decoding-symmetry matrix", frame,
+                       note="Rows: (model, task) pairs run under several primary → probe decodings. Acc: primary "
+                            "accuracy; Agreement: share of questions whose probe re-states the primary answer; PCE / "
+                            "TrAC: cross-fitted AUROC of the pair.")
+
+
+def all_analyses(data: ReportData) -> list[ReportTable]:
+    """Every analysis table of ``trac report``, in the paper's order."""
+    return [component_ablation(data), trace_controls(data), pce_decomposition(data), p_true_fusion(data),
+            consensus_blind_spot(data), transfer_by_target(data), transfer_representations(data),
+            label_efficiency(data), decoding_symmetry(data)]

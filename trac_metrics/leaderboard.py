@@ -1,0 +1,293 @@
+"""The leaderboard tables of ``trac report``: paper Table 1 layout, its confidence intervals, paired differences and
+the per-pair numbers every macro is averaged from (SPEC §6 "Across pairs", issue #5).
+
+Every point number is the pair-equal macro of the per-pair ``TaskEvaluation.metrics`` (the numbers lm-eval's
+aggregation reports for each task); intervals and p-values come from the shared hierarchical bootstrap of
+:class:`~trac_metrics.report_data.ReportData`. A pair where a method's metric is undefined (one class only, too
+few questions of a class to cross-fit the learned heads, a method the pair did not record) keeps its NaN in the
+per-pair table, is left out of that method's macro, and is named with the reason in the table's note.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+import pandas as pd
+
+from trac_metrics._warnings import TracWarning
+from trac_metrics.evaluate import TaskEvaluation
+from trac_metrics.report_data import ReportData
+from trac_metrics.runs import PairRun
+from trac_metrics.tables import ReportTable
+
+SINGLE_TRACE = ("mean_logprob", "self_certainty", "deepconf_bottom", "p_true", "selfdoubt", "tup", "pce", "trac")
+SAMPLING = ("selfcheck", "sup_consensus", "sc_primary", "sc_modal", "semantic_entropy", "cw_vote", "cf")
+"""Rows of paper Table 1, in its order: one-generation methods, then methods that read K samples."""
+
+_LABELS = {
+    "mean_logprob": "Mean log-probability", "self_certainty": "Self-certainty", "deepconf_bottom": "DeepConf-bottom",
+    "p_true": "P(True)", "selfdoubt": "SelfDoubt", "tup": "TUP", "pce": "PCE", "trac": "TrAC",
+    "selfcheck": "SelfCheckGPT@{k}", "sup_consensus": "Supervised Consensus@{k}", "sc_primary": "SC@{k} (primary answer)",
+    "sc_modal": "SC@{k} (modal answer)", "semantic_entropy": "Semantic entropy@{k}", "cw_vote": "CW vote@{k}",
+    "cf": "TrAC+CF@{k}",
+}
+
+COMPARISONS = (("trac", "sc_modal"), ("trac", "sc_primary"), ("cf", "sc_modal"), ("cf", "sc_primary"))
+"""Paired differences of paper §RQ1: TrAC − SC@K and Consensus Fusion@K − SC@K (modal and primary-answer SC)."""
+
+HIGHER_IS_BETTER = {"auroc": True, "aurc": False}
+"""Direction of the bootstrapped metrics (paired differences: which sign favours the first method)."""
+_TIE_TOLERANCE = 1e-12
+
+
+def k_label(pairs: Sequence[PairRun]) -> str:
+    """K of the sampling methods' labels: the number when every pair has the same K, else ``K``."""
+    ks = {pair.num_samples for pair in pairs}
+    return str(ks.pop()) if len(ks) == 1 else "K"
+
+
+def method_label(method: str, k: str) -> str:
+    """Display name of a leaderboard method (paper Table 1 wording), ``@k`` filled in for sampling methods."""
+    return _LABELS[method].format(k=k)
+
+
+def leaderboard_methods(data: ReportData) -> list[tuple[str, str]]:
+    """``(block, method)`` of every Table 1 method evaluated on at least one pair, in Table 1 order."""
+    evaluated = {method for evaluation in data.evaluations for method in evaluation.scores}
+    k = k_label(data.pairs)
+    blocks = (("single-trace", SINGLE_TRACE), (f"sampling (K={k})" if k != "K" else "sampling (K per pair)", SAMPLING))
+    return [(block, method) for block, methods in blocks for method in methods if method in evaluated]
+
+
+def _mean_of_defined(values: Iterable[float]) -> float:
+    array = np.asarray(list(values), dtype=float)
+    defined = array[~np.isnan(array)]
+    return float(defined.mean()) if defined.size else math.nan
+
+
+def mean_latency(data: ReportData, method: str) -> float:
+    """Mean over the pairs that evaluated ``method`` (and stored timings) of its relative latency."""
+    return _mean_of_defined(pair.relative_latency(method) for pair, evaluation in zip(data.pairs, data.evaluations)
+                            if method in evaluation.scores)
+
+
+def tasks(data: ReportData) -> list[str]:
+    """Tasks of the pairs, in the pairs' (sorted) order."""
+    return list(dict.fromkeys(pair.task for pair in data.pairs))
+
+
+def task_mean(data: ReportData, method: str, metric: str, task: str) -> float:
+    """Mean of ``<method>_<metric>`` over the pairs of ``task`` where it is defined (the models of that task)."""
+    values = data.per_pair(method, metric)
+    return _mean_of_defined(value for pair, value in zip(data.pairs, values) if pair.task == task)
+
+
+def undefined_reasons(data: ReportData, methods: Sequence[str], metrics: Sequence[str] = ("auroc",)) -> list[str]:
+    """One line per pair where some ``<method>_<metric>`` is NaN: the methods, grouped by the reason."""
+    k = k_label(data.pairs)
+    lines = []
+    for pair, evaluation in zip(data.pairs, data.evaluations):
+        by_reason: dict[str, list[str]] = {}
+        for metric in metrics:
+            for method in methods:
+                if math.isnan(evaluation.metrics.get(f"{method}_{metric}", math.nan)):
+                    names = by_reason.setdefault(_reason(evaluation, method, metric), [])
+                    if method_label(method, k) not in names:
+                        names.append(method_label(method, k))
+        if by_reason:
+            lines.append(f"{pair.name}: " + "; ".join(f"{', '.join(names)}: {reason}"
+                                                        for reason, names in by_reason.items()))
+    return lines
+
+
+def _reason(evaluation: TaskEvaluation, method: str, metric: str) -> str:
+    """Why ``<method>_<metric>`` is NaN on the pair of ``evaluation``, from its labels and scores."""
+    correct, n = int(evaluation.labels.sum()), evaluation.labels.size
+    if method not in evaluation.scores:
+        return "not in this pair's records"
+    if np.isnan(evaluation.scores[method]).any():
+        return (f"not cross-fitted ({correct} correct / {n - correct} wrong answers: too few of a class for 5-fold "
+                "stratified cross-fitting)")
+    if metric == "auroc" and correct in (0, n):
+        return f"AUROC undefined (all {n} answers {'correct' if correct else 'wrong'}: one class only)"
+    if metric == "excess_aurc" and correct == n:
+        return f"excess AURC undefined (no wrong answer among {n}: base error rate 0)"
+    return f"{metric} undefined on this pair"
+
+
+def _notes(*parts: str) -> str:
+    return " ".join(part for part in parts if part)
+
+
+def _undefined_note(data: ReportData, methods: Sequence[str], metrics: Sequence[str]) -> str:
+    lines = undefined_reasons(data, methods, metrics)
+    if not lines:
+        return ""
+    return "NaN per-pair values (left out of the means): " + " | ".join(lines) + "."
+
+
+def main_table(data: ReportData) -> ReportTable:
+    """Paper Table 1: per-task AUROC / AURC, pair-equal macro AUROC / AURC, excess AURC, risk at 10/20/50% coverage
+    and measured relative latency, one row per method (single-trace block, then sampling block)."""
+    rows = leaderboard_methods(data)
+    k = k_label(data.pairs)
+    columns: dict[str, list[float]] = {}
+    for task in tasks(data):
+        for metric, shown in (("auroc", "AUROC"), ("aurc", "AURC")):
+            columns[f"{task} {shown}"] = [task_mean(data, method, metric, task) for _, method in rows]
+    macro_columns = {"macro AUROC": "auroc", "macro AURC": "aurc", "excess AURC": "excess_aurc",
+                     "risk@10": "risk_at_10", "risk@20": "risk_at_20", "risk@50": "risk_at_50"}
+    for column, metric in macro_columns.items():
+        columns[column] = [data.macro(method, metric) for _, method in rows]
+    columns["latency ×"] = [mean_latency(data, method) for _, method in rows]
+    index = pd.MultiIndex.from_tuples([(block, method_label(method, k)) for block, method in rows],
+                                      names=["block", "method"])
+    frame = pd.DataFrame(columns, index=index)
+    rank = {column: column.endswith("AUROC") for column in frame.columns if column != "latency ×"}
+    methods = [method for _, method in rows]
+    note = _notes(
+        f"{len(data.pairs)} (model, task) pairs. Per-task columns: mean over the pairs (models) of that task; "
+        "macro: pair-equal mean over all pairs; excess AURC = AURC / base error rate (1 ≈ random ranking); risk@c: "
+        "error rate of the c% most confident answers. AUROC higher is better, the rest lower; best in bold, second "
+        "underlined. Latency: cost per question in generations, from the runs' own timings (mean over pairs).",
+        _missing_methods_note(data, methods),
+        _undefined_note(data, methods, ("auroc", "aurc", "excess_aurc", "risk_at_10")))
+    return ReportTable("leaderboard", "Leaderboard (paper Table 1 layout)", frame, rank, note)
+
+
+def _missing_methods_note(data: ReportData, methods: Sequence[str]) -> str:
+    k = k_label(data.pairs)
+    partial = [f"{method_label(method, k)} ({count} of {len(data.pairs)} pairs)" for method in methods
+               if (count := sum(method in evaluation.scores for evaluation in data.evaluations)) < len(data.pairs)]
+    absent = [method_label(method, k) for method in (*SINGLE_TRACE, *SAMPLING) if method not in methods]
+    return _notes(
+        f"Evaluated on some pairs only (means over those, no bootstrap interval): {', '.join(partial)}." if partial
+        else "",
+        f"Not in the runs: {', '.join(absent)}." if absent else "")
+
+
+@contextmanager
+def _nan_samples_in_note() -> Iterator[None]:
+    """Silence the bootstrap's "samples are NaN and left out" warning: the tables' notes give those counts."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*bootstrap samples are NaN and left out", category=TracWarning)
+        yield
+
+
+def nan_samples(data: ReportData, metric: str, a: str, b: str | None = None) -> int:
+    """Resamples without a macro of ``a`` (of ``a`` − ``b``): every pair they drew is undefined for the method."""
+    bootstrap = data.bootstraps[metric]
+    values = bootstrap.samples[:, bootstrap.methods.index(a)]
+    if b is not None:
+        values = values - bootstrap.samples[:, bootstrap.methods.index(b)]
+    return int(np.isnan(values).sum())
+
+
+def _nan_samples_note(data: ReportData, counts: dict[str, int]) -> str:
+    shown = [f"{what} {count}" for what, count in counts.items() if count]
+    if not shown:
+        return ""
+    return (f"Resamples that drew only pairs where the metric is undefined have no value and are left out of the "
+            f"interval (count of {data.n_resamples}): {', '.join(shown)}.")
+
+
+def ci_table(data: ReportData, level: float = 0.95) -> ReportTable:
+    """Macro AUROC and AURC of every leaderboard method with hierarchical-bootstrap percentile intervals."""
+    rows = leaderboard_methods(data)
+    k = k_label(data.pairs)
+    columns: dict[str, list[float]] = {}
+    nan_counts: dict[str, int] = {}
+    for metric, shown in (("auroc", "AUROC"), ("aurc", "AURC")):
+        bootstrap = data.bootstraps[metric]
+        columns[f"macro {shown}"] = [data.macro(method, metric) for _, method in rows]
+        with _nan_samples_in_note():
+            intervals = [data.ci(method, metric, level) for _, method in rows]
+        nan_counts.update({f"{shown} {method_label(method, k)}": nan_samples(data, metric, method)
+                           for _, method in rows if method in bootstrap.methods})
+        columns[f"{shown} lo"] = [lo for lo, _ in intervals]
+        columns[f"{shown} hi"] = [hi for _, hi in intervals]
+    index = pd.MultiIndex.from_tuples([(block, method_label(method, k)) for block, method in rows],
+                                      names=["block", "method"])
+    without = [method_label(method, k) for _, method in rows if method not in data.common_methods]
+    note = _notes(
+        f"{level:.0%} percentile intervals of the pair-equal macro from {data.n_resamples} hierarchical bootstrap "
+        f"resamples (pairs, then questions within a pair stratified by correctness; seed {data.seed}). A learned "
+        "head's metric is averaged over its cross-fitting repetitions inside every resample, as on the full data, "
+        "so each interval belongs to the macro shown.",
+        f"No interval (not evaluated on every pair): {', '.join(without)}." if without else "",
+        _nan_samples_note(data, nan_counts), _undefined_note(data, [method for _, method in rows], ("auroc", "aurc")))
+    return ReportTable("confidence_intervals", f"Macro AUROC / AURC with {level:.0%} bootstrap intervals",
+                       pd.DataFrame(columns, index=index), {}, note)
+
+
+def paired_table(data: ReportData, level: float = 0.95) -> ReportTable:
+    """TrAC − SC@K and CF@K − SC@K (modal and primary): macro difference, paired bootstrap interval, one-sided
+    bootstrap p-value and wins / ties / losses over pairs, for AUROC and AURC."""
+    k = k_label(data.pairs)
+    records, index, nan_counts = [], [], {}
+    for metric, shown in (("auroc", "AUROC"), ("aurc", "AURC")):
+        for a, b in COMPARISONS:
+            index.append((shown, f"{method_label(a, k)} − {method_label(b, k)}"))
+            records.append(paired_row(data, a, b, metric, level))
+            if a in data.bootstraps[metric].methods and b in data.bootstraps[metric].methods:
+                nan_counts[f"{shown} {index[-1][1]}"] = nan_samples(data, metric, a, b)
+    frame = pd.DataFrame(records, index=pd.MultiIndex.from_tuples(index, names=["metric", "comparison"]))
+    missing = [f"{method_label(a, k)} − {method_label(b, k)}" for a, b in COMPARISONS
+               if a not in data.common_methods or b not in data.common_methods]
+    note = _notes(
+        "difference: macro of the first method minus macro of the second (leaderboard numbers). AUROC: positive "
+        "favours the first method; AURC: negative favours the first method (lower is better). lo / hi: "
+        f"{level:.0%} percentile interval of the paired differences over the same {data.n_resamples} bootstrap "
+        "resamples; p: one-sided bootstrap p-value, the share of "
+        "resamples where the first method is not better (AUROC difference ≤ 0, AURC difference ≥ 0). wins / ties "
+        "/ losses: pairs where the first method's per-pair value is better / equal / worse (per-pair table); pairs: "
+        "pairs where both are defined.",
+        f"NaN interval (a method not evaluated on every pair): {', '.join(missing)}." if missing else "",
+        _nan_samples_note(data, nan_counts))
+    return ReportTable("paired_differences", "Paired differences against self-consistency", frame, {}, note)
+
+
+def paired_row(data: ReportData, a: str, b: str, metric: str, level: float = 0.95) -> dict[str, float]:
+    """One row of :func:`paired_table`: difference, lo, hi, p, wins, ties, losses, pairs."""
+    higher = HIGHER_IS_BETTER[metric]
+    value_a, value_b = data.per_pair(a, metric), data.per_pair(b, metric)
+    compared = ~np.isnan(value_a) & ~np.isnan(value_b)
+    tied = compared & (np.abs(value_a - value_b) <= _TIE_TOLERANCE)
+    better = compared & ~tied & ((value_a > value_b) if higher else (value_a < value_b))
+    row = {"difference": data.macro(a, metric) - data.macro(b, metric), "lo": math.nan, "hi": math.nan,
+           "p": math.nan, "wins": int(better.sum()), "ties": int(tied.sum()),
+           "losses": int((compared & ~tied & ~better).sum()), "pairs": int(compared.sum())}
+    bootstrap = data.bootstraps[metric]
+    if a in bootstrap.methods and b in bootstrap.methods:
+        with _nan_samples_in_note():
+            interval = bootstrap.paired_difference(a, b, level, higher_is_better=higher)
+        row["lo"], row["hi"] = interval["lo"], interval["hi"]
+        columns = bootstrap.samples[:, [bootstrap.methods.index(a), bootstrap.methods.index(b)]]
+        differences = columns[:, 0] - columns[:, 1]
+        defined = differences[~np.isnan(differences)]
+        if defined.size:
+            row["p"] = float(np.mean(defined <= 0 if higher else defined >= 0))
+    return row
+
+
+def per_pair_table(data: ReportData) -> ReportTable:
+    """Every pair: questions, accuracy, K and the AUROC of each leaderboard method (what each macro averages)."""
+    rows = leaderboard_methods(data)
+    k = k_label(data.pairs)
+    frame = pd.DataFrame(
+        {"n": [len(pair.evidences) for pair in data.pairs], "accuracy": [pair.accuracy for pair in data.pairs],
+         "K": [pair.num_samples for pair in data.pairs],
+         **{method_label(method, k): data.per_pair(method, "auroc") for _, method in rows}},
+        index=pd.Index([pair.name for pair in data.pairs], name="pair"))
+    note = _notes("Per-pair AUROC (learned heads: mean over the cross-fitting repetitions, as lm-eval reports it).",
+                  _undefined_note(data, [method for _, method in rows], ("auroc",)))
+    return ReportTable("per_pair", "Per-pair AUROC", frame, {}, note)
+
+
+def leaderboard_tables(data: ReportData) -> list[ReportTable]:
+    """The four leaderboard tables, in report order."""
+    return [main_table(data), ci_table(data), paired_table(data), per_pair_table(data)]

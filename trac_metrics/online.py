@@ -1,0 +1,258 @@
+"""Online use of a TrAC head: fit once on labelled runs, save it, score the records of new runs (``trac fit`` /
+``trac score``; SPEC §4 pipeline; paper §"Offline Preparation and Training" / §"Online Inference": the saved
+preprocessing and head score a response without the reference answer, and the score can support abstention).
+
+:func:`fit_online_head` fits one method's head (``heads.fit_head``: imputation with missingness indicators, scaler,
+L2 logistic regression) on every question of the training runs; the feature rows are those of
+:data:`trac_metrics.evaluate.HEADS`, so the saved head reads exactly what the cross-fitted evaluation reads. With
+calibration runs it also chooses an abstention threshold (:func:`choose_threshold`). The head's metadata records
+the method, the evidence options the rows were computed with, the training (and calibration) pairs and the
+threshold, so :func:`score_pairs` can read new runs the same way and compare realized coverage and risk.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from trac_metrics import selective
+from trac_metrics.evaluate import HEADS
+from trac_metrics.evidence import DEFAULT_OPTIONS, EvidenceOptions
+from trac_metrics.features import PCE_FEATURE_NAMES, tup_feature_names
+from trac_metrics.heads import FittedHead, fit_head
+from trac_metrics.runs import PairRun
+
+ONLINE_METHODS = ("trac", "pce", "tup", "cf")
+DEFAULT_TARGET_RISK = 0.1
+"""The target risk ``trac fit --calibration`` uses when none is given."""
+CONSENSUS_FUSION_NAMES = ("consensus_q_K", "consensus_h_K")
+"""Names of the two vote statistics Consensus Fusion @K appends to [φ_A; φ_P] (SPEC §4)."""
+
+
+def head_feature_names(method: str, n_bins: int) -> tuple[str, ...]:
+    """Column names of ``HEADS[method]``'s rows with TUP's J = ``n_bins``: φ_A, φ_P, [φ_A; φ_P], [φ_A; φ_P; q_K; h_K]."""
+    tup = tup_feature_names(n_bins)
+    names = {"pce": PCE_FEATURE_NAMES, "tup": tup, "trac": PCE_FEATURE_NAMES + tup,
+             "cf": PCE_FEATURE_NAMES + tup + CONSENSUS_FUSION_NAMES}
+    if method not in names:
+        raise ValueError(f"online heads are {ONLINE_METHODS}, got {method!r}")
+    return names[method]
+
+
+def feature_rows(pair: PairRun, method: str) -> np.ndarray:
+    """The ``HEADS[method]`` row of every question of ``pair`` (NaN = missing value); a question without the row
+    (``cf`` with K = 1) is a ValueError naming the pair."""
+    if method not in ONLINE_METHODS:
+        raise ValueError(f"online heads are {ONLINE_METHODS}, got {method!r}")
+    rows = [HEADS[method](evidence) for evidence in pair.evidences]
+    missing = [str(evidence["doc_id"]) for evidence, row in zip(pair.evidences, rows, strict=True) if row is None]
+    if missing:
+        raise ValueError(f"{pair.name}: {len(missing)} of {len(rows)} questions have no {method} features (e.g. doc "
+                         f"{missing[0]}; cf needs K > 1 samples per question)")
+    return np.asarray(rows, dtype=np.float64)
+
+
+def _stacked(pairs: Sequence[PairRun], method: str) -> tuple[np.ndarray, np.ndarray]:
+    if not pairs:
+        raise ValueError("no runs given")
+    return (np.vstack([feature_rows(pair, method) for pair in pairs]),
+            np.concatenate([pair.labels for pair in pairs]))
+
+
+class NoThresholdError(ValueError):
+    """No score threshold reaches the target risk on the calibration questions."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Accept a question when its score ≥ ``value``; ``coverage`` and ``risk`` are those on the calibration set."""
+
+    value: float
+    target_risk: float
+    coverage: float
+    risk: float
+
+
+def choose_threshold(scores: Any, labels: Any, target_risk: float) -> Threshold:
+    """The lowest threshold t among the calibration scores whose accepted set {score ≥ t} has empirical risk
+    (share of wrong answers among the accepted) ≤ ``target_risk``: of all feasible thresholds the one with the
+    largest coverage. Tied scores are accepted or refused together. Raises :class:`NoThresholdError` when no
+    threshold is feasible (not even accepting only the top-scored tie group), naming the smallest risk reached.
+    """
+    if not 0.0 <= target_risk < 1.0:
+        raise ValueError(f"target risk must be in [0, 1), got {target_risk}")
+    values = np.asarray(scores, dtype=np.float64)
+    correct = selective.as_binary_labels(labels)
+    if values.ndim != 1 or values.size != correct.size or values.size == 0 or np.isnan(values).any():
+        raise ValueError(f"need one finite score per calibration label, got {values.shape} scores for "
+                         f"{correct.size} labels")
+    order = np.argsort(-values, kind="stable")
+    ranked, errors = values[order], np.cumsum(~correct[order])
+    group_ends = np.flatnonzero(np.append(ranked[1:] != ranked[:-1], True))
+    accepted = group_ends + 1
+    risks = errors[group_ends] / accepted
+    feasible = np.flatnonzero(risks <= target_risk)
+    if not feasible.size:
+        best = int(np.argmin(risks))
+        raise NoThresholdError(
+            f"no score threshold reaches risk <= {target_risk:g} on the {values.size} calibration questions; the "
+            f"lowest risk is {risks[best]:.4f} (accepting the top {accepted[best]})")
+    chosen = feasible[-1]
+    return Threshold(float(ranked[group_ends[chosen]]), float(target_risk), float(accepted[chosen] / values.size),
+                     float(risks[chosen]))
+
+
+def realized(accept: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """(coverage, risk) of an accept mask: share accepted, share wrong among the accepted (NaN if none is)."""
+    accept, labels = np.asarray(accept, dtype=bool), np.asarray(labels)
+    coverage = float(accept.mean())
+    return coverage, float(1.0 - labels[accept].mean()) if accept.any() else math.nan
+
+
+def _pair_summary(pair: PairRun) -> dict[str, Any]:
+    return {"model": pair.model, "task": pair.task, "decoding": dict(pair.decoding),
+            "questions": len(pair.evidences), "accuracy": pair.accuracy}
+
+
+def fit_online_head(
+    pairs: Sequence[PairRun],
+    method: str = "trac",
+    options: EvidenceOptions = DEFAULT_OPTIONS,
+    calibration: Sequence[PairRun] = (),
+    target_risk: float | None = None,
+) -> FittedHead:
+    """``method``'s head fitted on every question of ``pairs`` (read with ``options``), with its metadata.
+
+    With ``calibration`` pairs (read with the same options) and ``target_risk``, the metadata also holds the
+    abstention threshold of :func:`choose_threshold` on the head's calibration scores and its calibration coverage
+    and risk. Metadata keys: ``method``, ``evidence_options``, ``training_pairs``, ``training_questions``,
+    ``threshold``, ``target_risk``, ``calibration_coverage``, ``calibration_risk``, ``calibration_pairs``
+    (the last five None without calibration).
+    """
+    if bool(calibration) != (target_risk is not None):
+        raise ValueError("an abstention threshold needs both calibration runs and a target risk")
+    X, y = _stacked(pairs, method)
+    names = head_feature_names(method, options.n_bins)
+    if X.shape[1] != len(names):
+        raise ValueError(f"{method} rows have {X.shape[1]} columns but n_bins={options.n_bins} gives {len(names)}: "
+                         "read the runs with the same options")
+    head = fit_head(X, y, names)
+    metadata: dict[str, Any] = {
+        "method": method, "evidence_options": options.to_dict(),
+        "training_pairs": [_pair_summary(pair) for pair in pairs], "training_questions": int(y.size),
+        "threshold": None, "target_risk": None, "calibration_coverage": None, "calibration_risk": None,
+        "calibration_pairs": None,
+    }
+    if calibration:
+        X_cal, y_cal = _stacked(calibration, method)
+        threshold = choose_threshold(head.predict(X_cal), y_cal, target_risk)
+        metadata.update(threshold=threshold.value, target_risk=threshold.target_risk,
+                        calibration_coverage=threshold.coverage, calibration_risk=threshold.risk,
+                        calibration_pairs=[_pair_summary(pair) for pair in calibration])
+    return replace(head, metadata=metadata)
+
+
+def head_method(head: FittedHead) -> str:
+    """The method a head saved by :func:`fit_online_head` scores (ValueError for a head saved otherwise)."""
+    method = head.metadata.get("method")
+    if method not in ONLINE_METHODS:
+        raise ValueError(f"the head's metadata names no online method ({method!r}): it was not written by trac fit")
+    return method
+
+
+def head_options(head: FittedHead) -> EvidenceOptions:
+    """The evidence options the head's training rows were computed with (new runs must be read the same way)."""
+    return EvidenceOptions.from_dict(head.metadata.get("evidence_options", {}))
+
+
+@dataclass(frozen=True)
+class PairScores:
+    """A target pair scored by a saved head: one score per question, and the accept mask when it has a threshold."""
+
+    pair: PairRun
+    scores: np.ndarray
+    accept: np.ndarray | None
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self.pair.labels
+
+    def auroc(self) -> float:
+        return selective.auroc(self.scores, self.labels)
+
+    def aurc(self) -> float:
+        return selective.aurc(self.scores, self.labels)
+
+
+def score_pairs(head: FittedHead, pairs: Sequence[PairRun]) -> list[PairScores]:
+    """Score every question of ``pairs`` (read with :func:`head_options`) with a head from :func:`fit_online_head`.
+
+    Rows of another width than the head's (another TUP J, another method) are refused with a ValueError.
+    """
+    method = head_method(head)
+    threshold = head.metadata.get("threshold")
+    scored = []
+    for pair in pairs:
+        rows = feature_rows(pair, method)
+        if rows.shape[1] != len(head.feature_names):
+            raise ValueError(
+                f"{pair.name}: the {method} rows have {rows.shape[1]} features but the head was fitted on "
+                f"{len(head.feature_names)} (evidence options {head.metadata.get('evidence_options')}): read the "
+                "target runs with the feature configuration the head was fitted with")
+        scores = head.predict(rows)
+        scored.append(PairScores(pair, scores, None if threshold is None else scores >= threshold))
+    return scored
+
+
+def score_lines(scored: Sequence[PairScores]) -> Iterator[dict[str, Any]]:
+    """One JSON-ready dict per question: model, task, decoding, doc_id, score, accept (None without a threshold),
+    correct."""
+    for item in scored:
+        for index, evidence in enumerate(item.pair.evidences):
+            yield {"model": item.pair.model, "task": item.pair.task, "decoding": dict(item.pair.decoding),
+                   "doc_id": evidence["doc_id"], "score": float(item.scores[index]),
+                   "accept": None if item.accept is None else bool(item.accept[index]),
+                   "correct": int(evidence["correct"])}
+
+
+def _number(value: float) -> str:
+    return "nan" if math.isnan(value) else f"{value:.4f}"
+
+
+def format_scores(head: FittedHead, scored: Sequence[PairScores]) -> str:
+    """Per pair AUROC / AURC, and with a threshold the realized coverage / risk per pair and over all target
+    questions next to the calibration values."""
+    metadata = head.metadata
+    threshold = metadata.get("threshold")
+    lines = [(f"{metadata['method']} head fitted on {metadata['training_questions']} questions of "
+             f"{len(metadata['training_pairs'])} pair(s)")]
+    if threshold is not None:
+        lines.append(f"abstention threshold {threshold:.4f} (target risk {metadata['target_risk']:g}; calibration "
+                     f"coverage {metadata['calibration_coverage']:.4f}, risk {metadata['calibration_risk']:.4f})")
+    header = f"{'pair':<40} | {'questions':>9} | {'accuracy':>8} | {'AUROC':>7} | {'AURC':>7}"
+    lines.append(header + (f" | {'coverage':>8} | {'risk':>7}" if threshold is not None else ""))
+    for item in scored:
+        line = (f"{item.pair.name:<40} | {len(item.scores):>9} | {_number(item.pair.accuracy):>8} | "
+                f"{_number(item.auroc()):>7} | {_number(item.aurc()):>7}")
+        if item.accept is not None:
+            coverage, risk = realized(item.accept, item.labels)
+            line += f" | {_number(coverage):>8} | {_number(risk):>7}"
+        lines.append(line)
+    training = {(item["model"], item["task"], tuple(sorted(item["decoding"].items())))
+                for item in metadata["training_pairs"]}
+    in_sample = [item.pair.name for item in scored
+                 if (item.pair.model, item.pair.task, tuple(sorted(item.pair.decoding.items()))) in training]
+    if in_sample:
+        lines.append(f"note: {', '.join(in_sample)} were training pairs of this head: their scores are in-sample")
+    if threshold is not None and scored:
+        coverage, risk = realized(np.concatenate([item.accept for item in scored]),
+                                  np.concatenate([item.labels for item in scored]))
+        lines.append(f"all target questions: coverage {_number(coverage)} (calibration "
+                     f"{metadata['calibration_coverage']:.4f}), risk {_number(risk)} (calibration "
+                     f"{metadata['calibration_risk']:.4f}, target {metadata['target_risk']:g})"
+                     + ("; no question accepted, so the risk is undefined" if math.isnan(risk) else ""))
+    return "\n".join(lines)

@@ -1,0 +1,130 @@
+"""The two figures of ``trac report`` (paper Figures "riskcov" and "pareto"), drawn with matplotlib's Agg canvas.
+
+- :func:`risk_coverage_plot`: macro risk–coverage curves: each pair's expected selective risk
+  (:func:`trac_metrics.selective.risk_coverage_curve`) interpolated on a common coverage grid, averaged over pairs.
+- :func:`cost_quality_plot`: measured relative latency (log scale) against macro AUROC, one labelled point per method.
+
+No pyplot and no display: figures are built on ``FigureCanvasAgg`` and written as PNG without the ``Software``
+metadata, so the same data gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from trac_metrics.leaderboard import k_label, leaderboard_methods, mean_latency, method_label
+from trac_metrics.report_data import ReportData
+from trac_metrics.selective import risk_coverage_curve
+
+RISK_COVERAGE_METHODS = ("trac", "sc_modal", "p_true", "mean_logprob")
+"""Curves of the risk–coverage figure (paper Figure "riskcov"); P(True) only when the runs recorded it."""
+
+COVERAGE_GRID = np.linspace(0.01, 1.0, 100)
+_DPI = 120
+
+
+def macro_risk_coverage(data: ReportData, method: str, grid: np.ndarray = COVERAGE_GRID) -> tuple[np.ndarray, int]:
+    """Mean over pairs of each pair's risk–coverage curve, linearly interpolated at ``grid`` coverages.
+
+    A pair's curve is known at coverages k/N (k = 1..N); below 1/N it is held at the risk of the top answer.
+    Pairs without the method, or whose scores are NaN (a head not cross-fitted), are left out; returns the curve
+    and how many pairs it averages (NaN curve and 0 when none).
+    """
+    curves = []
+    for evaluation in data.evaluations:
+        scores = evaluation.scores.get(method)
+        if scores is None or np.isnan(scores).any():
+            continue
+        coverage, risk = risk_coverage_curve(scores, evaluation.labels)
+        curves.append(np.interp(grid, coverage, risk))
+    if not curves:
+        return np.full(grid.shape, math.nan), 0
+    return np.mean(curves, axis=0), len(curves)
+
+
+def _save(figure: Figure, path: str | os.PathLike[str]) -> Path:
+    FigureCanvasAgg(figure)
+    figure.savefig(path, format="png", dpi=_DPI, metadata={"Software": None})
+    return Path(path)
+
+
+def risk_coverage_plot(data: ReportData, path: str | os.PathLike[str]) -> Path:
+    """Macro risk–coverage curves of TrAC, SC@K (modal answer), P(True) when present and mean log-probability."""
+    figure = Figure(figsize=(5.5, 4.0))
+    axes = figure.add_subplot()
+    k = k_label(data.pairs)
+    for method in RISK_COVERAGE_METHODS:
+        curve, n_pairs = macro_risk_coverage(data, method)
+        if n_pairs:
+            share = "" if n_pairs == len(data.pairs) else f" ({n_pairs} of {len(data.pairs)} pairs)"
+            axes.plot(COVERAGE_GRID, curve, label=method_label(method, k) + share)
+    axes.set_xlabel("coverage")
+    axes.set_ylabel("selective risk (error rate)")
+    axes.set_xlim(0.0, 1.0)
+    axes.set_title(f"Macro risk–coverage over {len(data.pairs)} pair(s)")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+def spread_labels(xs: Sequence[float], ys: Sequence[float], gap: float) -> list[float]:
+    """Label heights for points labelled to their right: within a column of points (the same latency bucket; buckets
+    are 10% wide on the log scale) labels keep at least ``gap`` apart, pushed downward from the highest point."""
+    heights = list(ys)
+    order = sorted(range(len(xs)), key=lambda i: (round(math.log10(xs[i]) / math.log10(1.1)), -ys[i], i))
+    previous: tuple[int, float] | None = None
+    for i in order:
+        column = round(math.log10(xs[i]) / math.log10(1.1))
+        if previous is not None and previous[0] == column:
+            heights[i] = min(ys[i], previous[1] - gap)
+        previous = (column, heights[i])
+    return heights
+
+
+def cost_quality_plot(data: ReportData, path: str | os.PathLike[str]) -> Path:
+    """Relative latency (x, log scale) vs macro AUROC (y), one labelled point per leaderboard method.
+
+    Methods without timings or without a defined macro AUROC are listed under the plot instead of a point.
+    """
+    figure = Figure(figsize=(7.0, 5.0))
+    axes = figure.add_subplot()
+    k = k_label(data.pairs)
+    points, left_out = [], []
+    for _, method in leaderboard_methods(data):
+        latency, quality = mean_latency(data, method), data.macro(method, "auroc")
+        if math.isnan(latency) or math.isnan(quality):
+            left_out.append(method_label(method, k))
+        else:
+            points.append((method_label(method, k), latency, quality))
+    if points:
+        labels, xs, ys = zip(*points)
+        span = max(max(ys) - min(ys), 0.05)
+        heights = spread_labels(xs, ys, gap=0.045 * span)
+        axes.scatter(xs, ys, s=20, c=[f"C{i % 10}" for i in range(len(xs))])
+        for label, x, y, height in zip(labels, xs, ys, heights):
+            axes.annotate(label, (x, y), xytext=(x * 1.08, height), fontsize=7, va="center",
+                          arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.5"} if height != y else None)
+        axes.set_xscale("log")
+        low, high = min(xs) / 1.3, max(xs) * 3.0
+        axes.set_xticks([2.0**power for power in range(math.floor(math.log2(low)), math.ceil(math.log2(high)) + 1)])
+        axes.set_xlim(low, high)
+        axes.set_ylim(min(heights) - 0.05 * span, max(ys) + 0.05 * span)
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}×"))
+    axes.xaxis.set_minor_formatter(NullFormatter())
+    axes.set_xlabel("relative latency (generations per question, log scale)")
+    axes.set_ylabel("macro AUROC")
+    axes.set_title(f"Cost vs quality over {len(data.pairs)} pair(s)")
+    axes.grid(alpha=0.3, which="both")
+    if left_out:
+        figure.text(0.01, 0.01, "not plotted (no timings or no AUROC): " + ", ".join(left_out), fontsize=7)
+    figure.tight_layout()
+    return _save(figure, path)

@@ -1,0 +1,275 @@
+"""Stored TrAC runs → one :class:`PairRun` per (model, task, decoding): the unit of every cross-run table (SPEC §6).
+
+``lm_eval ... --output_path OUT`` writes the records of each TrAC task to ``OUT/trac_records/<task>.<stamp>.jsonl``.
+:func:`find_record_files` finds them under any number of folders (or takes the files themselves);
+:func:`load_pairs` streams every file once, turns each question into its evidence dict
+(:func:`trac_metrics.evidence.question_evidence`) as soon as its K records have been read, and keeps only those
+small dicts and the timing sums: the per-token arrays of a question are dropped when it is complete, so memory
+grows with the number of questions, not with the number of generated tokens.
+
+Records of the same (model, task, decoding) found in several files are one pair (a run resumed into a new file);
+a question met twice is an error naming both files (two generations of one pair cannot be told apart).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trac_metrics.evaluate import HEADS, FeatureRow, TaskEvaluation, evaluate_task
+from trac_metrics.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence
+from trac_metrics.parallel import Progress, parallel_map
+from trac_metrics.records import RecordFormatError, ResponseRecord, iter_records
+
+RECORDS_FOLDER = "trac_records"
+
+SINGLE_TRACE_METHODS = ("mean_logprob", "self_certainty", "deepconf_bottom", "selfdoubt", "tup")
+"""Methods that read only the primary trace's own tokens: they cost one generation (relative latency 1)."""
+PROBE_METHODS = ("pce", "trac")
+SAMPLING_METHODS = ("sc_modal", "sc_primary", "semantic_entropy", "selfcheck", "cw_vote")
+SAMPLING_PROBE_METHODS = ("cf", "sup_consensus")
+"""K generations plus the primary's trace probe (Supervised Consensus@K reads the probe's answer likelihood)."""
+
+
+class NoRecordsError(ValueError):
+    """A folder given to a report holds no TrAC records."""
+
+
+@dataclass(frozen=True)
+class PairRun:
+    """One (model, task, decoding) pair of stored runs, reduced to per-question evidence and timing sums.
+
+    ``evidences`` are in document order (numeric ids numerically). ``seconds`` sums engine seconds over all
+    responses: ``generation`` (all K samples), ``probe_<variant>`` (primary responses only, so that per-question
+    costs compare) and ``p_true``; ``primary_responses`` and ``responses`` count what was summed.
+    """
+
+    model: str
+    task: str
+    decoding: Mapping[str, float]
+    evidences: tuple[dict[str, Any], ...]
+    seconds: Mapping[str, float] = field(default_factory=dict)
+    responses: int = 0
+    sources: tuple[Path, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """``model / task`` plus the decoding when it is not the paper's default (T = 0.7 → greedy probe)."""
+        base = f"{self.model} / {self.task}"
+        label = decoding_label(self.decoding)
+        return base if label == decoding_label(DEFAULT_DECODING) else f"{base} [{label}]"
+
+    @property
+    def labels(self) -> np.ndarray:
+        """1 where the primary answer is correct, one entry per question."""
+        return np.asarray([evidence["correct"] for evidence in self.evidences], dtype=np.int64)
+
+    @property
+    def num_samples(self) -> int:
+        """K, the responses per question (the smallest count when questions differ)."""
+        return min(evidence["num_samples"] for evidence in self.evidences)
+
+    @property
+    def accuracy(self) -> float:
+        return float(self.labels.mean())
+
+    def relative_latency(self, method: str) -> float:
+        """Cost of ``method`` per question in units of one generation, from this run's own engine timings.
+
+        Single-trace methods cost 1; probe methods 1 + (trace-probe seconds / generation seconds); P(True) 1 +
+        (its extra step / generation); sampling methods K; Consensus Fusion and Supervised Consensus K + probe;
+        an ablation head 1 + its own probe. NaN when the run stored no timings.
+        """
+        per_generation = self.seconds.get("generation", math.nan) / max(self.responses, 1)
+        questions = len(self.evidences)
+
+        def extra(key: str) -> float:
+            return self.seconds.get(key, math.nan) / questions / per_generation
+
+        k = self.num_samples
+        if method in SINGLE_TRACE_METHODS:
+            return 1.0
+        if method in PROBE_METHODS:
+            return 1.0 + extra("probe_trace")
+        if method == "p_true":
+            return 1.0 + extra("p_true")
+        if method in SAMPLING_METHODS:
+            return float(k)
+        if method in SAMPLING_PROBE_METHODS:
+            return k + extra("probe_trace")
+        if method.startswith("pce_"):
+            return 1.0 + extra(f"probe_{method[len('pce_'):]}")
+        raise ValueError(f"no cost model for method {method!r}")
+
+
+DEFAULT_DECODING: Mapping[str, float] = {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}
+
+
+def decoding_label(decoding: Mapping[str, float]) -> str:
+    """``T=0.7→greedy`` style label of a primary → probe decoding (``?`` for what the records did not store)."""
+
+    def temperature(value: float | None) -> str:
+        if value is None:
+            return "?"
+        return "greedy" if value == 0 else f"T={value:g}"
+
+    return f"{temperature(decoding.get('temperature'))}→{temperature(decoding.get('probe_temperature'))}"
+
+
+def find_record_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Every TrAC record file under the given folders (any depth), or the given ``.jsonl`` files themselves.
+
+    Raises :class:`NoRecordsError` naming each folder that has none (so a typo is not a silently smaller report).
+    """
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            found.append(path)
+            continue
+        if not path.is_dir():
+            raise NoRecordsError(f"{path}: no such file or folder")
+        files = sorted(file for file in path.rglob("*.jsonl") if file.parent.name == RECORDS_FOLDER)
+        if not files:
+            raise NoRecordsError(
+                f"{path}: no TrAC records (lm_eval writes them to <output_path>/{RECORDS_FOLDER}/<task>.<time>.jsonl "
+                "when a trac_* task runs on the vllm or hf backend)")
+        found.extend(files)
+    return list(dict.fromkeys(found))
+
+
+PairKey = tuple[str, str, tuple[tuple[str, float], ...]]
+
+
+def _pair_key(record: ResponseRecord) -> PairKey:
+    return (record.model, record.task, tuple(sorted(record.decoding.items())))
+
+
+class _PairAccumulator:
+    def __init__(self, key: PairKey, options: EvidenceOptions) -> None:
+        self.key = key
+        self.options = options
+        self.evidences: dict[str, dict[str, Any]] = {}
+        self.origin: dict[str, Path] = {}
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.responses = 0
+        self.sources: list[Path] = []
+
+    def add_response_timing(self, record: ResponseRecord) -> None:
+        self.responses += 1
+        timing = record.timing
+        if "generation_seconds" in timing:
+            self.seconds["generation"] += float(timing["generation_seconds"])
+        if record.repeat != 0:
+            return
+        if "p_true_seconds" in timing:
+            self.seconds["p_true"] += float(timing["p_true_seconds"])
+        for variant, probe in record.probes.items():
+            if probe.seconds is not None:
+                self.seconds[f"probe_{variant}"] += float(probe.seconds)
+
+    def add_question(self, records: list[ResponseRecord], path: Path) -> None:
+        self._add(str(records[0].doc_id), question_evidence(records, self.options), path)
+
+    def _add(self, doc_id: str, evidence: dict[str, Any], path: Path) -> None:
+        if doc_id in self.evidences:
+            raise ValueError(
+                f"{self.key[0]} / {self.key[1]}: question {doc_id} appears in {self.origin[doc_id]} and in {path}; pass one "
+                "generation per (model, task, decoding) to a report")
+        self.evidences[doc_id] = evidence
+        self.origin[doc_id] = path
+        if path not in self.sources:
+            self.sources.append(path)
+
+    def merge(self, other: _PairAccumulator) -> None:
+        """Add the questions, timings and sources of ``other`` (the same pair read from another file)."""
+        for doc_id, evidence in other.evidences.items():
+            self._add(doc_id, evidence, other.origin[doc_id])
+        for key, value in other.seconds.items():
+            self.seconds[key] += value
+        self.responses += other.responses
+
+
+def load_pairs(
+    paths: Iterable[str | os.PathLike[str]],
+    progress: Progress | None = None,
+    options: EvidenceOptions = DEFAULT_OPTIONS,
+    jobs: int | None = None,
+) -> list[PairRun]:
+    """Stream the record files under ``paths`` into pairs, sorted by model, task and decoding.
+
+    Files are read on ``jobs`` processes (default: every CPU this process may use; the result does not depend on
+    it). ``progress`` wraps the stream of finished files (e.g. ``tqdm``). ``options`` say how each question's
+    evidence is computed (:class:`~trac_metrics.evidence.EvidenceOptions`; ``trac rescore``). Unreadable records
+    (another schema version, a truncated line) raise :class:`RecordFormatError` naming the file and line.
+    """
+    files = find_record_files(paths)
+    pairs: dict[PairKey, _PairAccumulator] = {}
+    for per_file in parallel_map(partial(_read_file, options=options), files, jobs, progress):
+        for key, accumulator in per_file.items():
+            pairs.setdefault(key, _PairAccumulator(key, options)).merge(accumulator)
+    return [_finish(key, accumulator) for key, accumulator in sorted(pairs.items(), key=lambda item: item[0])]
+
+
+def _read_file(path: Path, options: EvidenceOptions) -> dict[PairKey, _PairAccumulator]:
+    """The pairs of one record file, each question reduced to its evidence as soon as its K records are read."""
+    pairs: dict[PairKey, _PairAccumulator] = {}
+    pending: dict[tuple[PairKey, str], list[ResponseRecord]] = {}
+    try:
+        for record in iter_records(path):
+            key = _pair_key(record)
+            pairs.setdefault(key, _PairAccumulator(key, options)).add_response_timing(record)
+            question = (key, str(record.doc_id))
+            pending.setdefault(question, []).append(_without_unused_arrays(record))
+            if record.num_samples is not None and len(pending[question]) == record.num_samples:
+                pairs[key].add_question(pending.pop(question), path)
+    except RecordFormatError as error:
+        raise RecordFormatError(f"{error} (a report reads one record schema; regenerate or convert older runs)") \
+            from error
+    for (key, _), records in pending.items():
+        pairs[key].add_question(records, path)
+    return pairs
+
+
+def _without_unused_arrays(record: ResponseRecord) -> ResponseRecord:
+    """Non-primary responses only need their answer, text and mean logprob: keep one token holding that mean."""
+    if record.repeat == 0 or not len(record.token_logprobs):
+        return record
+    mean = np.asarray([record.token_logprobs.astype(np.float64).mean()])
+    return replace(record, token_ids=np.zeros(1, dtype=np.int32), token_logprobs=mean, topk_entropy=np.zeros(1),
+                   topk_mean_logprob=np.zeros(1))
+
+
+def _finish(key: PairKey, accumulator: _PairAccumulator) -> PairRun:
+    model, task, decoding = key
+    ordered = sorted(accumulator.evidences.values(), key=lambda evidence: _doc_order(str(evidence["doc_id"])))
+    return PairRun(model=model, task=task, decoding=dict(decoding), evidences=tuple(ordered),
+                   seconds=dict(accumulator.seconds), responses=accumulator.responses,
+                   sources=tuple(accumulator.sources))
+
+
+def _doc_order(doc_id: str) -> tuple[int, int, str]:
+    return (0, int(doc_id), "") if doc_id.isdigit() else (1, 0, doc_id)
+
+
+def evaluate_pairs(
+    pairs: Sequence[PairRun], heads: Mapping[str, FeatureRow] = HEADS, progress: Progress | None = None,
+    jobs: int | None = None,
+) -> list[TaskEvaluation]:
+    """:func:`~trac_metrics.evaluate.evaluate_task` of every pair, on ``jobs`` processes (default: every CPU; the
+    result does not depend on it): for the default ``heads`` exactly the numbers lm-eval's aggregation reports for
+    that task (cross-fitted heads, baselines)."""
+    return parallel_map(partial(_evaluate_pair, heads=dict(heads)), pairs, jobs, progress)
+
+
+def _evaluate_pair(pair: PairRun, heads: Mapping[str, FeatureRow]) -> TaskEvaluation:
+    return evaluate_task(pair.evidences, heads=heads)
+
