@@ -49,7 +49,7 @@ def _on_cpu() -> bool:
 
 def _cpu_defaults() -> None:
     """The settings that let vLLM's CPU build start on a small machine (see scripts/cpu_env.sh)."""
-    for key, value in {"VLLM_CPU_KVCACHE_SPACE": "4", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
+    for key, value in {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
                        "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}.items():
         os.environ.setdefault(key, value)
 

@@ -181,11 +181,11 @@ class TracRunner(ABC):
                 trace.request, trace.repeat, trace.config, model=self.model_name,
                 prompt_token_count=len(trace.prompt_ids), generated_ids=trace.generated_ids, text=trace.text,
                 finish_reason=trace.finish_reason, summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
-                probes=probes[index], p_true=p_true[index], num_samples=samples[index], decoding=trace.decoding,
+                probes=probes[index], p_true=p_true[index], num_samples=samples, decoding=trace.decoding,
                 timing={"generation_seconds": trace.seconds,
                         **({"p_true_seconds": p_true_seconds[index]} if p_true[index] is not None else {})},
             )
-            for index, trace, samples in zip(range(len(traces)), traces, self._sample_counts(requests), strict=True)
+            for index, (trace, samples) in enumerate(zip(traces, self._sample_counts(requests), strict=True))
         ]
         self.sink.write(records)
         return [GenerationText(record.text, record) for record in records]
