@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from run_factory import pair_specs, write_runs
 
+from trac_metrics import selective
 from trac_metrics._warnings import TracWarning
+from trac_metrics.bootstrap import PairData, hierarchical_bootstrap, hierarchical_bootstrap_many
 from trac_metrics.parallel import parallel_map
 from trac_metrics.runs import evaluate_pairs, load_pairs
 
@@ -60,3 +62,20 @@ def test_reading_and_evaluating_on_two_processes_equals_one(tmp_path):
         assert one.metrics.keys() == two.metrics.keys()
         assert all(np.isclose(one.metrics[key], two.metrics[key], equal_nan=True, rtol=0, atol=0)
                    for key in one.metrics)
+
+
+def test_the_bootstrap_on_two_processes_equals_one():
+    rng = np.random.default_rng(11)
+    pairs = []
+    for index in range(4):
+        labels = rng.random(60) < 0.6
+        scores = {"good": labels + rng.normal(0, 0.8, 60), "coarse": np.round(rng.random(60), 1)}
+        pairs.append(PairData(f"pair {index}", labels, np.arange(60), scores))
+    metrics = {"auroc": selective.auroc, "aurc": selective.aurc}
+    one = hierarchical_bootstrap_many(pairs, metrics, ["good", "coarse"], n_resamples=300, seed=3, jobs=1)
+    two = hierarchical_bootstrap_many(pairs, metrics, ["good", "coarse"], n_resamples=300, seed=3, jobs=2)
+    for name in metrics:
+        np.testing.assert_array_equal(one[name].samples, two[name].samples)
+        # and each metric equals its own single-metric bootstrap on the same seed
+        alone = hierarchical_bootstrap(pairs, metrics[name], ["good", "coarse"], n_resamples=300, seed=3)
+        np.testing.assert_array_equal(one[name].samples, alone.samples)

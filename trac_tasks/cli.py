@@ -88,8 +88,8 @@ def _progress(description: str, unit: str) -> Callable[[Iterable[T]], Iterable[T
     return lambda items: tqdm(items, desc=description, unit=unit, file=sys.stderr, disable=None)
 
 
-def _read(paths: Sequence[Path], options: EvidenceOptions = DEFAULT_OPTIONS) -> list[PairRun]:
-    return load_pairs(paths, progress=_progress("reading records", "file"), options=options)
+def _read(paths: Sequence[Path], options: EvidenceOptions = DEFAULT_OPTIONS, jobs: int | None = None) -> list[PairRun]:
+    return load_pairs(paths, progress=_progress("reading records", "file"), options=options, jobs=jobs)
 
 
 def _options(args: argparse.Namespace) -> EvidenceOptions:
@@ -98,8 +98,8 @@ def _options(args: argparse.Namespace) -> EvidenceOptions:
 
 
 def _report(args: argparse.Namespace) -> None:
-    data = build_report_data(_read(args.runs, _options(args)), n_resamples=args.resamples, seed=args.seed,
-                             progress=_progress("evaluating pairs", "pair"))
+    data = build_report_data(_read(args.runs, _options(args), args.jobs), n_resamples=args.resamples,
+                             seed=args.seed, progress=_progress("evaluating pairs", "pair"), jobs=args.jobs)
     print(write_report(data, args.out, latex=args.latex))
 
 
@@ -184,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--latex", action="store_true", help="also write LaTeX tables")
     report.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    report.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: every CPU; the numbers "
+                        "do not depend on it)")
     report.set_defaults(run=_report)
 
     rescore_command = commands.add_parser("rescore", parents=[evidence_options],
