@@ -74,8 +74,8 @@ def test_the_bootstrap_on_two_processes_equals_one():
     metrics = {"auroc": selective.auroc, "aurc": selective.aurc}
     one = hierarchical_bootstrap_many(pairs, metrics, ["good", "coarse"], n_resamples=300, seed=3, jobs=1)
     two = hierarchical_bootstrap_many(pairs, metrics, ["good", "coarse"], n_resamples=300, seed=3, jobs=2)
-    for name in metrics:
+    for name, metric in metrics.items():
         np.testing.assert_array_equal(one[name].samples, two[name].samples)
         # and each metric equals its own single-metric bootstrap on the same seed
-        alone = hierarchical_bootstrap(pairs, metrics[name], ["good", "coarse"], n_resamples=300, seed=3)
+        alone = hierarchical_bootstrap(pairs, metric, ["good", "coarse"], n_resamples=300, seed=3)
         np.testing.assert_array_equal(one[name].samples, alone.samples)
