@@ -6,7 +6,9 @@ import json
 
 import numpy as np
 import pytest
+from record_factory import synthetic_question
 
+from trac_metrics.evidence import question_evidence
 from trac_metrics.records import SCHEMA, ProbeRecord, RecordFormatError, RecordWriter, ResponseRecord, iter_records
 
 
@@ -70,3 +72,12 @@ def test_truncated_last_line_is_reported_with_its_line_number(tmp_path):
     path.write_text(text[: len(text) - 40])
     with pytest.raises(RecordFormatError, match=r"demo\.jsonl:2"):
         list(iter_records(path))
+
+
+def test_a_record_in_memory_gives_the_same_evidence_as_its_stored_copy():
+    """lm-eval's aggregation reads records as built; `trac report` reads them back from the file: the arrays are
+    held in their storage dtypes (float16 entropies, float32 logprobs), so the two give identical features."""
+    records = synthetic_question(np.random.default_rng(4), doc_id=3, correct=True, k=4)
+    assert records[0].topk_entropy.dtype == np.float16 and records[0].probes["trace"].token_logprobs.dtype == np.float32
+    stored = [ResponseRecord.from_dict(json.loads(json.dumps(record.to_dict()))) for record in records]
+    assert json.dumps(question_evidence(records)) == json.dumps(question_evidence(stored))

@@ -50,6 +50,13 @@ _RESPONSE_ARRAYS = {
 _PROBE_ARRAYS = {"token_ids": np.int32, "token_logprobs": np.float32, "top_logprobs": np.float32}
 
 
+def _store_as_stored(record: object, arrays: Mapping[str, type]) -> None:
+    """Hold the per-token arrays in their storage dtypes, so a record built in memory (what lm-eval's aggregation
+    reads) and the same record read back from its file (what ``trac report`` reads) give identical features."""
+    for name, dtype in arrays.items():
+        object.__setattr__(record, name, np.asarray(getattr(record, name), dtype=dtype))
+
+
 class RecordFormatError(ValueError):
     """A stored record cannot be read: unknown schema version, missing field or malformed array."""
 
@@ -93,6 +100,7 @@ class ProbeRecord:
     seconds: float | None = None
 
     def __post_init__(self) -> None:
+        _store_as_stored(self, _PROBE_ARRAYS)
         if self.variant not in PROBE_VARIANTS:
             raise RecordFormatError(f"unknown probe variant {self.variant!r}; expected one of {PROBE_VARIANTS}")
         n_tokens = len(self.token_ids)
@@ -143,6 +151,7 @@ class ResponseRecord:
     decoding: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        _store_as_stored(self, _RESPONSE_ARRAYS)
         lengths = {name: len(getattr(self, name)) for name in _RESPONSE_ARRAYS}
         if len(set(lengths.values())) != 1:
             raise RecordFormatError(f"per-token arrays of {self.task}/{self.doc_id} differ in length: {lengths}")

@@ -3,9 +3,9 @@
 ``lm_eval ... --output_path OUT`` writes the records of each TrAC task to ``OUT/trac_records/<task>.<stamp>.jsonl``.
 :func:`find_record_files` finds them under any number of folders (or takes the files themselves);
 :func:`load_pairs` streams every file once, turns each question into its evidence dict
-(:func:`trac_metrics.evidence.question_evidence`) as soon as its K records have been read, and keeps only those
-small dicts and the timing sums: the per-token arrays of a question are dropped when it is complete, so memory
-grows with the number of questions, not with the number of generated tokens.
+(:func:`trac_metrics.evidence.question_evidence`) as soon as its K records have been read (records carry K), and
+keeps only those small dicts and the timing sums: the per-token arrays of a question are dropped when it is
+complete, so memory grows with the number of questions, not with the number of generated tokens.
 
 Records of the same (model, task, decoding) found in several files are one pair (a run resumed into a new file);
 a question met twice is an error naming both files (two generations of one pair cannot be told apart).
@@ -17,7 +17,7 @@ import math
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -228,7 +228,7 @@ def _read_file(path: Path, options: EvidenceOptions) -> dict[PairKey, _PairAccum
             key = _pair_key(record)
             pairs.setdefault(key, _PairAccumulator(key, options)).add_response_timing(record)
             question = (key, str(record.doc_id))
-            pending.setdefault(question, []).append(_without_unused_arrays(record))
+            pending.setdefault(question, []).append(record)
             if record.num_samples is not None and len(pending[question]) == record.num_samples:
                 pairs[key].add_question(pending.pop(question), path)
     except RecordFormatError as error:
@@ -237,15 +237,6 @@ def _read_file(path: Path, options: EvidenceOptions) -> dict[PairKey, _PairAccum
     for (key, _), records in pending.items():
         pairs[key].add_question(records, path)
     return pairs
-
-
-def _without_unused_arrays(record: ResponseRecord) -> ResponseRecord:
-    """Non-primary responses only need their answer, text and mean logprob: keep one token holding that mean."""
-    if record.repeat == 0 or not len(record.token_logprobs):
-        return record
-    mean = np.asarray([record.token_logprobs.astype(np.float64).mean()])
-    return replace(record, token_ids=np.zeros(1, dtype=np.int32), token_logprobs=mean, topk_entropy=np.zeros(1),
-                   topk_mean_logprob=np.zeros(1))
 
 
 def _finish(key: PairKey, accumulator: _PairAccumulator) -> PairRun:
