@@ -18,7 +18,7 @@ from trac_metrics._warnings import TracWarning
 from trac_metrics.heads import cross_fit, fit_head, oof_metric, transfer_scores
 from trac_metrics.records import RecordWriter
 from trac_metrics.report_data import build_report_data
-from trac_metrics.runs import load_pairs
+from trac_metrics.runs import decoding_label, load_pairs
 
 GREEDY = {"temperature": 0.0, "top_p": 1.0, "probe_temperature": 0.0}
 STAMP = "2026-01-01T00-00-00"
@@ -314,3 +314,10 @@ def test_blind_spot_without_votes(tmp_path):
     data = build_report_data(load_pairs([tmp_path]), n_resamples=20, seed=0)
     table = analyses.consensus_blind_spot(data)
     assert table.frame.empty and "K = 1" in table.note and "m1 / t1" in table.note
+
+
+def test_decodings_that_differ_only_in_top_p_get_distinct_labels():
+    default = {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}
+    labels = {decoding_label(default), decoding_label({**default, "top_p": 0.9}),
+              decoding_label({**default, "temperature": 0.0, "top_p": 1.0}), decoding_label({})}
+    assert labels == {"T=0.7→greedy", "T=0.7,top-p=0.9→greedy", "greedy→greedy", "?→?"}

@@ -352,9 +352,10 @@ def fold_assignments(y: Any, groups: Any, seed: int, n_splits: int = 5) -> np.nd
     """Test-fold index (0..n_splits-1) of each row for one repetition (SPEC §4).
 
     ``StratifiedGroupKFold(n_splits, shuffle=True, random_state=seed)``: class-stratified, every row of a question
-    (same ``groups`` id) in one fold. When every question has one row (the per-question evaluation), that is a
-    plain stratified split and ``StratifiedKFold(n_splits, shuffle=True, random_state=seed)`` computes it (sklearn's
-    group splitter is orders of magnitude slower). Raises ValueError when no such split exists (one class, fewer groups than
+    (same ``groups`` id) in one fold. When every question has one row (the per-question evaluation) the grouping
+    constraint is empty and ``StratifiedKFold(n_splits, shuffle=True, random_state=seed)`` splits instead: the same
+    guarantees (stratified, seeded), a different assignment than the group splitter would draw, at a small
+    fraction of its cost. Raises ValueError when no such split exists (one class, fewer groups than
     folds, every class smaller than ``n_splits``). sklearn's "least populated class" warning is silenced here:
     :func:`cross_fit` checks the resulting training folds itself.
     """

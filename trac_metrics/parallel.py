@@ -26,11 +26,13 @@ def default_jobs() -> int:
 def parallel_map(function: Callable[[Item], Result], items: Sequence[Item], jobs: int | None = None,
                  progress: Progress | None = None) -> list[Result]:
     """``[function(item) for item in items]`` on up to ``jobs`` processes (default: :func:`default_jobs`; 1 runs
-    in this process). ``function`` must be picklable (a module-level function or a ``functools.partial`` of one).
+    in this process, as on platforms without ``fork``). ``function`` must be picklable (a module-level function or a ``functools.partial`` of one).
     ``progress`` wraps the stream of finished results (e.g. a tqdm bar)."""
     jobs = min(default_jobs() if jobs is None else jobs, len(items))
     if jobs < 1 and items:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if "fork" not in multiprocessing.get_all_start_methods():  # workers inherit the loaded modules only by fork
+        jobs = 1
     wrap = progress or (lambda stream: stream)
     if jobs <= 1:
         return list(wrap(_Sized((function(item) for item in items), len(items))))

@@ -86,12 +86,14 @@ class PairRun:
 
         Single-trace methods cost 1; probe methods 1 + (trace-probe seconds / generation seconds); P(True) 1 +
         (its extra step / generation); sampling methods K; Consensus Fusion and Supervised Consensus K + probe;
-        an ablation head 1 + its own probe. NaN when the run stored no timings.
+        an ablation head 1 + its own probe. The probe share is NaN when the run stored no (or zero) generation timings.
         """
         per_generation = self.seconds.get("generation", math.nan) / max(self.responses, 1)
         questions = len(self.evidences)
 
         def extra(key: str) -> float:
+            if not per_generation > 0:
+                return math.nan
             return self.seconds.get(key, math.nan) / questions / per_generation
 
         k = self.num_samples
@@ -114,14 +116,19 @@ DEFAULT_DECODING: Mapping[str, float] = {"temperature": 0.7, "top_p": 0.95, "pro
 
 
 def decoding_label(decoding: Mapping[str, float]) -> str:
-    """``T=0.7→greedy`` style label of a primary → probe decoding (``?`` for what the records did not store)."""
+    """``T=0.7→greedy`` style label of a primary → probe decoding (``?`` for what the records did not store); a
+    sampled primary's top-p is named when it is not the default 0.95, so distinct decodings get distinct labels."""
 
     def temperature(value: float | None) -> str:
         if value is None:
             return "?"
         return "greedy" if value == 0 else f"T={value:g}"
 
-    return f"{temperature(decoding.get('temperature'))}→{temperature(decoding.get('probe_temperature'))}"
+    primary = temperature(decoding.get("temperature"))
+    top_p = decoding.get("top_p")
+    if decoding.get("temperature") and top_p is not None and top_p != DEFAULT_DECODING["top_p"]:
+        primary += f",top-p={top_p:g}"
+    return f"{primary}→{temperature(decoding.get('probe_temperature'))}"
 
 
 def find_record_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -143,7 +150,7 @@ def find_record_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
                 f"{path}: no TrAC records (lm_eval writes them to <output_path>/{RECORDS_FOLDER}/<task>.<time>.jsonl "
                 "when a trac_* task runs on the vllm or hf backend)")
         found.extend(files)
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(path.resolve() for path in found))
 
 
 PairKey = tuple[str, str, tuple[tuple[str, float], ...]]
@@ -248,7 +255,7 @@ def _finish(key: PairKey, accumulator: _PairAccumulator) -> PairRun:
 
 
 def _doc_order(doc_id: str) -> tuple[int, int, str]:
-    return (0, int(doc_id), "") if doc_id.isdigit() else (1, 0, doc_id)
+    return (0, int(doc_id), "") if doc_id.isdecimal() else (1, 0, doc_id)
 
 
 def evaluate_pairs(

@@ -155,8 +155,8 @@ def _evidence_arguments() -> argparse.ArgumentParser:
     group = parent.add_argument_group("evidence options (default: the paper's configuration)")
     group.add_argument("--answer-kind", choices=ANSWER_KINDS, help="normalize and compare answers as this kind "
                        "instead of the kind stored in the records")
-    group.add_argument("--equivalence", metavar="MODULE:FUNCTION", help="f(answer, reference, kind) -> bool "
-                       "replacing the built-in answer equivalence (a module on the Python path, or FILE.py:FUNCTION)")
+    group.add_argument("--equivalence", metavar="MODULE:FUNCTION", help="f(answer, other, kind) -> bool "
+                       "replacing the built-in answer equivalence everywhere (labels, agreement, answer classes) (a module on the Python path, or FILE.py:FUNCTION)")
     group.add_argument("--n-bins", type=int, default=N_BINS, metavar="J", help=f"TUP position bins (default {N_BINS})")
     group.add_argument("--tail-window", type=int, default=TAIL_WINDOW, metavar="W",
                        help=f"TUP tail window in tokens (default {TAIL_WINDOW})")

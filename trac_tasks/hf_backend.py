@@ -95,6 +95,14 @@ class HfTracRunner(TracRunner):
                                 pad_token_id=self.tokenizer.pad_token_id, return_dict_in_generate=True,
                                 output_logits=True)
 
+    def _applied_decoding(self, kwargs: dict[str, Any]) -> dict[str, float]:
+        """Temperature and top-p ``generate`` applies: the request's, else the model's generation config's."""
+        defaults = self.lm.model.generation_config
+        if not kwargs.get("do_sample", defaults.do_sample):
+            return {"temperature": 0.0, "top_p": 1.0}
+        return {"temperature": float(kwargs.get("temperature", defaults.temperature or 1.0)),
+                "top_p": float(kwargs.get("top_p", defaults.top_p or 1.0))}
+
     # -------------------------------------------------------------------------------------- engine primitives
     def generate(self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]) -> list[Trace]:
         import torch
@@ -134,8 +142,7 @@ class HfTracRunner(TracRunner):
                 text=postprocess_generated_text(self.lm.tok_decode(generated), until, think_end),
                 finish_reason="eos" if ends_with_eos else "length" if len(generated) >= max_gen_toks else "stop",
                 chosen=chosen, top=top, seconds=time.perf_counter() - started,
-                temperature=float(kwargs.get("temperature", 1.0)) if kwargs.get("do_sample") else 0.0,
-                top_p=float(kwargs.get("top_p", 1.0)) if kwargs.get("do_sample") else 1.0,
+                **self._applied_decoding(kwargs),
             )
             # the cache holds every token but the last generated one (whose KV was never computed)
             self._caches[id(trace)] = _PrefixCache(output.past_key_values, (prompt_ids + generated)[:-1])

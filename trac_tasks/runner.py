@@ -17,7 +17,6 @@ import os
 import time
 import warnings
 from abc import ABC, abstractmethod
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -164,7 +163,6 @@ class TracRunner(ABC):
     def run(self, requests: Sequence[Any]) -> list[GenerationText]:
         """Generate, probe and record ``requests`` chunk by chunk; returns the texts in request order."""
         repeats = repeat_indices(requests)
-        self._repeats = Counter(id(request) for request in requests)
         configs = [TracConfig.from_gen_kwargs(request.args[1], request.task_name) for request in requests]
         texts: list[GenerationText] = []
         for start in range(0, len(requests), self.chunk_size):
@@ -185,14 +183,10 @@ class TracRunner(ABC):
                 timing={"generation_seconds": trace.seconds,
                         **({"p_true_seconds": p_true_seconds[index]} if p_true[index] is not None else {})},
             )
-            for index, (trace, samples) in enumerate(zip(traces, self._sample_counts(requests), strict=True))
+            for index, (trace, samples) in enumerate(zip(traces, _sample_counts(requests), strict=True))
         ]
         self.sink.write(records)
         return [GenerationText(record.text, record) for record in records]
-
-    def _sample_counts(self, requests: Sequence[Any]) -> list[int]:
-        """K of each request's document in this call (lm-eval passes an Instance once per repeat)."""
-        return [self._repeats[id(request)] for request in requests]
 
     def _suffix(self, config: TracConfig, trace_text: str) -> tuple[str, list[int]]:
         """Marker (unless the trace closed its thinking section already) + cue, as text and ids."""
@@ -290,6 +284,11 @@ class TracRunner(ABC):
             values[job.index] = p_true_probability(letters)
         share = (time.perf_counter() - started) / max(len(jobs), 1)
         return values, [share] * len(traces)
+
+
+def _sample_counts(requests: Sequence[Any]) -> list[int]:
+    """K of each request's document: lm-eval's ``Instance.repeats`` (its task's ``repeats``)."""
+    return [int(request.repeats or 1) for request in requests]
 
 
 def _other_question(index: int, traces: Sequence[Trace]) -> int | None:

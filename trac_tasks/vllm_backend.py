@@ -74,7 +74,8 @@ class VllmTracRunner(TracRunner):
         """Drive vLLM's engine step by step: each finished trace's probe is submitted at once, so its prompt +
         trace prefix is still in the prefix cache and the probe decodes alongside the generations still running.
 
-        Engine time is attributed per step, split equally between the requests in flight during that step; a
+        Engine time is attributed per step, split equally between the requests added and not yet finished (with a
+        chunk larger than the engine's ``max_num_seqs`` some of them wait, and are charged all the same); a
         response's ``seconds`` and its probe's ``seconds`` are the sums of their shares.
         """
         engine = self.lm.model.llm_engine
@@ -104,6 +105,10 @@ class VllmTracRunner(TracRunner):
                 else:
                     job = probe_jobs[output.request_id]
                     probes[job.index] = _probe_output(job, output, seconds)
+        missing = [index for index, trace in enumerate(traces) if trace is None]
+        if missing:
+            raise RuntimeError(f"trac-eval: the vLLM engine finished without an output for {len(missing)} of "
+                               f"{len(traces)} generations (aborted requests?)")
         return traces, probes
 
     def _enqueue(self, prompts: Sequence[list[int]], params: Sequence[Any]) -> list[str]:
