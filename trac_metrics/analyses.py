@@ -27,6 +27,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from trac_metrics import selective
+from trac_metrics.bootstrap import mean_of_defined
 from trac_metrics.evaluate import HEADS
 from trac_metrics.heads import MIN_SAMPLES_PER_CLASS, fit_head, transfer_scores
 from trac_metrics.report_data import ReportData
@@ -51,13 +52,6 @@ def _auroc(scores: np.ndarray, labels: np.ndarray) -> float:
     if np.isnan(scores).any() or labels.all() or not labels.any():
         return math.nan
     return selective.auroc(scores, labels)
-
-
-def _mean(values: Sequence[float] | np.ndarray) -> float:
-    """Pair-equal macro of the defined values (NaN when none is)."""
-    array = np.asarray(values, dtype=np.float64)
-    defined = array[~np.isnan(array)]
-    return float(defined.mean()) if defined.size else math.nan
 
 
 def _names(indices: Sequence[int], data: ReportData, limit: int = 5) -> str:
@@ -107,7 +101,8 @@ def _method_table(data: ReportData, name: str, title: str, rows: Sequence[tuple[
     for method in methods:
         auroc = data.per_pair(method, "auroc")[indices]
         aurc = data.per_pair(method, "aurc")[indices]
-        records.append([_mean(auroc), *intervals[method], _mean(aurc), int((~np.isnan(auroc)).sum())])
+        records.append([mean_of_defined(auroc), *intervals[method], mean_of_defined(aurc),
+                        int((~np.isnan(auroc)).sum())])
     frame = pd.DataFrame(records, columns=list(METHOD_COLUMNS),
                          index=pd.Index([label for label, _ in shown], name="representation"))
     left_out = sorted(set(range(len(data.pairs))) - set(indices))
@@ -184,7 +179,7 @@ def consensus_blind_spot(data: ReportData, thresholds: Sequence[float] = (0.625,
             wrong += int((labels == 0).sum())
             sc.append(_auroc(evaluation.scores["sc_modal"][subset], labels))
             pce.append(_auroc(evaluation.scores["pce"][subset], labels))
-        records.append([len(sc), n, wrong, _mean(sc), _mean(pce)])
+        records.append([len(sc), n, wrong, mean_of_defined(sc), mean_of_defined(pce)])
     frame = pd.DataFrame(records, columns=list(columns), index=pd.Index(list(thresholds), name="vote ≥"))
     frame[["pairs", "n", "wrong"]] = frame[["pairs", "n", "wrong"]].astype(int)
     note = ("Pairs: those whose subset (q_K ≥ threshold) holds both correct and wrong primary answers; n and wrong "
@@ -262,8 +257,8 @@ def transfer_by_target(data: ReportData) -> ReportTable:
     for task in tasks:
         indices = [i for i, pair in enumerate(data.pairs) if pair.task == task]
         both = [i for i in indices if not (np.isnan(transfer[i]) or np.isnan(in_domain[i]))]
-        records.append([_mean(transfer[indices]), _mean(in_domain[indices]),
-                        _mean(transfer[both] - in_domain[both]), len(both)])
+        records.append([mean_of_defined(transfer[indices]), mean_of_defined(in_domain[indices]),
+                        mean_of_defined(transfer[both] - in_domain[both]), len(both)])
     frame = pd.DataFrame(records, columns=["Transfer", "In-domain", "Δ", "pairs"],
                          index=pd.Index(tasks, name="held-out task"))
     note = ("PCE head: Transfer = fitted on all pairs of the other tasks (source rows only) and scored on the task's "
@@ -280,7 +275,8 @@ def transfer_representations(data: ReportData) -> ReportTable:
     matrices = {method: _feature_rows(data, method) for _, method in REPRESENTATIONS}
     values = {(label, scheme): _transfer_aurocs(data, method, matrices[method], scheme)
               for label, method in REPRESENTATIONS for scheme in SCHEMES}
-    frame = pd.DataFrame([[_mean(values[label, scheme]) for scheme in SCHEMES] for label, _ in REPRESENTATIONS],
+    frame = pd.DataFrame([[mean_of_defined(values[label, scheme]) for scheme in SCHEMES]
+                          for label, _ in REPRESENTATIONS],
                          columns=list(SCHEMES), index=pd.Index([label for label, _ in REPRESENTATIONS],
                                                                name="representation"))
     counts = ", ".join(f"{scheme} over {int((~np.isnan(values['TrAC', scheme])).sum())} pair(s)" for scheme in SCHEMES)
@@ -374,8 +370,8 @@ def label_efficiency(data: ReportData, fractions: Sequence[float] = (0.01, 0.05,
         for label, _ in REPRESENTATIONS:
             at, full = aurocs[label, fraction], aurocs[label, 1.0]
             defined = ~np.isnan(at)
-            row.append(_mean(at))
-            ratios.append(_mean(at[defined]) / _mean(full[defined]) if defined.any() else math.nan)
+            row.append(mean_of_defined(at))
+            ratios.append(mean_of_defined(at[defined]) / mean_of_defined(full[defined]) if defined.any() else math.nan)
         records.append([*row, *ratios, len(data.pairs) - len(problems[fraction])])
     columns = [label for label, _ in REPRESENTATIONS] + [f"{label} retention" for label, _ in REPRESENTATIONS]
     frame = pd.DataFrame(records, columns=[*columns, "pairs"],
@@ -416,7 +412,7 @@ def decoding_symmetry(data: ReportData) -> ReportTable:
             label = decoding_label(pair.decoding)
             agree = [math.nan if evidence["agree"] is None else evidence["agree"] for evidence in pair.evidences]
             rows.append(f"{task} / {model} / {label}{' (default)' if label == default else ''}")
-            records.append([len(pair.evidences), pair.accuracy, _mean(agree), pce[i], trac[i]])
+            records.append([len(pair.evidences), pair.accuracy, mean_of_defined(agree), pce[i], trac[i]])
     frame = pd.DataFrame(records, columns=list(columns), index=pd.Index(rows, name="task / model / decoding"))
     return ReportTable("decoding_symmetry", "Decoding-symmetry matrix", frame,
                        note="Rows: (model, task) pairs run under several primary → probe decodings. Acc: primary "

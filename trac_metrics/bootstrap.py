@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
@@ -37,7 +37,8 @@ from trac_metrics.parallel import parallel_map
 
 Metric = Callable[[np.ndarray, np.ndarray], float]
 
-__all__ = ["BootstrapResult", "Metric", "PairData", "hierarchical_bootstrap", "hierarchical_bootstrap_many", "macro"]
+__all__ = ["BootstrapResult", "Metric", "PairData", "hierarchical_bootstrap", "hierarchical_bootstrap_many", "macro",
+           "mean_of_defined"]
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compare by identity
@@ -153,10 +154,7 @@ class BootstrapResult:
         indices = {method: [self._column(column) for column in names] for method, names in columns.items()}
         per_pair = np.stack([self.per_pair[:, index].mean(axis=1) for index in indices.values()], axis=1)
         samples = np.stack([self.samples[:, index].mean(axis=1) for index in indices.values()], axis=1)
-        point = {}
-        for j, method in enumerate(indices):
-            defined = per_pair[:, j][~np.isnan(per_pair[:, j])]
-            point[method] = float(defined.mean()) if defined.size else math.nan
+        point = {method: mean_of_defined(per_pair[:, j]) for j, method in enumerate(indices)}
         return BootstrapResult(tuple(indices), self.pair_names, MappingProxyType(point), per_pair, samples)
 
 
@@ -290,13 +288,18 @@ def _pair_values(pairs: tuple[PairData, ...], metric: Metric, method: str) -> np
     return values
 
 
+def mean_of_defined(values: ArrayLike | Iterable[float]) -> float:
+    """Pair-equal macro (SPEC §6): unweighted mean of the non-NaN values; NaN when there are none."""
+    array = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=np.float64)
+    defined = array[~np.isnan(array)]
+    return float(defined.mean()) if defined.size else math.nan
+
+
 def _mean_of_defined(values: np.ndarray, method: str) -> float:
-    """Unweighted mean of the non-NaN values; NaN (+ warning) when there are none."""
-    defined = values[~np.isnan(values)]
-    if defined.size == 0:
+    """:func:`mean_of_defined`, with a warning when no value is defined."""
+    if np.isnan(values).all():
         warnings.warn(f"{method}: no pair has a defined metric, macro is NaN", TracWarning, stacklevel=3)
-        return math.nan
-    return float(defined.mean())
+    return mean_of_defined(values)
 
 
 def _question_strata(pair: PairData) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:

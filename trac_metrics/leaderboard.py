@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
 
 from trac_metrics._warnings import TracWarning
+from trac_metrics.bootstrap import mean_of_defined
 from trac_metrics.evaluate import TaskEvaluation
 from trac_metrics.report_data import ReportData
 from trac_metrics.runs import PairRun
@@ -63,15 +64,9 @@ def leaderboard_methods(data: ReportData) -> list[tuple[str, str]]:
     return [(block, method) for block, methods in blocks for method in methods if method in evaluated]
 
 
-def _mean_of_defined(values: Iterable[float]) -> float:
-    array = np.asarray(list(values), dtype=float)
-    defined = array[~np.isnan(array)]
-    return float(defined.mean()) if defined.size else math.nan
-
-
 def mean_latency(data: ReportData, method: str) -> float:
     """Mean over the pairs that evaluated ``method`` (and stored timings) of its relative latency."""
-    return _mean_of_defined(pair.relative_latency(method) for pair, evaluation in zip(data.pairs, data.evaluations)
+    return mean_of_defined(pair.relative_latency(method) for pair, evaluation in zip(data.pairs, data.evaluations)
                             if method in evaluation.scores)
 
 
@@ -83,7 +78,7 @@ def tasks(data: ReportData) -> list[str]:
 def task_mean(data: ReportData, method: str, metric: str, task: str) -> float:
     """Mean of ``<method>_<metric>`` over the pairs of ``task`` where it is defined (the models of that task)."""
     values = data.per_pair(method, metric)
-    return _mean_of_defined(value for pair, value in zip(data.pairs, values) if pair.task == task)
+    return mean_of_defined(value for pair, value in zip(data.pairs, values) if pair.task == task)
 
 
 def undefined_reasons(data: ReportData, methods: Sequence[str], metrics: Sequence[str] = ("auroc",)) -> list[str]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from trac_metrics import selective
 from trac_metrics._warnings import TracWarning
-from trac_metrics.bootstrap import BootstrapResult, Metric, PairData, hierarchical_bootstrap_many
+from trac_metrics.bootstrap import BootstrapResult, Metric, PairData, hierarchical_bootstrap_many, mean_of_defined
 from trac_metrics.evaluate import ANALYSIS_HEADS, HEADS, TaskEvaluation
 from trac_metrics.parallel import Progress
 from trac_metrics.runs import PairRun, evaluate_pairs
@@ -51,9 +51,7 @@ class ReportData:
 
     def macro(self, method: str, metric: str) -> float:
         """Pair-equal macro (SPEC §6) over the pairs where the metric is defined; NaN when none is."""
-        values = self.per_pair(method, metric)
-        defined = values[~np.isnan(values)]
-        return float(defined.mean()) if defined.size else math.nan
+        return mean_of_defined(self.per_pair(method, metric))
 
     def bootstrap_subset(self, indices: Sequence[int], methods: Sequence[str],
                          metrics: Sequence[str] = tuple(BOOTSTRAP_METRICS)) -> dict[str, BootstrapResult]:
