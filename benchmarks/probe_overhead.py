@@ -25,8 +25,10 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -78,11 +80,25 @@ def _requests(n: int, trace_tokens: int, seed: int, trac: bool) -> list[Any]:
 class Phases:
     """Times the benchmark's phases on one lm-eval ``VLLM`` object and keeps what they produced."""
 
-    def __init__(self, lm: Any) -> None:
+    def __init__(self, lm: Any, records_dir: str) -> None:
+        from trac_tasks.capture import RecordSink
         from trac_tasks.vllm_backend import VllmTracRunner
 
+        class CollectingRunner(VllmTracRunner):
+            """The hooked runner, keeping each trace and its probe's raw engine output (all decoded tokens)."""
+
+            def trace_finished(self, chunk: Any, index: int, trace: Any) -> list[Any]:
+                self.traces[index] = trace
+                return super().trace_finished(chunk, index, trace)
+
+            def job_finished(self, chunk: Any, job: Any, output: Any, seconds: float) -> None:
+                if job.variant == "trace":
+                    self.probe_outputs[job.index] = output
+                super().job_finished(chunk, job, output, seconds)
+
         self.lm = lm
-        self.runner = VllmTracRunner(lm)
+        self.runner = CollectingRunner(lm)
+        self.runner.sink = RecordSink(Path(records_dir))
         self.seconds: dict[str, float] = {}
 
     def timed(self, name: str, work: Callable[[], Any]) -> Any:
@@ -103,14 +119,11 @@ class Phases:
         return traces
 
     def _streamed(self, requests: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-        from trac_tasks.capture import token_summaries
-        from trac_tasks.config import TracConfig
-
-        configs = [TracConfig.from_gen_kwargs(request.args[1], "probe_overhead") for request in requests]
-        traces, probes = self.runner.generate_with_trace_probes(requests, [0] * len(requests), configs)
-        for trace in traces:
-            token_summaries(trace.chosen, trace.top, trace.config.top_k)
-        return traces, probes
+        """What a TrAC run does: the runner's own flow (streamed probes, records written per question)."""
+        self.runner.traces = [None] * len(requests)
+        self.runner.probe_outputs = [None] * len(requests)
+        self.runner.run(requests, disable_tqdm=True)
+        return list(self.runner.traces), list(self.runner.probe_outputs)
 
     def _probes_after(self, requests: Sequence[Any], reset_cache: bool) -> list[Any]:
         traces = self._traces(requests)
@@ -129,25 +142,13 @@ class Phases:
         return traces, probes
 
 
-def _record_bytes_per_token(runner: Any, traces: Sequence[Any], probes: Sequence[Any]) -> float:
-    """Stored JSONL bytes per generated token of the records these traces and probes make."""
-    from trac_tasks.capture import build_record, token_summaries
-    from trac_tasks.runner import probe_record
-    from trac_tasks.probe import parse_probe
+def _record_bytes_per_token(records_dir: str) -> float:
+    """Stored JSONL bytes per generated token of the records the streamed phases wrote."""
+    from trac_metrics.records import iter_records
 
-    total_bytes = total_tokens = 0
-    for index, (trace, output) in enumerate(zip(traces, probes, strict=True)):
-        job = runner.trace_probe_job(index, trace)
-        parsed = parse_probe(output.token_ids, runner.decode, trace.config.cue, trace.config.closing_delimiter(),
-                             output.engine_finish_reason, trace.kind)
-        record = build_record(
-            trace.request, 0, trace.config, model="benchmark", prompt_token_count=len(trace.prompt_ids),
-            generated_ids=trace.generated_ids, text=trace.text, finish_reason=trace.finish_reason,
-            summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
-            probes={"trace": probe_record(job, output, parsed, trace.config.top_k)}, p_true=None, num_samples=1,
-            decoding=trace.decoding, timing={"generation_seconds": trace.seconds})
-        total_bytes += len(json.dumps(record.to_dict(), ensure_ascii=False).encode()) + 1
-        total_tokens += record.num_tokens
+    files = sorted(Path(records_dir).rglob("*.jsonl"))
+    total_bytes = sum(path.stat().st_size for path in files)
+    total_tokens = sum(record.num_tokens for path in files for record in iter_records(path))
     return total_bytes / total_tokens
 
 
@@ -180,7 +181,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     lm = VLLM(pretrained=model, dtype=args.dtype, max_model_len=max_len, enable_prefix_caching=True,
               block_size=args.block_size, enforce_eager=on_cpu if args.eager is None else args.eager,
               seed=1234, **({"distributed_executor_backend": "uni"} if on_cpu else {}))
-    phases = Phases(lm)
+    records_dir = tempfile.mkdtemp(prefix="probe_overhead_records_")
+    phases = Phases(lm, records_dir)
     warmup = _requests(2, 16, args.seed + 1, trac=True)
     phases._streamed(warmup)
 
@@ -214,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "mean_trace_tokens": float(trace_tokens.mean()),
         "mean_short_trace_tokens": float(np.mean([len(trace.generated_ids) for trace in short_traces])),
         "mean_probe_tokens": float(probe_tokens.mean()),
-        "record_bytes_per_token": _record_bytes_per_token(phases.runner, traces, probes),
+        "record_bytes_per_token": _record_bytes_per_token(records_dir),
         "traces": args.traces,
         "block_size": args.block_size,
         "dtype": args.dtype,

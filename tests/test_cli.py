@@ -3,7 +3,9 @@ call of the installed ``trac`` executable; unusable input ends with one line on 
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -12,11 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from run_factory import PairSpec, pair_specs, write_runs
+from test_heads_hardening import fill_disk_after, folder_bytes
 
+from trac_metrics import limits
+from trac_metrics.bootstrap import bootstrap_memory
 from trac_metrics.heads import FittedHead
+from trac_metrics.limits import size_text
 from trac_metrics.online import feature_rows
 from trac_metrics.records import iter_records
 from trac_metrics.runs import evaluate_pairs, load_pairs
+from trac_tasks import cli
 from trac_tasks.cli import main
 
 
@@ -150,11 +157,98 @@ def test_fit_and_score_errors(runs: dict[str, list[Path]], tmp_path: Path, capsy
     assert "No such file" in cli_error(capsys, "score", tmp_path / "missing.json", *runs["target"])
 
 
-def test_evaluate_keeps_its_numbers(runs: dict[str, list[Path]], capsys: pytest.CaptureFixture[str]) -> None:
-    files = sorted(runs["target"][0].rglob("*.jsonl"))
-    printed = json.loads(run_cli(capsys, "evaluate", *files, "--json"))
+def refuse_constant(name: str) -> None:
+    """json.loads hook: NaN / Infinity are not JSON."""
+    raise AssertionError(f"{name} is not valid JSON")
+
+
+def majority_labels(folder: Path) -> list[int]:
+    """Majority-vote labels by hand: the most frequent answer of a question's K samples (the first seen of tied
+    answers) is the reference."""
+    samples: dict[str, list[tuple[int, str | None, str | None]]] = {}
+    for path in sorted(folder.rglob("*.jsonl")):
+        for record in iter_records(path):
+            samples.setdefault(str(record.doc_id), []).append((record.repeat, record.answer, record.reference))
+    labels = []
+    for found in samples.values():
+        answers = [answer for _, answer, _ in sorted(found)]
+        modal = max(answers, key=lambda answer: (answers.count(answer), -answers.index(answer)))
+        labels.append(int(modal == found[0][2]))
+    return labels
+
+
+def test_evaluate_reports_acc_and_maj_acc_as_valid_json(runs: dict[str, list[Path]], tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    folder = runs["target"][0]
+    files = sorted(folder.rglob("*.jsonl"))
+    printed = json.loads(run_cli(capsys, "evaluate", *files, "--json"), parse_constant=refuse_constant)["t1"]
     (evaluation,) = evaluate_pairs(load_pairs(files))
-    assert printed["t1"] == pytest.approx(evaluation.metrics, nan_ok=True)
+    acc, maj_acc = np.mean(primary_labels(folder)), np.mean(majority_labels(folder))
+    assert (printed.pop("acc"), printed.pop("maj_acc")) == pytest.approx((acc, maj_acc))
+    assert printed == pytest.approx(evaluation.metrics)
+    text = run_cli(capsys, "evaluate", *files)
+    assert text.startswith(f"t1: acc = {acc:.4f}, majority-vote acc = {maj_acc:.4f}\n")
+
+    # all wrong, K = 1: undefined metrics are null, and there is no majority vote
+    (wrong,) = write_runs(tmp_path / "wrong", [PairSpec("w", "t1", 20, accuracy=0.0, signal=0.2)], k=1)
+    text = run_cli(capsys, "evaluate", *sorted(wrong.rglob("*.jsonl")), "--json")
+    printed = json.loads(text, parse_constant=refuse_constant)["t1"]
+    assert printed["acc"] == 0.0 and "maj_acc" not in printed and printed["trac_auroc"] is None
+    assert "NaN" not in text
+
+
+def test_summary_and_evaluate_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_error(capsys, "summary", tmp_path) == f"trac summary: no lm-eval results_*.json under {tmp_path}"
+    results = tmp_path / "model" / "results_2026-01-01T00-00-00.json"
+    results.parent.mkdir()
+    results.write_text(json.dumps({"results": {"gsm8k": {"acc,none": 0.5}}}))
+    assert cli_error(capsys, "summary", tmp_path) == f"trac summary: {results} holds no TrAC task"
+    results.write_text("[]")
+    assert cli_error(capsys, "summary", tmp_path) == (f"trac summary: {results}: no 'results' object (not an lm-eval "
+                                                      "results file)")
+    empty = tmp_path / "t1.2026-01-01T00-00-00.jsonl"
+    empty.write_text("")
+    assert str(empty) in cli_error(capsys, "evaluate", empty)
+
+
+@pytest.mark.parametrize("option", ["--resamples", "--jobs", "--n-bins", "--tail-window"])
+@pytest.mark.parametrize("value", ["0", "-3", "x"])
+def test_nonsensical_sizes_are_usage_errors(runs: dict[str, list[Path]], tmp_path: Path, option: str, value: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    line = cli_error(capsys, "report", *runs["target"], "--out", tmp_path, option, value)
+    assert line == f"trac report: error: argument {option}: expected an integer >= 1, got {value!r}"
+
+
+def test_requests_larger_than_memory_are_refused_before_the_work(runs: dict[str, list[Path]], tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "memory_limit", lambda: 2**30)
+    monkeypatch.setattr(cli, "build_report_data", lambda *args, **kwargs: pytest.fail("the report was computed"))
+    needed = bootstrap_memory([50], 10**8, n_columns=1, n_metrics=2)
+    assert cli_error(capsys, "report", *runs["target"], "--out", tmp_path, "--resamples", 10**8) == (
+        f"trac report: --resamples 100000000 needs at least ~{size_text(needed)} for 1 pair(s) with 50 questions in "
+        "all; the limit is 1.0 GiB (memory available now)")
+    assert size_text(needed) == "152.8 GiB"
+    for command in (["report", "--out", tmp_path], ["rescore"], ["fit", "--out", tmp_path / "head.json"]):
+        assert cli_error(capsys, command[0], *runs["target"], *command[1:], "--n-bins", 100000) == (
+            f"trac {command[0]}: --n-bins 100000 needs at least ~4.7 TiB for TUP with 100000 bins (heads on up to "
+            "400037 columns); the limit is 1.0 GiB (memory available now)")
+    assert not (tmp_path / "head.json").exists()
+
+
+def test_failed_writes_keep_the_old_head_and_scores(runs: dict[str, list[Path]], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    head_path, scores_path = tmp_path / "head.json", tmp_path / "scores.jsonl"
+    run_cli(capsys, "fit", *runs["train"], "--out", head_path, "--method", "pce")
+    run_cli(capsys, "score", head_path, *runs["target"], "--out", scores_path)
+    before = folder_bytes(tmp_path)
+    fill_disk_after(monkeypatch)
+    assert cli_error(capsys, "fit", *runs["train"], "--out", head_path) == (
+        f"trac fit: [Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}: '{head_path}'")
+    assert cli_error(capsys, "score", head_path, *runs["target"], "--out", scores_path) == (
+        f"trac score: [Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}: '{scores_path}'")
+    assert folder_bytes(tmp_path) == before
 
 
 def test_trac_executable_reports_an_empty_folder(tmp_path: Path) -> None:

@@ -318,7 +318,8 @@ def test_fitted_head_json_round_trip(tmp_path):
     assert loaded == head
     np.testing.assert_array_equal(loaded.predict(new_rows), head.predict(new_rows))
 
-    for field, value, message in [("version", 2, "version 2"), ("kind", "trac-record/1", "not a FittedHead")]:
+    for field, value, message in [("version", 2, r"head.json: field 'version': expected 1 .*got 2"),
+                                   ("kind", "trac-record/1", "not a FittedHead")]:
         path.write_text(json.dumps({**payload, field: value}))
         with pytest.raises(ValueError, match=message):
             FittedHead.load(path)

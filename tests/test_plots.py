@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 from run_factory import pair_specs, write_runs
+from test_heads_hardening import fill_disk_after, folder_bytes
 
 from trac_metrics.plots import COVERAGE_GRID, cost_quality_plot, macro_risk_coverage, risk_coverage_plot, spread_labels
 from trac_metrics.report_data import build_report_data
@@ -61,6 +62,16 @@ def test_plots_are_valid_pngs_identical_across_runs(data, tmp_path):
         assert image.std() > 0  # something was drawn
         assert first.read_bytes() == second.read_bytes()
         assert b"Software" not in first.read_bytes() and b"matplotlib" not in first.read_bytes()
+
+
+def test_a_failed_figure_write_keeps_the_old_png(data, tmp_path, monkeypatch):
+    path = tmp_path / "figure.png"
+    risk_coverage_plot(data, path)
+    before = folder_bytes(tmp_path)
+    fill_disk_after(monkeypatch, n_bytes=1000)
+    with pytest.raises(OSError, match="No space left on device"):
+        cost_quality_plot(data, path)
+    assert folder_bytes(tmp_path) == before
 
 
 def test_labels_of_one_latency_column_are_spread_apart_and_others_stay():

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from record_factory import synthetic_question
 
+from trac_metrics._warnings import TracWarning
 from trac_metrics.evidence import question_evidence
 from trac_metrics.records import SCHEMA, ProbeRecord, RecordFormatError, RecordWriter, ResponseRecord, iter_records
 
@@ -65,13 +67,50 @@ def test_writer_appends_batches_and_reader_streams_them(tmp_path):
     assert json.loads(path.read_text().splitlines()[0])["schema"] == SCHEMA
 
 
-def test_truncated_last_line_is_reported_with_its_line_number(tmp_path):
+def test_a_last_line_cut_off_by_a_crash_is_skipped_with_a_warning(tmp_path):
+    """A run killed mid-write (or a full disk) leaves a last line without its newline: the records before it are
+    kept, and the warning names the file and how many were kept."""
     path = tmp_path / "demo.jsonl"
-    RecordWriter(path).write_batch([make_record(0, 0), make_record(0, 1)])
+    RecordWriter(path).write_batch([make_record(0, 0), make_record(0, 1), make_record(1, 0)])
     text = path.read_text()
     path.write_text(text[: len(text) - 40])
-    with pytest.raises(RecordFormatError, match=r"demo\.jsonl:2"):
+    with pytest.warns(TracWarning, match=r"demo\.jsonl: skipped its last line 3, cut off.*kept the 2 complete"):
+        assert [record.key for record in iter_records(path)] == [("demo", "0", 0), ("demo", "0", 1)]
+
+
+def test_a_cut_off_line_in_the_middle_is_corruption_named_by_file_and_line(tmp_path):
+    path = tmp_path / "demo.jsonl"
+    RecordWriter(path).write_batch([make_record(0, 0), make_record(0, 1), make_record(1, 0)])
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text(lines[0] + lines[1][:-40] + "\n" + lines[2])
+    with pytest.raises(RecordFormatError, match=r"demo\.jsonl:2: corrupt line, not valid JSON") as error:
         list(iter_records(path))
+    assert "convert" not in str(error.value)
+
+
+def test_a_last_line_with_its_newline_but_invalid_json_is_an_error(tmp_path):
+    path = tmp_path / "demo.jsonl"
+    RecordWriter(path).write_batch([make_record(0, 0)])
+    path.write_text(path.read_text() + '{"schema": "trac-record/1", "task"\n')
+    with pytest.raises(RecordFormatError, match=r"demo\.jsonl:2: corrupt line"):
+        list(iter_records(path))
+
+
+def test_a_valid_last_line_without_its_newline_is_read(tmp_path):
+    path = tmp_path / "demo.jsonl"
+    RecordWriter(path).write_batch([make_record(0, 0), make_record(0, 1)])
+    path.write_text(path.read_text().rstrip("\n"))
+    assert len(list(iter_records(path))) == 2
+
+
+def test_a_line_cut_inside_a_multibyte_character_is_a_cut_off_line(tmp_path):
+    path = tmp_path / "demo.jsonl"
+    RecordWriter(path).write_batch([make_record(0, 0), replace(make_record(1, 0), text="ünïcödé " * 20)])
+    data = path.read_bytes()
+    cut = data.index("ü".encode()) + 1  # inside the two bytes of ü
+    path.write_bytes(data[:cut])
+    with pytest.warns(TracWarning, match="kept the 1 complete"):
+        assert len(list(iter_records(path))) == 1
 
 
 def test_a_record_in_memory_gives_the_same_evidence_as_its_stored_copy():

@@ -10,11 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from run_factory import pair_specs, write_runs
+from test_heads_hardening import fill_disk_after, folder_bytes
 
+from trac_metrics import limits
 from trac_metrics.analyses import all_analyses
 from trac_metrics.leaderboard import leaderboard_tables, main_table
 from trac_metrics.report import check_table_names, format_table, method_table, write_report
-from trac_metrics.report_data import build_report_data
+from trac_metrics.limits import MemoryLimitError
+from trac_metrics.report_data import bootstrap, build_report_data
 from trac_metrics.runs import load_pairs
 from trac_metrics.tables import ReportTable, format_value, rank_marks, to_latex, to_markdown, write_csv
 
@@ -180,3 +183,23 @@ def test_a_one_class_pair_is_reported_as_nan_with_its_reason(pairs, tmp_path):
     assert "org/perfect / gsm8k: " in markdown
     assert f"AUROC undefined (all {n} answers correct: one class only)" in markdown
     assert f"not cross-fitted ({n} correct / 0 wrong answers" in markdown
+
+
+def test_a_failed_write_leaves_every_report_file_as_it_was(data, tmp_path, monkeypatch):
+    out = tmp_path / "report"
+    write_report(data, out, latex=True)
+    before = folder_bytes(out)
+    n_files = len(before)
+    for complete_files in (0, 1, n_files - 3, n_files - 1):  # a CSV, a LaTeX table, a figure, the Markdown
+        with monkeypatch.context() as patch:
+            fill_disk_after(patch, n_bytes=50, complete_files=complete_files)
+            with pytest.raises(OSError, match="No space left on device"):
+                write_report(data, out, latex=True)
+        assert folder_bytes(out) == before
+
+
+def test_a_bootstrap_larger_than_memory_is_refused_up_front(data, monkeypatch):
+    monkeypatch.setattr(limits, "memory_limit", lambda: 2**30)
+    with pytest.raises(MemoryLimitError, match=r"^n_resamples=100000000 needs at least ~.* for 4 pair\(s\) with 240 "
+                       r"questions in all; the limit is 1\.0 GiB \(memory available now\)$"):
+        bootstrap(data.pairs, data.evaluations, data.common_methods, n_resamples=10**8)

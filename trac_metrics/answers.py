@@ -4,7 +4,8 @@ Three answer kinds cover the benchmarks of SPEC §8 (formats in DATASETS.md):
 
 - ``"math"``: GSM8K, MATH500, Minerva OCW, OlympiadBench, AIME. The answer is the content of the last
   ``\\boxed{...}`` (the prompt asks for it), else a "final answer is" / "Answer:" / ``####`` phrase, else the
-  last number of the response.
+  last number of the response. A response whose last box never closes was cut off while stating its answer: it
+  has none (every kind).
 - ``"mc"``: GPQA-Diamond and the option-letter BBH subtasks. The answer is an option letter A–R.
 - ``"text"``: the free-form BBH subtasks (True/False, Yes/No, valid/invalid, word lists, numbers, dyck
   sequences).
@@ -14,16 +15,19 @@ answer normalizer as a") and the reference a*. ``equivalent`` is the determinist
 (SPEC §2, φ_A), the labels z (SPEC §1) and the answer classes b of the vote shares π_b (SPEC §4). It needs no
 reference answer and is symmetric.
 
-Math equivalence, in order: normalized-string equality; for two plain numbers, relative tolerance 1e-6
-(absolute 1e-9 near 0), which then decides; for two tuples / intervals / sets, element by element (sets in any
-order), which then decides; otherwise Math-Verify (``math_verify.parse`` + ``math_verify.verify`` in both
-directions, sympy underneath). Math-Verify's own signal-based timeouts only work on the main thread, so they
-are switched off and the work is bounded here instead: pairs that could hang inside one C call (huge powers,
-factorials or binomials of large numbers, logarithms next to long numbers), inputs longer than
-``_MAX_SYMBOLIC_CHARS`` and word-like answers never reach sympy, and every comparison gets a wall-time budget
-of ``_SYMBOLIC_BUDGET_S`` seconds (SIGALRM timer on the main thread, a thread-local trace function on other
-threads); a comparison that runs out counts as not equivalent. Only that budget can make a result depend on
-machine load, and no ordinary answer comes near it.
+Math equivalence, in order: normalized-string equality; for two plain numbers (decimals, e- and scientific
+notation, fractions), exact rational arithmetic with a tolerance only where a decimal is written (the smaller of
+1e-6 relative and half a unit of its last decimal place: integers and fractions compare exactly), which then
+decides; for two matrices / vectors / tuples / intervals / sets, entry by entry with these same rules (matrices of
+the same shape, sets in any order), which then decides; otherwise Math-Verify (``math_verify.parse`` +
+``math_verify.verify`` in both directions, sympy underneath), with the decimals it parses made exact rationals, so
+it compares numbers exactly too (its own float rounding to 6 places is never used). Math-Verify's own
+signal-based timeouts only work on the main thread, so they are switched off and the work is bounded here
+instead: pairs that could hang inside one C call (huge powers, factorials or binomials of large numbers,
+logarithms next to long numbers), inputs longer than ``_MAX_SYMBOLIC_CHARS`` and word-like answers never reach
+sympy, and every comparison gets a wall-time budget of ``_SYMBOLIC_BUDGET_S`` seconds (SIGALRM timer on the main
+thread, a thread-local trace function on other threads); a comparison that runs out counts as not equivalent.
+Only that budget can make a result depend on machine load, and no ordinary answer comes near it.
 
 Override: ``with use_equivalence(fn): ...`` replaces the relation by a user function
 ``fn(answer, other, kind) -> bool`` inside the block (``trac rescore --equivalence MODULE:FUNCTION``). It takes
@@ -38,20 +42,22 @@ import contextlib
 import contextvars
 import functools
 import logging
-import math
 import re
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from fractions import Fraction
+from typing import NamedTuple
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+from sympy import Basic, Float, MatrixBase, Rational
 
 ANSWER_KINDS = ("math", "mc", "text")
 
-_REL_TOL = 1e-6
-_ABS_TOL = 1e-9
+_REL_TOL = Fraction(1, 10**6)
+_MAX_NUMBER_CHARS = 1000  # longer numbers compare as strings (Python parses at most 4300 digits into an int)
 _MAX_SYMBOLIC_CHARS = 300
 _MAX_EXPONENT_DIGITS = 4
 _MAX_LITERAL_DIGITS = 30
@@ -126,6 +132,7 @@ def _unwrap_commands(text: str, command_re: re.Pattern[str]) -> str:
 # ----------------------------------------------------------------------------------------------------------
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)(?:\s*(\{)|\s+([^\s{}$]+))")
+_BOX_COMMAND_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
 _FINAL_ANSWER_RE = re.compile(r"final answer is\b\s*:?", re.IGNORECASE)
 _ANSWER_PHRASE_RE = re.compile(r"\banswer(?:\s+is\b\s*:?|\s*(?:\*\*)?\s*:)|####", re.IGNORECASE)
 _SENTENCE_END_RE = re.compile(r"\.(?=\s|$)")
@@ -167,6 +174,16 @@ def _boxed_contents(text: str) -> list[tuple[int, str]]:
         if content.strip():
             found.append((match.start(), content.strip()))
     return found
+
+
+def _last_box_is_open(text: str) -> bool:
+    """Whether the last ``\\boxed`` / ``\\fbox`` of ``text`` has no finished argument: ``\\boxed{`` that never
+    closes, or a bare ``\\boxed`` at the end (a response cut off while it was stating its answer)."""
+    last = max(_BOX_COMMAND_RE.finditer(text), key=lambda match: match.start(), default=None)
+    if last is None:
+        return False
+    box = _BOX_RE.match(text, last.start())
+    return box is None or (box.group(1) is not None and box.start(1) not in _matching_braces(text))
 
 
 def _clip_answer_span(rest: str) -> str | None:
@@ -242,12 +259,20 @@ def extract_answer(text: str, kind: str = "math", marker: str | None = None) -> 
     - mc: last option letter A–R written as ``(B)``, ``B)``, "answer is B", "Answer: B", ``\\boxed{B}``,
       ``\\boxed{(B)}``, ``**B**`` or alone on a line.
     - text: last ``\\boxed{...}``, else the last "final answer is ..." / "the answer is ..." sentence.
+
+    The final answer is the last box: when the last ``\\boxed``/``\\fbox`` of the searched text is unfinished (a
+    ``\\boxed{`` that never closes, or a bare ``\\boxed`` at the end: the response was cut off while stating its
+    answer) there is no answer (None, every kind). Neither an earlier box, nor a phrase, nor a number stands in for
+    it: an earlier box may be the answer the cut-off one was correcting.
     """
     _check_str(text, "text")
     _check_kind(kind)
     if marker is not None:
         _check_str(marker, "marker")
-    answer = _EXTRACTORS[kind](_answer_region(text, marker))
+    region = _answer_region(text, marker)
+    if _last_box_is_open(region):
+        return None
+    answer = _EXTRACTORS[kind](region)
     return answer.strip() if answer is not None and answer.strip() else None
 
 
@@ -262,7 +287,7 @@ _UNIT_POWER_RE = re.compile(r"\s*(?:\^\{?\d\}?)?\s*$")
 _WHOLE_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _UNICODE_MATH = {"−": "-", "π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "√": "\\sqrt"}
 _LEFT_RIGHT_RE = re.compile(r"\\(?:left|right)(?:\.|(?![A-Za-z]))")
-_SPACING_RE = re.compile(r"\\[,;:! ]|\\q?quad(?![A-Za-z])|~|\\displaystyle(?![A-Za-z])")
+_SPACING_RE = re.compile(r"(\\\\)|\\[,;:! ]|\\q?quad(?![A-Za-z])|~|\\displaystyle(?![A-Za-z])")  # 1: row break
 _DEGREE_RE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\degree(?![A-Za-z])|°")
 _ASSIGNMENT_RE = re.compile(
     r"([A-Za-z]|\\[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?\s*(?:=|\\in(?![A-Za-z]))\s*([^=]+)", re.DOTALL
@@ -347,7 +372,7 @@ def _normalize_math(answer: str) -> str | None:
         text = text.replace(symbol, latex)
     text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     text = _LEFT_RIGHT_RE.sub("", text)
-    text = _SPACING_RE.sub(" ", text)
+    text = _SPACING_RE.sub(lambda match: match.group(1) or " ", text)
     text = _DEGREE_RE.sub("", text)
     text = text.replace("\\%", "").replace("%", "").replace("{,}", ",")
     text = _unwrap_commands(_drop_trailing_unit(text), _TEXT_COMMAND_RE)
@@ -407,7 +432,8 @@ def normalize_answer(answer: str | None, kind: str = "math") -> str | None:
     math: strips ``$``, ``\\text{}``-style wrappers and trailing unit groups, ``\\left``/``\\right``, spacing
     commands, degree and percent signs, a trailing period, markdown ``**``, a leading ``+``, thousands
     separators of plain numbers, a single-variable assignment (``x = 5`` → ``5``) and all insignificant
-    whitespace; ``\\dfrac``/``\\tfrac`` → ``\\frac``; plain decimals in canonical form (``5.0`` → ``5``).
+    whitespace (a matrix row break ``\\\\`` stays); ``\\dfrac``/``\\tfrac`` → ``\\frac``; plain decimals in
+    canonical form (``5.0`` → ``5``).
     mc: the uppercase option letter. text: casefolded, whitespace-collapsed, surrounding quotes and final
     period stripped. None (no answer) for None or for an answer that normalizes to the empty string.
     """
@@ -423,10 +449,14 @@ def normalize_answer(answer: str | None, kind: str = "math") -> str | None:
 # ----------------------------------------------------------------------------------------------------------
 
 _NUMBER_TOKEN = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?"
-_DECIMAL_RE = re.compile(_NUMBER_TOKEN)
-_E_NOTATION_RE = re.compile(r"-?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d{1,3}")
+_TEN_POWER = r"10\^(?:\{([-+]?\d{1,3})\}|(\d))"
+_DECIMAL_RE = re.compile(  # mantissa, then its power of ten: 7.5e-3, 7.5\times10^{-3}, 7.5\cdot10^{-3}
+    rf"(-?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)?(?:\.\d*)?)(?:[eE]([-+]?\d{{1,3}})|(?:\\times|\\cdot){_TEN_POWER})?"
+)
+_POWER_OF_TEN_RE = re.compile(rf"(-?){_TEN_POWER}")
 _SLASH_FRACTION_RE = re.compile(rf"({_NUMBER_TOKEN})/({_NUMBER_TOKEN})")
 _LATEX_FRACTION_RE = re.compile(rf"(-?)\\frac\{{({_NUMBER_TOKEN})\}}\{{({_NUMBER_TOKEN})\}}")
+_MATRIX_RE = re.compile(r"\\begin\{([pb]?matrix)\}((?:(?!\\(?:begin|end)\{).)*)\\end\{\1\}", re.DOTALL)
 _OPENING, _CLOSING = "([{", ")]}"
 _TEXT_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _BIG_EXPONENT_RE = re.compile(rf"\^\s*\{{?\s*[-+]?\d{{{_MAX_EXPONENT_DIGITS + 1},}}")
@@ -439,18 +469,43 @@ _LOGARITHM_RE = re.compile(r"\\(?:log|ln|lg)(?![A-Za-z])")
 _DIGIT_RE = re.compile(r"\d")
 
 
-def _to_float(token: str) -> float | None:
+class _Number(NamedTuple):
+    """A plain number: its exact value, and half a unit of its last written decimal place (0 when it is exact)."""
+
+    value: Fraction
+    half_unit: Fraction
+
+
+def _exact(token: str) -> Fraction | None:
+    """Exact value of a decimal token (thousands separators allowed); None when it has no digit."""
     digits = token.replace(",", "")
-    return float(digits) if digits.strip("-.") else None
+    return Fraction(digits) if digits.strip("-.") else None
 
 
-def _as_number(text: str) -> float | None:
-    """Value of a plain number: decimal (thousands separators allowed), e-notation (``7.5e-3``), ``a/b`` or
-    ``\\frac{a}{b}``; else None."""
-    if _DECIMAL_RE.fullmatch(text):
-        return _to_float(text)
-    if _E_NOTATION_RE.fullmatch(text):
-        return float(text)
+def _written_decimal(text: str) -> _Number | None:
+    """A decimal (``-1,234.5``), e-notation (``7.5e-3``) or scientific notation (``7.5\\times10^{-3}``,
+    ``10^{-3}``): exact value, and half a unit of the last nonzero decimal place of the mantissa (0 for an integer
+    mantissa: ``2\\times10^{3}`` is exactly 2000; trailing zeros add no precision, as normalization drops them)."""
+    power = _POWER_OF_TEN_RE.fullmatch(text)
+    match = power or _DECIMAL_RE.fullmatch(text)
+    if match is None:
+        return None
+    mantissa = power.group(1) + "1" if power else match.group(1)
+    value = _exact(mantissa)
+    if value is None:
+        return None
+    scale = Fraction(10) ** int(next((group for group in match.groups()[1:] if group), 0))
+    places = len(mantissa.partition(".")[2].rstrip("0"))
+    return _Number(value * scale, scale / 10**places / 2 if places else Fraction(0))
+
+
+def _as_number(text: str) -> _Number | None:
+    """A plain number: see :func:`_written_decimal`, or an exact fraction ``a/b`` / ``\\frac{a}{b}``; else None."""
+    if len(text) > _MAX_NUMBER_CHARS:
+        return None
+    decimal = _written_decimal(text)
+    if decimal is not None:
+        return decimal
     fraction = _SLASH_FRACTION_RE.fullmatch(text)
     sign = ""
     if fraction is None:
@@ -460,36 +515,66 @@ def _as_number(text: str) -> float | None:
         sign, numerator, denominator = fraction.groups()
     else:
         numerator, denominator = fraction.groups()
-    top, bottom = _to_float(numerator), _to_float(denominator)
+    top, bottom = _exact(numerator), _exact(denominator)
     if top is None or not bottom:
         return None
-    return -top / bottom if sign else top / bottom
+    return _Number(-top / bottom if sign else top / bottom, Fraction(0))
 
 
-def _numbers_close(x: float, y: float) -> bool:
-    return math.isclose(x, y, rel_tol=_REL_TOL, abs_tol=_ABS_TOL)
+def _number_verdict(first: str, second: str) -> bool | None:
+    """For two plain numbers (else None): equal when they differ by at most the smaller of 1e-6 of the larger
+    magnitude and half a unit of the last decimal place either one writes. So integers and fractions are exact
+    (``1000000`` ≢ ``1000001``); written digits always tell numbers apart (``1000000`` ≢ ``1000000.5``); a decimal
+    matches another value only where it agrees to about six significant digits and rounds to it (``0.3333333`` ≡
+    1/3, ``0.1`` ≡ ``0.10000001``), so a short decimal is not a rounding of anything (``0.333`` ≢ 1/3, ``0.5`` ≢
+    8/15, and ``3.14`` ≢ ``3.14159``, as ``3.14`` ≢ π). Exact rational arithmetic: nothing overflows (``1e400`` ≢
+    ``1e401``)."""
+    x, y = _as_number(first), _as_number(second)
+    if x is None or y is None:
+        return None
+    tolerance = min(_REL_TOL * max(abs(x.value), abs(y.value)), max(x.half_unit, y.half_unit))
+    return abs(x.value - y.value) <= tolerance
 
 
-def _top_level_split(text: str) -> list[str] | None:
-    """Split on commas outside any bracket; None when the brackets close more than they open."""
+def _top_level_split(text: str, separator: str = ",") -> list[str] | None:
+    """Split on ``separator`` outside any bracket; None when the brackets close more than they open."""
     parts, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        if char in _OPENING:
+    for match in re.finditer(rf"[{re.escape(_OPENING + _CLOSING)}]|{re.escape(separator)}", text):
+        if match.group() in _OPENING:
             depth += 1
-        elif char in _CLOSING:
+        elif match.group() in _CLOSING:
             depth -= 1
             if depth < 0:
                 return None
-        elif char == "," and depth == 0:
-            parts.append(text[start:index])
-            start = index + 1
+        elif depth == 0:
+            parts.append(text[start : match.start()])
+            start = match.end()
     parts.append(text[start:])
     return parts if depth == 0 else None
 
 
+def _matrix(body: str) -> tuple[str, list[str]] | None:
+    """(kind "RxC matrix", entries row by row) of a matrix body ``a&b\\\\c&d`` (a final ``\\\\`` is allowed);
+    None when it is ragged or has an empty entry."""
+    rows = _top_level_split(body, "\\\\") or []
+    if len(rows) > 1 and not rows[-1].strip():
+        rows.pop()
+    cells = [_top_level_split(row, "&") or [] for row in rows]
+    width = len(cells[0]) if cells else 0
+    entries = [entry for row in cells for entry in row]
+    if not width or any(len(row) != width for row in cells) or not all(entry.strip() for entry in entries):
+        return None
+    return f"{len(cells)}x{width} matrix", entries
+
+
 def _structure(text: str) -> tuple[str, list[str]] | None:
-    """(kind, elements) of a tuple / interval ``(a,b)``, ``[a,b)``, ..., a set ``\\{a,b\\}`` or a bare list
-    ``a,b`` (read as unordered, kind "set"); None for anything else. Ordered kinds need two elements."""
+    """(kind, elements) of a matrix or vector (``pmatrix``, ``bmatrix`` and ``matrix`` alike: the delimiters only
+    typeset it; the kind holds the shape), a tuple / interval ``(a,b)``, ``[a,b)``, ..., a set ``\\{a,b\\}`` or a
+    bare list ``a,b`` (read as unordered, kind "set"); None for anything else. Tuples and intervals need two
+    elements."""
+    matrix = _MATRIX_RE.fullmatch(text)
+    if matrix is not None:
+        return _matrix(matrix.group(2))
     kind, minimum, parts = "set", 2, None
     if text.startswith("\\{") and text.endswith("\\}"):
         kind, minimum, parts = "set", 1, _top_level_split(text[2:-2])
@@ -546,12 +631,21 @@ def _too_costly_for_sympy(first: str, second: str) -> bool:
     )
 
 
+def _exact_floats(parsed: object) -> object:
+    """A parsed expression with every float replaced by the rational its decimal digits write (0.1 → 1/10)."""
+    if not isinstance(parsed, (Basic, MatrixBase)):
+        return parsed
+    return parsed.xreplace({number: Rational(str(number)) for number in parsed.atoms(Float)})
+
+
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _parsed(text: str) -> tuple[object, ...]:
     """Math-Verify parse of a normalized answer (its timeouts off: bounded by ``_too_costly_for_sympy`` and
-    ``_time_limit``)."""
+    ``_time_limit``), decimals made exact: Math-Verify compares a float by rounding both sides to 6 decimal
+    places, which would make ``\\frac{1}{10^8}`` and ``0.00000002`` equal."""
     extraction = [LatexExtractionConfig(), ExprExtractionConfig()]
-    return tuple(parse(f"${text}$", extraction_config=extraction, parsing_timeout=None))
+    parsed = parse(f"${text}$", extraction_config=extraction, parsing_timeout=None)
+    return tuple(_exact_floats(item) for item in parsed)
 
 
 def _symbolically_equal(first: str, second: str) -> bool:
@@ -569,9 +663,9 @@ def _symbolically_equal(first: str, second: str) -> bool:
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _math_equivalent_normalized(first: str, second: str, symbolic: bool = True) -> bool:
     """Equivalence of two distinct normalized math answers given in sorted order (so the cache is symmetric)."""
-    first_number, second_number = _as_number(first), _as_number(second)
-    if first_number is not None and second_number is not None:
-        return _numbers_close(first_number, second_number)
+    verdict = _number_verdict(first, second)
+    if verdict is not None:
+        return verdict
     if len(first) > _MAX_SYMBOLIC_CHARS or len(second) > _MAX_SYMBOLIC_CHARS:
         return False
     first_structure, second_structure = _structure(first), _structure(second)
@@ -650,9 +744,9 @@ def _warm_up_math_verify() -> None:
 def _math_equivalent(first: str, second: str) -> bool:
     if first == second:
         return True
-    first_number, second_number = _as_number(first), _as_number(second)
-    if first_number is not None and second_number is not None:  # no symbolic work: no time budget needed
-        return _numbers_close(first_number, second_number)
+    verdict = _number_verdict(first, second)
+    if verdict is not None:  # no symbolic work: no time budget needed
+        return verdict
     _warm_up_math_verify()
     try:
         with _time_limit(_SYMBOLIC_BUDGET_S):
@@ -662,10 +756,7 @@ def _math_equivalent(first: str, second: str) -> bool:
 
 
 def _text_equivalent(first: str, second: str) -> bool:
-    if first == second:
-        return True
-    first_number, second_number = _as_number(first), _as_number(second)
-    return first_number is not None and second_number is not None and _numbers_close(first_number, second_number)
+    return first == second or bool(_number_verdict(first, second))
 
 
 Equivalence = Callable[[str | None, str | None, str], bool]
@@ -695,11 +786,13 @@ def use_equivalence(relation: Equivalence | None) -> Iterator[None]:
 def equivalent(a: str | None, b: str | None, kind: str = "math") -> bool:
     """Deterministic, symmetric answer equivalence a ≡ b (SPEC §2 e = 1[ã ≡ a]; SPEC §4 answer classes).
 
-    None (no answer) is equivalent to nothing, not even None. math: normalized-string equality; two plain
-    numbers within relative tolerance 1e-6 (absolute 1e-9 near 0); tuples, intervals and sets element by
-    element (sets in any order, bracket types must agree); otherwise Math-Verify both ways. mc: same option
-    letter. text: normalized-string equality, or equal numbers. Inside :func:`use_equivalence` the user relation
-    decides instead.
+    None (no answer) is equivalent to nothing, not even None. math: normalized-string equality; two plain numbers
+    exactly, except that a written decimal matches within the smaller of 1e-6 relative and half a unit of its
+    last decimal place (``1000000`` ≢ ``1000001``, ``1.5`` ≡ ``1.50``, ``0.333`` ≢ 1/3, ``1e400`` ≢ ``1e401``);
+    matrices and vectors (``pmatrix``, ``bmatrix``, ``matrix``: same shape), tuples, intervals and sets element by
+    element by these rules (sets in any order, bracket types must agree); otherwise Math-Verify both ways, on exact
+    rationals. mc: same option letter. text: normalized-string equality, or equal numbers (the math number rule).
+    Inside :func:`use_equivalence` the user relation decides instead.
     """
     override = _EQUIVALENCE_OVERRIDE.get()
     if override is not None:

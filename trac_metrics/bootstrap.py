@@ -33,12 +33,13 @@ from numpy.typing import ArrayLike
 
 from trac_metrics import selective
 from trac_metrics._warnings import TracWarning
+from trac_metrics.limits import require_memory
 from trac_metrics.parallel import parallel_map
 
 Metric = Callable[[np.ndarray, np.ndarray], float]
 
-__all__ = ["BootstrapResult", "Metric", "PairData", "hierarchical_bootstrap", "hierarchical_bootstrap_many", "macro",
-           "mean_of_defined"]
+__all__ = ["BootstrapResult", "Metric", "PairData", "bootstrap_memory", "hierarchical_bootstrap",
+           "hierarchical_bootstrap_many", "macro", "mean_of_defined"]
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compare by identity
@@ -197,11 +198,15 @@ def hierarchical_bootstrap_many(
     """:func:`hierarchical_bootstrap` of several metrics on the same draws (each result equals a separate call with
     the same seed), the pairs' resampled metrics computed on ``jobs`` processes (None: every CPU; the result does
     not depend on it; the metrics must then be picklable, e.g. module-level functions). AUROC and AURC of a
-    method share one ordering and one pass over the draws."""
+    method share one ordering and one pass over the draws. A request larger than the memory available
+    (:func:`bootstrap_memory`) is refused up front with a :class:`~trac_metrics.limits.MemoryLimitError`."""
     methods = tuple(methods)
     checked = _checked_pairs(pairs, methods)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    questions = [np.unique(pair.groups).size for pair in checked]
+    require_memory(f"n_resamples={n_resamples}", bootstrap_memory(questions, n_resamples, len(methods), len(metrics)),
+                   f"for {len(checked)} pair(s) with {sum(questions)} questions in all")
     per_pair = {name: np.empty((len(checked), len(methods))) for name in metrics}
     point: dict[str, dict[str, float]] = {name: {} for name in metrics}
     for name, metric in metrics.items():
@@ -233,6 +238,16 @@ def hierarchical_bootstrap_many(
         results[name] = BootstrapResult(methods, tuple(pair.name for pair in checked),
                                         MappingProxyType(point[name]), per_pair[name], samples)
     return results
+
+
+def bootstrap_memory(questions: Sequence[int], n_resamples: int, n_columns: int, n_metrics: int) -> int:
+    """Bytes :func:`hierarchical_bootstrap_many` holds at least, for pairs of ``questions`` questions each and
+    ``n_columns`` score columns: per resample and pair the drawn question multiplicities (int32, kept and a copy
+    for a worker process), the int64 temporaries of drawing them for the largest pair, the drawn pair index, and
+    each metric's value of every column (float64, computed and gathered)."""
+    n_pairs = len(questions)
+    per_resample = 8 * sum(questions) + 24 * max(questions) + 9 * n_pairs + 16 * n_metrics * n_pairs * n_columns
+    return int(n_resamples) * per_resample
 
 
 def _pair_draw_values(draws: tuple[PairData, np.ndarray, np.ndarray], metrics: tuple[Metric, ...],

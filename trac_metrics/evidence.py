@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -35,6 +34,7 @@ from trac_metrics.features import (
     pce_features,
     tup_features,
 )
+from trac_metrics.heads import is_finite_number
 from trac_metrics.records import ResponseRecord
 
 EVIDENCE_VERSION = 1
@@ -85,6 +85,10 @@ class EvidenceOptions:
     ``equivalence``: None, or ``"module:function"`` / ``"file.py:function"`` (:func:`resolve_equivalence`) naming ``f(answer, other, kind) -> bool`` that replaces
     :func:`trac_metrics.answers.equivalent` (through :func:`trac_metrics.answers.use_equivalence`).
     ``n_bins``, ``tail_window``, ``low_threshold``: TUP's J, W and τ (SPEC §3); φ_P has 2·J + 11 numbers.
+
+    Building options with an equivalence imports (runs) the code it names, so an equivalence must come from the
+    command line, never from a file's content: a saved head stores its spec as data only
+    (:func:`trac_metrics.online.head_options` compares it with the command line's before anything is built).
     """
 
     answer_kind: str | None = None
@@ -100,9 +104,11 @@ class EvidenceOptions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if not math.isfinite(self.low_threshold):
-            raise ValueError(f"low_threshold must be finite, got {self.low_threshold}")
+        if not is_finite_number(self.low_threshold):
+            raise ValueError(f"low_threshold must be a finite number, got {self.low_threshold!r}")
         if self.equivalence is not None:
+            if not isinstance(self.equivalence, str):
+                raise ValueError(f"equivalence must be a MODULE:FUNCTION string, got {self.equivalence!r}")
             resolve_equivalence(self.equivalence)
 
     def changes(self) -> dict[str, Any]:
@@ -167,6 +173,25 @@ def question_evidence(records: Sequence[ResponseRecord], options: EvidenceOption
     relation = None if options.equivalence is None else resolve_equivalence(options.equivalence)
     with use_equivalence(relation) if relation is not None else contextlib.nullcontext():
         return _evidence(ordered, options)
+
+
+def document_accuracy(evidence: dict[str, Any]) -> dict[str, int]:
+    """The accuracy metrics lm-eval reports for one question of a TrAC task: ``acc`` (the primary answer is
+    correct) and, when K > 1, ``maj_acc`` (the modal answer of the K samples is correct)."""
+    metrics = {"acc": evidence["correct"]}
+    if evidence["num_samples"] > 1:
+        metrics["maj_acc"] = evidence["majority_correct"]
+    return metrics
+
+
+def task_accuracy(evidences: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """``acc`` and ``maj_acc`` of a task as lm-eval aggregates them: the mean of :func:`document_accuracy` over the
+    questions that report each (no ``maj_acc`` when every question has K = 1)."""
+    values: dict[str, list[int]] = {}
+    for evidence in evidences:
+        for name, value in document_accuracy(evidence).items():
+            values.setdefault(name, []).append(value)
+    return {name: float(np.mean(found)) for name, found in values.items()}
 
 
 def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions) -> dict[str, Any]:

@@ -18,7 +18,9 @@ logistic parameters are saved together, as the paper states, and scoring needs n
 from __future__ import annotations
 
 import json
+import math
 import os
+import reprlib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from scipy.special import expit, log_expit
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
 from trac_metrics._warnings import TracWarning
+from trac_metrics.files import atomic_write
 
 FOLD_SEEDS = (2026, 7, 13, 42, 100)
 """Fold seeds of the 5 cross-fitting repetitions (SPEC §4, §7)."""
@@ -195,6 +198,73 @@ def _logistic_newton(design: np.ndarray, labels: np.ndarray, C: float, max_iter:
     return weights[:-1], float(weights[-1])
 
 
+class HeadFormatError(ValueError):
+    """A head (a saved file or a payload) that does not follow the :class:`FittedHead` schema. The message names the
+    field, what was expected and what was found; :meth:`FittedHead.load` puts the file in front."""
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxdict, _SHOWN.maxstring, _SHOWN.maxother = 2, 4, 4, 40, 40
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message, abbreviated (a long or deeply nested value stays one short line)."""
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)}: {_SHOWN.repr(list(value))}"
+    return _SHOWN.repr(value)
+
+
+def expect(valid: bool, field_name: str, expected: str, value: Any) -> None:
+    """Raise :class:`HeadFormatError` "field 'F': expected E, got V" unless ``valid``."""
+    if not valid:
+        raise HeadFormatError(f"field {field_name!r}: expected {expected}, got {_shown(value)}")
+
+
+def is_number(value: Any) -> bool:
+    """A JSON number (int or float, not bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def as_float(value: int | float) -> float:
+    """A JSON number as a float; an integer too large for a float becomes inf (so a finiteness check refuses it)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def is_finite_number(value: Any) -> bool:
+    """A JSON number that is finite."""
+    return is_number(value) and math.isfinite(as_float(value))
+
+
+def check_fields(payload: dict[str, Any], names: Sequence[str], prefix: str = "") -> None:
+    """Every field of ``names`` present in the JSON object ``payload``, and no other (reported as ``prefix`` + name)."""
+    missing = [name for name in names if name not in payload]
+    if missing:
+        raise HeadFormatError(f"lacks the field {prefix + missing[0]!r} (expected the fields {', '.join(names)})")
+    unknown = sorted(str(name) for name in payload if name not in names)
+    if unknown:
+        raise HeadFormatError(f"unknown field {prefix + unknown[0]!r} (expected only the fields {', '.join(names)})")
+
+
+def _json_list(payload: dict[str, Any], name: str, items: str, is_item: Callable[[Any], bool]) -> tuple[Any, ...]:
+    """``payload[name]`` as a tuple, checked to be a JSON list whose every item passes ``is_item``."""
+    value = payload[name]
+    expect(isinstance(value, list) and all(is_item(item) for item in value), name, f"a list of {items}", value)
+    return tuple(value)
+
+
+def _check_version(version: Any) -> None:
+    expect(is_number(version) and version == HEAD_FORMAT_VERSION, "version",
+           f"{HEAD_FORMAT_VERSION} (the format this code reads)", version)
+
+
+HEAD_FIELDS = ("kind", "version", "feature_names", "impute_means", "indicator_features", "scaler_mean",
+               "scaler_scale", "coef", "intercept", "metadata")
+"""The fields of a saved head, all required (:meth:`FittedHead.to_dict`)."""
+
+
 @dataclass(frozen=True)
 class FittedHead:
     """A fitted head as plain numbers: scores new rows with numpy only, saves/loads as JSON (SPEC §4).
@@ -215,30 +285,24 @@ class FittedHead:
     metadata: dict[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        """Reject parameters that do not describe one consistent head."""
-        if self.version != HEAD_FORMAT_VERSION:
-            raise ValueError(
-                f"FittedHead version {self.version!r} is not supported (this code reads {HEAD_FORMAT_VERSION})"
-            )
+        """Reject parameters that do not describe one consistent head (:class:`HeadFormatError` naming the field)."""
+        _check_version(self.version)
         n_features = len(self.feature_names)
-        n_columns = n_features + len(self.indicator_features)
-        if len(self.impute_means) != n_features:
-            raise ValueError(f"impute_means has {len(self.impute_means)} entries for {n_features} features")
-        if list(self.indicator_features) != sorted(set(self.indicator_features)) or any(
-            not 0 <= j < n_features for j in self.indicator_features
-        ):
-            raise ValueError(
-                f"indicator_features must be increasing indices in [0, {n_features}), got {self.indicator_features}"
-            )
+        expect(n_features > 0, "feature_names", "at least one name", self.feature_names)
+        expect(len(self.impute_means) == n_features, "impute_means", f"{n_features} numbers (one per feature)",
+               self.impute_means)
+        indicators = list(self.indicator_features)
+        expect(indicators == sorted(set(indicators)) and all(0 <= j < n_features for j in indicators),
+               "indicator_features", f"increasing feature indices in [0, {n_features})", self.indicator_features)
+        n_columns = n_features + len(indicators)
         for name in ("scaler_mean", "scaler_scale", "coef"):
-            if len(getattr(self, name)) != n_columns:
-                raise ValueError(
-                    f"{name} has {len(getattr(self, name))} entries, expected {n_columns} "
-                    f"({n_features} features + {len(self.indicator_features)} missingness indicators)"
-                )
-        numbers = np.array([*self.impute_means, *self.scaler_mean, *self.scaler_scale, *self.coef, self.intercept])
-        if not np.isfinite(numbers).all() or min(self.scaler_scale, default=1.0) <= 0:
-            raise ValueError("FittedHead parameters must be finite and scaler_scale positive")
+            expect(len(getattr(self, name)) == n_columns, name,
+                   f"{n_columns} numbers ({n_features} features + {len(indicators)} missingness indicators)",
+                   getattr(self, name))
+        for name in ("impute_means", "scaler_mean", "scaler_scale", "coef", "intercept"):
+            expect(np.isfinite(np.asarray(getattr(self, name), dtype=float)).all(), name, "finite numbers",
+                   getattr(self, name))
+        expect(min(self.scaler_scale) > 0, "scaler_scale", "positive numbers", self.scaler_scale)
 
     def predict(self, X: Any) -> np.ndarray:
         """Probability of class 1 (correct) for each row of ``X`` (columns in ``feature_names`` order)."""
@@ -269,40 +333,71 @@ class FittedHead:
         }
 
     @classmethod
-    def from_dict(cls, payload: dict[str, Any]) -> FittedHead:
-        """Inverse of :meth:`to_dict`; a payload of another kind or version is a ValueError."""
+    def from_dict(cls, payload: Any) -> FittedHead:
+        """Inverse of :meth:`to_dict`, checked against the schema: every field of :data:`HEAD_FIELDS` present, no
+        other, each of its JSON type, and together one consistent head (:meth:`__post_init__`). The first violation
+        is a :class:`HeadFormatError` naming the field. ``metadata`` may be any JSON object."""
         if not isinstance(payload, dict):
-            raise ValueError(f"a FittedHead payload must be a JSON object, got {type(payload).__name__}")
-        if payload.get("kind") != HEAD_KIND:
-            raise ValueError(f"not a FittedHead: kind is {payload.get('kind')!r}, expected {HEAD_KIND!r}")
-        if payload.get("version") != HEAD_FORMAT_VERSION:
-            raise ValueError(
-                f"FittedHead format version {payload.get('version')!r} is not supported "
-                f"(this code reads version {HEAD_FORMAT_VERSION})"
-            )
-        try:
-            return cls(
-                feature_names=tuple(str(name) for name in payload["feature_names"]),
-                impute_means=tuple(float(v) for v in payload["impute_means"]),
-                indicator_features=tuple(int(j) for j in payload["indicator_features"]),
-                scaler_mean=tuple(float(v) for v in payload["scaler_mean"]),
-                scaler_scale=tuple(float(v) for v in payload["scaler_scale"]),
-                coef=tuple(float(v) for v in payload["coef"]),
-                intercept=float(payload["intercept"]),
-                version=payload["version"],
-                metadata=dict(payload.get("metadata", {})),
-            )
-        except KeyError as missing:
-            raise ValueError(f"FittedHead payload lacks the field {missing}") from None
+            raise HeadFormatError(f"expected a JSON object (a FittedHead), got {_shown(payload)}")
+        expect(payload.get("kind") == HEAD_KIND, "kind", f"{HEAD_KIND!r} (this file is not a FittedHead)",
+               payload.get("kind"))
+        check_fields(payload, HEAD_FIELDS)
+        _check_version(payload["version"])  # first: another version may have other fields
+        expect(is_number(payload["intercept"]), "intercept", "a number", payload["intercept"])
+        expect(isinstance(payload["metadata"], dict), "metadata", "a JSON object", payload["metadata"])
+
+        def numbers(name: str) -> tuple[float, ...]:
+            return tuple(as_float(value) for value in _json_list(payload, name, "numbers", is_number))
+
+        return cls(
+            feature_names=_json_list(payload, "feature_names", "strings", lambda value: isinstance(value, str)),
+            impute_means=numbers("impute_means"),
+            indicator_features=_json_list(payload, "indicator_features", "integers",
+                                          lambda value: is_number(value) and isinstance(value, int)),
+            scaler_mean=numbers("scaler_mean"),
+            scaler_scale=numbers("scaler_scale"),
+            coef=numbers("coef"),
+            intercept=as_float(payload["intercept"]),
+            version=HEAD_FORMAT_VERSION,
+            metadata=payload["metadata"],
+        )
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the head as JSON (metadata must hold JSON values; NaN/inf are refused)."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        """Write the head as JSON, atomically (:func:`trac_metrics.files.atomic_write`: a failed save leaves the
+        old file as it was). Metadata must hold JSON values; NaN/inf are refused."""
+        atomic_write(path, json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n")
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> FittedHead:
-        """Read a head written by :meth:`save`."""
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+    def load(cls, path: str | os.PathLike[str], check: Callable[[FittedHead], None] | None = None) -> FittedHead:
+        """Read a head written by :meth:`save`. Loading parses JSON and checks it (:meth:`from_dict`, then
+        ``check``, e.g. :func:`trac_metrics.online.check_head` for the metadata of ``trac fit``); it never imports or
+        runs anything. Unusable content is one :class:`HeadFormatError` "<path>: field 'F': expected ..., got ...";
+        an unreadable file is an OSError."""
+        data = Path(path).read_bytes()
+        try:
+            head = cls.from_dict(_parse_json(data))
+            if check is not None:
+                check(head)
+        except HeadFormatError as error:
+            raise HeadFormatError(f"{path}: {error}") from None
+        return head
+
+
+def _parse_json(data: bytes) -> Any:
+    """The JSON value of ``data``; anything that is not UTF-8 JSON is a :class:`HeadFormatError`."""
+    try:
+        return json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise HeadFormatError("not a JSON head file: nested too deeply to read") from None
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError, an integer too long to convert
+        raise HeadFormatError(f"not valid JSON ({error})") from None
+
+
+def newton_memory(n_columns: int) -> int:
+    """Bytes :func:`fit_head` holds for a head on ``n_columns`` design columns (features + missingness indicators +
+    intercept), not counting the rows: the Newton step's Hessian and the temporaries of building and solving it,
+    about 4 n×n float64 matrices (``trac --n-bins`` is checked against it)."""
+    return 4 * 8 * n_columns**2
 
 
 def fit_head(

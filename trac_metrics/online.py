@@ -13,8 +13,9 @@ threshold, so :func:`score_pairs` can read new runs the same way and compare rea
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,15 @@ from trac_metrics import selective
 from trac_metrics.evaluate import HEADS
 from trac_metrics.evidence import DEFAULT_OPTIONS, EvidenceOptions
 from trac_metrics.features import PCE_FEATURE_NAMES, tup_feature_names
-from trac_metrics.heads import FittedHead, fit_head
+from trac_metrics.heads import (
+    FittedHead,
+    HeadFormatError,
+    check_fields,
+    expect,
+    fit_head,
+    is_finite_number,
+    is_number,
+)
 from trac_metrics.runs import PairRun
 
 ONLINE_METHODS = ("trac", "pce", "tup", "cf")
@@ -35,12 +44,12 @@ CONSENSUS_FUSION_NAMES = ("consensus_q_K", "consensus_h_K")
 
 def head_feature_names(method: str, n_bins: int) -> tuple[str, ...]:
     """Column names of ``HEADS[method]``'s rows with TUP's J = ``n_bins``: φ_A, φ_P, [φ_A; φ_P], [φ_A; φ_P; q_K; h_K]."""
-    tup = tup_feature_names(n_bins)
-    names = {"pce": PCE_FEATURE_NAMES, "tup": tup, "trac": PCE_FEATURE_NAMES + tup,
-             "cf": PCE_FEATURE_NAMES + tup + CONSENSUS_FUSION_NAMES}
-    if method not in names:
+    if method not in ONLINE_METHODS:
         raise ValueError(f"online heads are {ONLINE_METHODS}, got {method!r}")
-    return names[method]
+    if method == "pce":
+        return PCE_FEATURE_NAMES
+    tup = tup_feature_names(n_bins)
+    return {"tup": tup, "trac": PCE_FEATURE_NAMES + tup, "cf": PCE_FEATURE_NAMES + tup + CONSENSUS_FUSION_NAMES}[method]
 
 
 def feature_rows(pair: PairRun, method: str) -> np.ndarray:
@@ -156,17 +165,105 @@ def fit_online_head(
     return replace(head, metadata=metadata)
 
 
-def head_method(head: FittedHead) -> str:
-    """The method a head saved by :func:`fit_online_head` scores (ValueError for a head saved otherwise)."""
-    method = head.metadata.get("method")
-    if method not in ONLINE_METHODS:
-        raise ValueError(f"the head's metadata names no online method ({method!r}): it was not written by trac fit")
-    return method
+METADATA_FIELDS = ("method", "evidence_options", "training_pairs", "training_questions", "threshold", "target_risk",
+                   "calibration_coverage", "calibration_risk", "calibration_pairs")
+"""The metadata of a head written by :func:`fit_online_head` (all required)."""
+_CALIBRATION_FIELDS = ("target_risk", "calibration_coverage", "calibration_risk", "calibration_pairs")
+"""The metadata that a threshold comes with, and that is null without one."""
+_PAIR_FIELDS = ("model", "task", "decoding", "questions", "accuracy")
+_OPTION_FIELDS = tuple(item.name for item in fields(EvidenceOptions))
 
 
-def head_options(head: FittedHead) -> EvidenceOptions:
-    """The evidence options the head's training rows were computed with (new runs must be read the same way)."""
-    return EvidenceOptions.from_dict(head.metadata.get("evidence_options", {}))
+def _is_count(value: Any) -> bool:
+    return is_number(value) and isinstance(value, int) and value >= 1
+
+
+def _is_share(value: Any) -> bool:
+    """A number in [0, 1] (a coverage, risk, accuracy or score)."""
+    return is_finite_number(value) and 0 <= value <= 1
+
+
+def _check_pairs(pairs: Any, name: str) -> None:
+    """``pairs`` is a non-empty list of :func:`_pair_summary` objects."""
+    expect(isinstance(pairs, list) and len(pairs) > 0, name, "a non-empty list of pair summaries", pairs)
+    for index, pair in enumerate(pairs):
+        where = f"{name}[{index}]"
+        expect(isinstance(pair, dict), where, "a JSON object", pair)
+        check_fields(pair, _PAIR_FIELDS, f"{where}.")
+        for key in ("model", "task"):
+            expect(isinstance(pair[key], str), f"{where}.{key}", "a string", pair[key])
+        decoding = pair["decoding"]
+        expect(isinstance(decoding, dict) and all(value is None or isinstance(value, str) or is_finite_number(value)
+                                                  for value in decoding.values()),
+               f"{where}.decoding", "a JSON object of finite numbers, strings or nulls", decoding)
+        expect(_is_count(pair["questions"]), f"{where}.questions", "a positive integer", pair["questions"])
+        expect(_is_share(pair["accuracy"]), f"{where}.accuracy", "a number in [0, 1]", pair["accuracy"])
+
+
+def check_head(head: FittedHead) -> None:
+    """Check that ``head`` is what :func:`fit_online_head` writes: every field of :data:`METADATA_FIELDS` and no
+    other, each of its JSON type and range, a threshold together with its calibration fields (or none of them), and
+    feature names that are the method's columns for the stored ``n_bins``. The first violation is a
+    :class:`~trac_metrics.heads.HeadFormatError` naming the field. Data only: a stored equivalence is never
+    imported (:func:`head_options`)."""
+    metadata = head.metadata
+    method = metadata.get("method")
+    expect(method in ONLINE_METHODS, "metadata.method", f"one of {ONLINE_METHODS} (the head was not written by trac "
+           "fit)", method)
+    check_fields(metadata, METADATA_FIELDS, "metadata.")
+    options = metadata["evidence_options"]
+    expect(isinstance(options, dict), "metadata.evidence_options", "a JSON object", options)
+    check_fields(options, _OPTION_FIELDS, "metadata.evidence_options.")
+    expect(options["equivalence"] is None or isinstance(options["equivalence"], str),
+           "metadata.evidence_options.equivalence", "null or a MODULE:FUNCTION string", options["equivalence"])
+    try:
+        EvidenceOptions.from_dict({**options, "equivalence": None})  # the other options, without importing anything
+    except ValueError as error:
+        raise HeadFormatError(f"field 'metadata.evidence_options': {error}") from None
+    n_bins = options["n_bins"]  # a head with TUP columns has more than 2·J: never build the names of a huge J
+    plausible = method == "pce" or 2 * n_bins < len(head.feature_names)
+    columns = head_feature_names(method, n_bins) if plausible else None
+    expect(head.feature_names == columns, "feature_names", f"the columns of a {method} head with n_bins={n_bins}",
+           head.feature_names)
+    _check_pairs(metadata["training_pairs"], "metadata.training_pairs")
+    expect(_is_count(metadata["training_questions"]), "metadata.training_questions", "a positive integer",
+           metadata["training_questions"])
+    if metadata["threshold"] is None:
+        for name in _CALIBRATION_FIELDS:
+            expect(metadata[name] is None, f"metadata.{name}", "null, as the threshold is null", metadata[name])
+        return
+    expect(_is_share(metadata["threshold"]), "metadata.threshold", "null or a number in [0, 1]", metadata["threshold"])
+    for name in _CALIBRATION_FIELDS[:-1]:
+        expect(_is_share(metadata[name]), f"metadata.{name}", "a number in [0, 1], as the head has a threshold",
+               metadata[name])
+    _check_pairs(metadata["calibration_pairs"], "metadata.calibration_pairs")
+
+
+def load_head(path: str | os.PathLike[str]) -> FittedHead:
+    """A head saved by ``trac fit``, read and checked (:meth:`FittedHead.load` with :func:`check_head`): a file
+    that is not one is a one-line :class:`~trac_metrics.heads.HeadFormatError` naming the file and the field."""
+    return FittedHead.load(path, check=check_head)
+
+
+def _spec(equivalence: str | None) -> str:
+    return "the built-in equivalence" if equivalence is None else f"--equivalence {equivalence!r}"
+
+
+def head_options(head: FittedHead, equivalence: str | None = None) -> EvidenceOptions:
+    """The evidence options the head's training rows were computed with, to read new runs the same way.
+
+    A head is data: its ``equivalence`` is only a spec string, compared with ``equivalence``, the spec the caller
+    was given on the command line (``trac score --equivalence``). A head fitted with a custom equivalence needs
+    the same spec, a head fitted without one accepts none; a mismatch either way is a ValueError naming both. The
+    options (which load the equivalence) are built only when both agree, so a head file never makes code run.
+    """
+    check_head(head)
+    stored = head.metadata["evidence_options"]
+    if stored["equivalence"] != equivalence:
+        raise ValueError(f"the head was fitted with {_spec(stored['equivalence'])} but scoring was given "
+                         f"{_spec(equivalence)}: give trac score the equivalence the head was fitted with (a head "
+                         "file never names code to run by itself)")
+    return EvidenceOptions.from_dict(stored)
 
 
 @dataclass(frozen=True)
@@ -193,8 +290,8 @@ def score_pairs(head: FittedHead, pairs: Sequence[PairRun]) -> list[PairScores]:
 
     Rows of another width than the head's (another TUP J, another method) are refused with a ValueError.
     """
-    method = head_method(head)
-    threshold = head.metadata.get("threshold")
+    check_head(head)
+    method, threshold = head.metadata["method"], head.metadata["threshold"]
     scored = []
     for pair in pairs:
         rows = feature_rows(pair, method)
@@ -209,12 +306,13 @@ def score_pairs(head: FittedHead, pairs: Sequence[PairRun]) -> list[PairScores]:
 
 
 def score_lines(scored: Sequence[PairScores]) -> Iterator[dict[str, Any]]:
-    """One JSON-ready dict per question: model, task, decoding, doc_id, score, accept (None without a threshold),
-    correct."""
+    """One JSON-ready dict per question: model, task, decoding, doc_id, score (None where it is NaN), accept (None
+    without a threshold), correct."""
     for item in scored:
         for index, evidence in enumerate(item.pair.evidences):
+            score = float(item.scores[index])
             yield {"model": item.pair.model, "task": item.pair.task, "decoding": dict(item.pair.decoding),
-                   "doc_id": evidence["doc_id"], "score": float(item.scores[index]),
+                   "doc_id": evidence["doc_id"], "score": None if math.isnan(score) else score,
                    "accept": None if item.accept is None else bool(item.accept[index]),
                    "correct": int(evidence["correct"])}
 

@@ -10,6 +10,7 @@ metadata, so the same data gives byte-identical files.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from trac_metrics.files import atomic_write
 from trac_metrics.leaderboard import k_label, leaderboard_methods, mean_latency, method_label
 from trac_metrics.report_data import ReportData
 from trac_metrics.selective import risk_coverage_curve
@@ -51,8 +53,11 @@ def macro_risk_coverage(data: ReportData, method: str, grid: np.ndarray = COVERA
 
 
 def _save(figure: Figure, path: str | os.PathLike[str]) -> Path:
+    """Render ``figure`` as PNG in memory, then write it atomically (a failed write leaves the old file)."""
     FigureCanvasAgg(figure)
-    figure.savefig(path, format="png", dpi=_DPI, metadata={"Software": None})
+    png = io.BytesIO()
+    figure.savefig(png, format="png", dpi=_DPI, metadata={"Software": None})
+    atomic_write(path, png.getvalue())
     return Path(path)
 
 

@@ -22,6 +22,10 @@ Run-level fields (optional, so older records still read): ``num_samples`` (K, th
 a reader knows a question is complete without reading the whole file), ``decoding`` (``temperature`` and
 ``top_p`` of the primary generation, ``probe_temperature``) and ``timing`` (engine seconds attributed to this
 response: ``generation_seconds``, ``p_true_seconds``; each probe has its own ``seconds``).
+
+Reading (:func:`iter_records`) checks every field against this schema, so a malformed record fails with
+:class:`RecordFormatError` naming the file, line and field, never deeper in a computation; a last line cut off by
+a crash is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -29,12 +33,16 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-from collections.abc import Iterable, Iterator, Mapping
+import math
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from trac_metrics._warnings import TracWarning
 
 SCHEMA = "trac-record/1"
 
@@ -58,7 +66,12 @@ def _store_as_stored(record: object, arrays: Mapping[str, type]) -> None:
 
 
 class RecordFormatError(ValueError):
-    """A stored record cannot be read: unknown schema version, missing field or malformed array."""
+    """A stored record cannot be read: a corrupt line, a missing field, a field of the wrong type, a malformed
+    array, or (:class:`RecordSchemaError`) another schema version."""
+
+
+class RecordSchemaError(RecordFormatError):
+    """A record of another schema version than :data:`SCHEMA` (written by another version of trac-eval)."""
 
 
 def encode_array(values: np.ndarray, dtype: type) -> dict[str, Any]:
@@ -67,14 +80,118 @@ def encode_array(values: np.ndarray, dtype: type) -> dict[str, Any]:
     return {"dtype": array.dtype.str, "shape": list(array.shape), "b64": base64.b64encode(array.tobytes()).decode()}
 
 
-def decode_array(payload: Mapping[str, Any], dtype: type, name: str) -> np.ndarray:
-    """Decode :func:`encode_array`'s output back to an array of ``dtype`` (native byte order)."""
+def decode_array(payload: Any, dtype: type, name: str) -> np.ndarray:
+    """Decode :func:`encode_array`'s output back to an array of ``dtype`` (native byte order).
+
+    The stored dtype must be numeric (integer or float, any byte order) and safely castable to ``dtype``, so text
+    or Python objects are never decoded; the shape must be a list of non-negative integers that the bytes fill
+    exactly. Anything else fails with :class:`RecordFormatError` naming the field ``name``.
+    """
+    if not isinstance(payload, Mapping) or not {"dtype", "shape", "b64"} <= payload.keys():
+        raise RecordFormatError(f"field {name!r} must be an encoded array {{dtype, shape, b64}}, got {_short(payload)}")
+    stored = _numeric_dtype(payload["dtype"])
+    if stored is None or not np.can_cast(stored, dtype, casting="safe"):
+        raise RecordFormatError(f"field {name!r} has dtype {_short(payload['dtype'])}; expected a numeric dtype "
+                                f"castable to {np.dtype(dtype).newbyteorder('<').str}")
+    shape = payload["shape"]
+    if not isinstance(shape, list) or not all(_is_int(size) and size >= 0 for size in shape):
+        raise RecordFormatError(f"field {name!r} has shape {_short(shape)}; expected a list of non-negative integers")
     try:
         raw = base64.b64decode(payload["b64"], validate=True)
-        array = np.frombuffer(raw, dtype=np.dtype(payload["dtype"])).reshape(payload["shape"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise RecordFormatError(f"field {name!r} is not a valid encoded array: {error}") from error
-    return array.astype(dtype)
+    except (TypeError, ValueError) as error:
+        raise RecordFormatError(f"field {name!r} is not valid base64: {error}") from error
+    if len(raw) != math.prod(shape) * stored.itemsize:
+        raise RecordFormatError(f"field {name!r} holds {len(raw)} bytes; shape {shape} of {stored.str} needs "
+                                f"{math.prod(shape) * stored.itemsize}")
+    try:
+        return np.frombuffer(raw, dtype=stored).reshape(shape).astype(dtype)
+    except ValueError as error:  # a shape numpy cannot represent (too many dimensions, a dimension too large)
+        raise RecordFormatError(f"field {name!r} has shape {_short(shape)}: {error}") from error
+
+
+def _numeric_dtype(name: Any) -> np.dtype | None:
+    """The integer or float dtype a stored dtype string names, else None."""
+    if not isinstance(name, str):
+        return None
+    try:
+        dtype = np.dtype(name)
+    except (TypeError, ValueError):  # not a dtype name
+        return None
+    return dtype if dtype.kind in "iuf" else None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _short(value: Any) -> str:
+    """A stored value as its JSON text, cut to 40 characters, for an error message (a stored text can be long)."""
+    text = json.dumps(value, ensure_ascii=False, default=repr, skipkeys=True)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+@dataclass(frozen=True)
+class _Expected:
+    """What a stored scalar field must hold: ``accepts`` tests a JSON value, ``description`` says it in an error."""
+
+    description: str
+    accepts: Callable[[Any], bool]
+
+    def or_null(self) -> _Expected:
+        """The same expectation, JSON null also accepted."""
+        return _Expected(f"{self.description} or null", lambda value: value is None or self.accepts(value))
+
+
+_STRING = _Expected("a string", lambda value: isinstance(value, str))
+_COUNT = _Expected("a non-negative integer", lambda value: _is_int(value) and value >= 0)
+_POSITIVE = _Expected("a positive integer", lambda value: _is_int(value) and value >= 1)
+_NUMBER = _Expected("a number", _is_number)
+_OBJECT = _Expected("a JSON object", lambda value: isinstance(value, Mapping))
+_NUMBERS = _Expected("a JSON object of numbers",
+                     lambda value: isinstance(value, Mapping) and all(map(_is_number, value.values())))
+_DOC_ID = _Expected("an integer or a string", lambda value: isinstance(value, str) or _is_int(value))
+
+_PROBE_FIELDS = {
+    "variant": _STRING, "appended_text": _STRING, "text": _STRING, "answer": _STRING.or_null(),
+    "answer_token_count": _COUNT, "finish_reason": _STRING, "num_prompt_tokens": _COUNT,
+    "num_cached_tokens": _COUNT.or_null(), "seconds": _NUMBER.or_null(),
+}
+_RESPONSE_FIELDS = {
+    "task": _STRING, "doc_id": _DOC_ID, "repeat": _COUNT, "model": _STRING, "answer_kind": _STRING,
+    "prompt_token_count": _COUNT, "text": _STRING, "answer": _STRING.or_null(), "reference": _STRING.or_null(),
+    "finish_reason": _STRING, "top_k": _POSITIVE, "probes": _OBJECT, "p_true": _NUMBER.or_null(),
+    "timing": _NUMBERS, "metadata": _OBJECT, "num_samples": _POSITIVE.or_null(), "decoding": _NUMBERS,
+}
+"""The schema of the scalar and mapping fields (the arrays are :data:`_RESPONSE_ARRAYS`, :data:`_PROBE_ARRAYS`)."""
+
+
+def _read_fields(payload: Any, cls: type, scalars: Mapping[str, _Expected], arrays: Mapping[str, type],
+                 prefix: str = "") -> dict[str, Any]:
+    """The constructor arguments of ``cls`` from its stored JSON object, each field checked against the schema.
+
+    Fields ``cls`` does not declare are ignored; ``prefix`` names where the object sits (``probes.trace.``).
+    """
+    what = f"field {prefix[:-1]!r}" if prefix else "a record"
+    if not isinstance(payload, Mapping):
+        raise RecordFormatError(f"{what} must be a JSON object, got {_short(payload)}")
+    declared = dataclasses.fields(cls)
+    missing = [item.name for item in declared if item.name not in payload
+               and item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING]
+    if missing:
+        raise RecordFormatError(f"{what} is missing fields {missing}")
+    values: dict[str, Any] = {}
+    for name in (item.name for item in declared if item.name in payload):
+        value = payload[name]
+        if name in arrays:
+            value = decode_array(value, arrays[name], prefix + name)
+        elif not scalars[name].accepts(value):
+            raise RecordFormatError(f"field {prefix + name!r} must be {scalars[name].description}, got {_short(value)}")
+        values[name] = value
+    return values
 
 
 @dataclass(frozen=True)
@@ -103,6 +220,9 @@ class ProbeRecord:
         _store_as_stored(self, _PROBE_ARRAYS)
         if self.variant not in PROBE_VARIANTS:
             raise RecordFormatError(f"unknown probe variant {self.variant!r}; expected one of {PROBE_VARIANTS}")
+        if self.token_ids.ndim != 1 or self.token_logprobs.ndim != 1:
+            raise RecordFormatError(f"probe token_ids and token_logprobs must be one-dimensional, got shapes "
+                                    f"{self.token_ids.shape} and {self.token_logprobs.shape}")
         n_tokens = len(self.token_ids)
         if len(self.token_logprobs) != n_tokens:
             raise RecordFormatError(
@@ -152,9 +272,11 @@ class ResponseRecord:
 
     def __post_init__(self) -> None:
         _store_as_stored(self, _RESPONSE_ARRAYS)
-        lengths = {name: len(getattr(self, name)) for name in _RESPONSE_ARRAYS}
-        if len(set(lengths.values())) != 1:
-            raise RecordFormatError(f"per-token arrays of {self.task}/{self.doc_id} differ in length: {lengths}")
+        shapes = {name: getattr(self, name).shape for name in _RESPONSE_ARRAYS}
+        if any(len(shape) != 1 for shape in shapes.values()):
+            raise RecordFormatError(f"per-token arrays of {self.task}/{self.doc_id} must be one-dimensional: {shapes}")
+        if len(set(shapes.values())) != 1:
+            raise RecordFormatError(f"per-token arrays of {self.task}/{self.doc_id} differ in length: {shapes}")
         for name, probe in self.probes.items():
             if name != probe.variant:
                 raise RecordFormatError(f"probe stored under {name!r} has variant {probe.variant!r}")
@@ -184,23 +306,18 @@ class ResponseRecord:
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> ResponseRecord:
-        """Inverse of :meth:`to_dict`; a record of another schema version fails with :class:`RecordFormatError`."""
-        schema = payload.get("schema")
-        if schema != SCHEMA:
-            raise RecordFormatError(
-                f"record schema {schema!r} is not supported by this version of trac-eval (it reads {SCHEMA!r}); "
-                "re-run the generation or use the trac-eval version that wrote it"
+        """Inverse of :meth:`to_dict`, validating every field against the schema of this module's docstring.
+
+        A record of another schema version fails with :class:`RecordSchemaError`; a field missing, of the wrong
+        type or a malformed array with :class:`RecordFormatError` naming the field and what it must hold.
+        """
+        if isinstance(payload, Mapping) and payload.get("schema") != SCHEMA:
+            raise RecordSchemaError(
+                f"record schema {payload.get('schema')!r} is not supported by this version of trac-eval (it "
+                f"reads {SCHEMA!r}); re-run the generation or use the trac-eval version that wrote it"
             )
-        names = {item.name for item in dataclasses.fields(cls)}
-        required = {item.name for item in dataclasses.fields(cls) if item.default is dataclasses.MISSING
-                    and item.default_factory is dataclasses.MISSING}
-        missing = required - payload.keys()
-        if missing:
-            raise RecordFormatError(f"record is missing fields {sorted(missing)}")
-        values = {name: payload[name] for name in names if name in payload}
-        for name, dtype in _RESPONSE_ARRAYS.items():
-            values[name] = decode_array(payload[name], dtype, name)
-        values["probes"] = {name: _probe_from_dict(probe) for name, probe in payload.get("probes", {}).items()}
+        values = _read_fields(payload, cls, _RESPONSE_FIELDS, _RESPONSE_ARRAYS)
+        values["probes"] = {name: _probe_from_dict(probe, name) for name, probe in values.get("probes", {}).items()}
         return cls(**values)
 
 
@@ -211,16 +328,8 @@ def _probe_to_dict(probe: ProbeRecord) -> dict[str, Any]:
     return out
 
 
-def _probe_from_dict(payload: Mapping[str, Any]) -> ProbeRecord:
-    values = dict(payload)
-    for name, dtype in _PROBE_ARRAYS.items():
-        if name not in values:
-            raise RecordFormatError(f"probe record is missing field {name!r}")
-        values[name] = decode_array(values[name], dtype, f"probe.{name}")
-    try:
-        return ProbeRecord(**values)
-    except TypeError as error:
-        raise RecordFormatError(f"malformed probe record: {error}") from error
+def _probe_from_dict(payload: Any, name: str) -> ProbeRecord:
+    return ProbeRecord(**_read_fields(payload, ProbeRecord, _PROBE_FIELDS, _PROBE_ARRAYS, f"probes.{name}."))
 
 
 class RecordWriter:
@@ -240,14 +349,29 @@ class RecordWriter:
 def iter_records(path: str | Path) -> Iterator[ResponseRecord]:
     """Stream the records of a JSONL file one at a time (the file is never held in memory whole).
 
-    A malformed line fails with :class:`RecordFormatError` naming the file and line number; a truncated last line
-    (a run killed mid-write) is reported the same way rather than skipped silently.
+    A last line without its newline that is not valid JSON is what a run killed mid-write (or a full disk) leaves:
+    it is skipped with a :class:`~trac_metrics._warnings.TracWarning` naming the file and how many complete records
+    were kept. Any other unreadable line fails with :class:`RecordFormatError` naming the file and line number: a
+    corrupt line followed by others, a malformed record (a field missing or of the wrong type, a bad array), or
+    (:class:`RecordSchemaError`) a record of another schema version.
     """
-    with Path(path).open(encoding="utf-8") as handle:
+    kept = 0
+    with Path(path).open("rb") as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                yield ResponseRecord.from_dict(json.loads(line))
-            except (json.JSONDecodeError, RecordFormatError) as error:
-                raise RecordFormatError(f"{path}:{line_number}: {error}") from error
+                payload = json.loads(line)
+            except ValueError as error:  # not JSON, or not UTF-8
+                if line.endswith(b"\n"):
+                    raise RecordFormatError(f"{path}:{line_number}: corrupt line, not valid JSON ({error})") from error
+                warnings.warn(f"{path}: skipped its last line {line_number}, cut off mid-write (a run killed or a "
+                              f"full disk); kept the {kept} complete records before it", TracWarning, stacklevel=2)
+                return
+            try:
+                record = ResponseRecord.from_dict(payload)
+            except RecordFormatError as error:
+                kind = "" if isinstance(error, RecordSchemaError) else "malformed record: "
+                raise type(error)(f"{path}:{line_number}: {kind}{error}") from error
+            kept += 1
+            yield record

@@ -13,6 +13,7 @@ import pandas as pd
 
 from trac_metrics.analyses import all_analyses
 from trac_metrics.evaluate import METRIC_NAMES
+from trac_metrics.files import atomic_write
 from trac_metrics.leaderboard import leaderboard_tables
 from trac_metrics.plots import cost_quality_plot, risk_coverage_plot
 from trac_metrics.report_data import ReportData
@@ -60,7 +61,8 @@ def write_report(data: ReportData, out_dir: str | Path, latex: bool = False) -> 
 
     Files: ``leaderboard.md`` (every table: leaderboard, intervals, paired differences, per pair, then each table of
     :func:`trac_metrics.analyses.all_analyses`), ``<name>.csv`` per table (``leaderboard.csv`` is the main table),
-    ``<name>.tex`` per table when ``latex``, ``risk_coverage.png`` and ``cost_quality.png``.
+    ``<name>.tex`` per table when ``latex``, ``risk_coverage.png`` and ``cost_quality.png``. Each file is written
+    atomically (:func:`trac_metrics.files.atomic_write`): a failure leaves no half-written file.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -69,11 +71,11 @@ def write_report(data: ReportData, out_dir: str | Path, latex: bool = False) -> 
     for table in tables:
         write_csv(table, out / f"{table.name}.csv")
         if latex:
-            (out / f"{table.name}.tex").write_text(to_latex(table), encoding="utf-8")
+            atomic_write(out / f"{table.name}.tex", to_latex(table))
     for file_name, _, draw in FIGURES:
         draw(data, out / file_name)
     markdown = report_markdown(data, tables)
-    (out / "leaderboard.md").write_text(markdown, encoding="utf-8")
+    atomic_write(out / "leaderboard.md", markdown)
     return markdown
 
 

@@ -5,7 +5,8 @@
 :func:`load_pairs` streams every file once, turns each question into its evidence dict
 (:func:`trac_metrics.evidence.question_evidence`) as soon as its K records have been read (records carry K), and
 keeps only those small dicts and the timing sums: the per-token arrays of a question are dropped when it is
-complete, so memory grows with the number of questions, not with the number of generated tokens.
+complete, so memory grows with the number of questions, not with the number of generated tokens. A question with
+fewer records than its K (a run cut short) is dropped with a warning: see :func:`load_pairs`.
 
 Records of the same (model, task, decoding) found in several files are one pair (a run resumed into a new file);
 a question met twice is an error naming both files (two generations of one pair cannot be told apart).
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from trac_metrics._warnings import TracWarning
 from trac_metrics.evaluate import HEADS, FeatureRow, TaskEvaluation, evaluate_task
 from trac_metrics.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence
 from trac_metrics.parallel import Progress, parallel_map
-from trac_metrics.records import RecordFormatError, ResponseRecord, iter_records
+from trac_metrics.records import ResponseRecord, iter_records
 
 RECORDS_FOLDER = "trac_records"
 
@@ -40,7 +43,7 @@ SAMPLING_PROBE_METHODS = ("cf", "sup_consensus")
 
 
 class NoRecordsError(ValueError):
-    """A folder given to a report holds no TrAC records."""
+    """The paths given to a report hold no TrAC records: no record files, or files without one complete question."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,8 @@ class PairRun:
 
     @property
     def num_samples(self) -> int:
-        """K, the responses per question (the smallest count when questions differ)."""
+        """K, the responses per question: the K the records declare, since :func:`load_pairs` drops incomplete
+        questions (the smallest K when the questions of a pair declare different ones)."""
         return min(evidence["num_samples"] for evidence in self.evidences)
 
     @property
@@ -155,6 +159,9 @@ def find_record_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 PairKey = tuple[str, str, tuple[tuple[str, float], ...]]
 
+_LISTED = 10
+"""Incomplete questions a warning names one by one."""
+
 
 def _pair_key(record: ResponseRecord) -> PairKey:
     return (record.model, record.task, tuple(sorted(record.decoding.items())))
@@ -170,7 +177,7 @@ class _PairAccumulator:
         self.responses = 0
         self.sources: list[Path] = []
 
-    def add_response_timing(self, record: ResponseRecord) -> None:
+    def _add_timing(self, record: ResponseRecord) -> None:
         self.responses += 1
         timing = record.timing
         if "generation_seconds" in timing:
@@ -184,7 +191,10 @@ class _PairAccumulator:
                 self.seconds[f"probe_{variant}"] += float(probe.seconds)
 
     def add_question(self, records: list[ResponseRecord], path: Path) -> None:
+        """Add one complete question: its evidence and the engine seconds of its responses."""
         self._add(str(records[0].doc_id), question_evidence(records, self.options), path)
+        for record in records:
+            self._add_timing(record)
 
     def _add(self, doc_id: str, evidence: dict[str, Any], path: Path) -> None:
         if doc_id in self.evidences:
@@ -215,34 +225,53 @@ def load_pairs(
 
     Files are read on ``jobs`` processes (default: every CPU this process may use; the result does not depend on
     it). ``progress`` wraps the stream of finished files (e.g. ``tqdm``). ``options`` say how each question's
-    evidence is computed (:class:`~trac_metrics.evidence.EvidenceOptions`; ``trac rescore``). Unreadable records
-    (another schema version, a truncated line) raise :class:`RecordFormatError` naming the file and line.
+    evidence is computed (:class:`~trac_metrics.evidence.EvidenceOptions`; ``trac rescore``).
+
+    A question with fewer records in a file than the K (``num_samples``) its records declare — a run killed before
+    it finished the question — is dropped, with a :class:`~trac_metrics._warnings.TracWarning` naming it and how
+    many of K were found: the sampling methods are defined on K samples and a question without its primary cannot
+    be scored, so every question of a pair has its K responses and :attr:`PairRun.num_samples` is the declared K.
+    Records without ``num_samples`` (older runs) make a question of whatever the file holds. A line cut off at the
+    end of a file is skipped with a warning (:func:`~trac_metrics.records.iter_records`); any other unreadable line
+    raises :class:`~trac_metrics.records.RecordFormatError` naming the file and line. Paths without one complete
+    question (empty record files included) raise :class:`NoRecordsError`.
     """
     files = find_record_files(paths)
     pairs: dict[PairKey, _PairAccumulator] = {}
     for per_file in parallel_map(partial(_read_file, options=options), files, jobs, progress):
         for key, accumulator in per_file.items():
             pairs.setdefault(key, _PairAccumulator(key, options)).merge(accumulator)
-    return [_finish(key, accumulator) for key, accumulator in sorted(pairs.items(), key=lambda item: item[0])]
+    complete = sorted(((key, accumulator) for key, accumulator in pairs.items() if accumulator.evidences),
+                      key=lambda item: item[0])
+    if not complete:
+        found = "no complete question (each has fewer records than its num_samples)" if pairs else "no records"
+        raise NoRecordsError(f"{found} in {', '.join(str(file) for file in files)}")
+    return [_finish(key, accumulator) for key, accumulator in complete]
 
 
 def _read_file(path: Path, options: EvidenceOptions) -> dict[PairKey, _PairAccumulator]:
-    """The pairs of one record file, each question reduced to its evidence as soon as its K records are read."""
+    """The pairs of one record file, each question reduced to its evidence as soon as its K records are read;
+    incomplete questions are dropped with a warning (see :func:`load_pairs`)."""
     pairs: dict[PairKey, _PairAccumulator] = {}
     pending: dict[tuple[PairKey, str], list[ResponseRecord]] = {}
-    try:
-        for record in iter_records(path):
-            key = _pair_key(record)
-            pairs.setdefault(key, _PairAccumulator(key, options)).add_response_timing(record)
-            question = (key, str(record.doc_id))
-            pending.setdefault(question, []).append(record)
-            if record.num_samples is not None and len(pending[question]) == record.num_samples:
-                pairs[key].add_question(pending.pop(question), path)
-    except RecordFormatError as error:
-        raise RecordFormatError(f"{error} (a report reads one record schema; regenerate or convert older runs)") \
-            from error
-    for (key, _), records in pending.items():
-        pairs[key].add_question(records, path)
+    for record in iter_records(path):
+        key = _pair_key(record)
+        pairs.setdefault(key, _PairAccumulator(key, options))
+        question = (key, str(record.doc_id))
+        pending.setdefault(question, []).append(record)
+        if record.num_samples is not None and len(pending[question]) == record.num_samples:
+            pairs[key].add_question(pending.pop(question), path)
+    incomplete = []
+    for (key, doc_id), records in pending.items():
+        if records[0].num_samples is None:
+            pairs[key].add_question(records, path)
+        else:
+            incomplete.append(f"{key[0]} / {key[1]} question {doc_id} ({len(records)} of {records[0].num_samples})")
+    if incomplete:
+        shown = "; ".join(incomplete[:_LISTED]) + (f"; and {len(incomplete) - _LISTED} more"
+                                                    if len(incomplete) > _LISTED else "")
+        warnings.warn(f"{path}: dropped {len(incomplete)} incomplete question(s), with fewer records than their "
+                      f"num_samples K (a run cut short?): {shown}", TracWarning, stacklevel=2)
     return pairs
 
 

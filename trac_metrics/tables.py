@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from trac_metrics.files import atomic_write
+
 
 @dataclass(frozen=True)
 class ReportTable:
@@ -153,5 +155,6 @@ def to_latex(table: ReportTable) -> str:
 
 
 def write_csv(table: ReportTable, path: str | os.PathLike[str]) -> None:
-    """The frame as CSV: index levels as the first columns, full-precision plain numbers, NaN as ``nan``."""
-    table.frame.to_csv(path, na_rep="nan", lineterminator="\n")
+    """The frame as CSV: index levels as the first columns, full-precision plain numbers, NaN as ``nan``; written
+    atomically (a failed write leaves the old file)."""
+    atomic_write(path, table.frame.to_csv(na_rep="nan", lineterminator="\n"))

@@ -165,19 +165,20 @@ def records_dir(argv: Sequence[str] | None = None) -> Path:
 
 
 class RecordSink:
-    """One append-only JSONL file per task for this run, named ``<task>.<run stamp>.jsonl``."""
+    """One append-only JSONL file per task for this run, named ``<task>.<run stamp>.jsonl``; the stamp is the
+    start time plus the process id, so two runs started in the same second never share a file."""
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory or records_dir()
-        self.stamp = time.strftime("%Y-%m-%dT%H-%M-%S")
+        self.stamp = f"{time.strftime('%Y-%m-%dT%H-%M-%S')}-{os.getpid()}"
         self._writers: dict[str, RecordWriter] = {}
 
     def path_for(self, task: str) -> Path:
         safe_task = re.sub(r"[^A-Za-z0-9_.-]", "_", task)
         return self.directory / f"{safe_task}.{self.stamp}.jsonl"
 
-    def write(self, records: Sequence[ResponseRecord]) -> None:
-        """Append ``records`` (any tasks) and flush each file."""
+    def write(self, records: Sequence[ResponseRecord]) -> Path | None:
+        """Append ``records`` (any tasks) and flush each file; returns the file of the last task written."""
         by_task: dict[str, list[ResponseRecord]] = {}
         for record in records:
             by_task.setdefault(record.task, []).append(record)
@@ -186,3 +187,4 @@ class RecordSink:
                 self._writers[task] = RecordWriter(self.path_for(task))
                 LOGGER.info("trac-eval: writing records of task %s to %s", task, self.path_for(task))
             self._writers[task].write_batch(task_records)
+        return self.path_for(records[-1].task) if records else None

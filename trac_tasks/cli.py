@@ -10,14 +10,17 @@
 - ``trac fit RUN_DIR... --out head.json`` / ``trac score head.json RUN_DIR...``: fit a head on some runs (with an
   abstention threshold chosen on calibration runs), score the records of other runs.
 
-Unusable input (a folder without TrAC records, another record schema, a question stored twice, a head that does not
-fit the runs) ends with a one-line message on stderr and exit status 2.
+Unusable input (a folder without TrAC records, another record schema, a question stored twice, a malformed head file
+or one that does not fit the runs, a request larger than the memory available) ends with a one-line message on
+stderr and exit status 2. Every file is written atomically (complete, or the old file left as it was), and a head
+file is data only: a custom ``--equivalence`` is code and comes from the command line alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -26,20 +29,25 @@ from typing import TypeVar
 from tqdm import tqdm
 
 from trac_metrics.answers import ANSWER_KINDS
-from trac_metrics.evidence import DEFAULT_OPTIONS, EvidenceOptions
+from trac_metrics.bootstrap import bootstrap_memory
+from trac_metrics.evidence import DEFAULT_OPTIONS, EvidenceOptions, task_accuracy
 from trac_metrics.features import LOW_THRESHOLD, N_BINS, TAIL_WINDOW
-from trac_metrics.heads import FittedHead
+from trac_metrics.files import atomic_write
+from trac_metrics.heads import newton_memory
+from trac_metrics.limits import require_memory
 from trac_metrics.online import (
     DEFAULT_TARGET_RISK,
     ONLINE_METHODS,
     fit_online_head,
     format_scores,
+    head_feature_names,
     head_options,
+    load_head,
     score_lines,
     score_pairs,
 )
 from trac_metrics.report import format_table, method_table, write_report
-from trac_metrics.report_data import build_report_data
+from trac_metrics.report_data import BOOTSTRAP_METRICS, build_report_data
 from trac_metrics.rescore import changes_to_json, format_changes, rescore
 from trac_metrics.runs import PairRun, evaluate_pairs, load_pairs
 
@@ -50,36 +58,47 @@ def newest_results_file(out_dir: Path) -> Path:
     """The most recent ``results_*.json`` lm-eval wrote under ``out_dir`` (it nests one folder per model)."""
     candidates = sorted(out_dir.rglob("results_*.json"), key=lambda path: path.stat().st_mtime)
     if not candidates:
-        raise SystemExit(f"trac summary: no lm-eval results_*.json under {out_dir}")
+        raise ValueError(f"no lm-eval results_*.json under {out_dir}")
     return candidates[-1]
+
+
+def _task_block(task: str, metrics: dict[str, float]) -> str:
+    """A task's accuracy line (``acc``, ``maj_acc`` when K > 1) and its method × metric table."""
+    accuracy = f"acc = {metrics.get('acc', math.nan):.4f}"
+    if "maj_acc" in metrics:
+        accuracy += f", majority-vote acc = {metrics['maj_acc']:.4f}"
+    return f"{task}: {accuracy}\n{format_table(method_table(metrics))}"
 
 
 def summary(out_dir: Path) -> str:
     path = newest_results_file(out_dir)
-    results = json.loads(path.read_text())["results"]
+    try:
+        payload = json.loads(path.read_text())
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from None
+    results = payload.get("results") if isinstance(payload, dict) else None
+    if not isinstance(results, dict):
+        raise ValueError(f"{path}: no 'results' object (not an lm-eval results file)")
     blocks = [f"results: {path}"]
     for task, values in sorted(results.items()):
         metrics = {key.split(",")[0]: value for key, value in values.items()
                    if "," in key and isinstance(value, (int, float))}
-        if "trac_auroc" not in metrics:
-            continue
-        accuracy = f"acc = {metrics.get('acc', float('nan')):.4f}"
-        if "maj_acc" in metrics:
-            accuracy += f", majority-vote acc = {metrics['maj_acc']:.4f}"
-        blocks.append(f"\n{task}: {accuracy}\n{format_table(method_table(metrics))}")
+        if "trac_auroc" in metrics:
+            blocks.append("\n" + _task_block(task, metrics))
     if len(blocks) == 1:
-        raise SystemExit(f"trac summary: {path} holds no TrAC task")
+        raise ValueError(f"{path} holds no TrAC task")
     return "\n".join(blocks)
 
 
 def evaluate_records(paths: Sequence[Path]) -> dict[str, dict[str, float]]:
-    """Metrics per task recomputed from record files: lm-eval's per-task numbers for the run that wrote them."""
+    """Metrics per task recomputed from record files: lm-eval's per-task numbers for the run that wrote them
+    (``acc``, ``maj_acc`` when K > 1, and every ``<method>_<metric>``)."""
     metrics: dict[str, dict[str, float]] = {}
     for pair, evaluation in zip(pairs := load_pairs(paths), evaluate_pairs(pairs), strict=True):
         if pair.task in metrics:
             raise ValueError(f"task {pair.task} appears in records of several models or decodings; "
                              "compare them with `trac report`")
-        metrics[pair.task] = evaluation.metrics
+        metrics[pair.task] = {**task_accuracy(pair.evidences), **evaluation.metrics}
     return metrics
 
 
@@ -92,14 +111,28 @@ def _read(paths: Sequence[Path], options: EvidenceOptions = DEFAULT_OPTIONS, job
     return load_pairs(paths, progress=_progress("reading records", "file"), options=options, jobs=jobs)
 
 
+def _check_n_bins(n_bins: int, request: str) -> None:
+    """Refuse a TUP J whose heads cannot be fitted in the memory available: a cf head has 2·J + 18 features (the
+    names of J = 0 plus 2·J bins), at most as many missingness indicators, and an intercept."""
+    columns = 2 * (len(head_feature_names("cf", 0)) + 2 * n_bins) + 1
+    require_memory(request, newton_memory(columns), f"for TUP with {n_bins} bins (heads on up to {columns} columns)")
+
+
 def _options(args: argparse.Namespace) -> EvidenceOptions:
+    _check_n_bins(args.n_bins, f"--n-bins {args.n_bins}")
     return EvidenceOptions(answer_kind=args.answer_kind, equivalence=args.equivalence, n_bins=args.n_bins,
                            tail_window=args.tail_window, low_threshold=args.low_threshold)
 
 
 def _report(args: argparse.Namespace) -> None:
-    data = build_report_data(_read(args.runs, _options(args), args.jobs), n_resamples=args.resamples,
-                             seed=args.seed, progress=_progress("evaluating pairs", "pair"), jobs=args.jobs)
+    pairs = _read(args.runs, _options(args), args.jobs)
+    questions = [len(pair.evidences) for pair in pairs]
+    # checked before the slow evaluation, with one score column: the least a report bootstraps
+    needed = bootstrap_memory(questions, args.resamples, n_columns=1, n_metrics=len(BOOTSTRAP_METRICS))
+    require_memory(f"--resamples {args.resamples}", needed,
+                   f"for {len(pairs)} pair(s) with {sum(questions)} questions in all")
+    data = build_report_data(pairs, n_resamples=args.resamples, seed=args.seed,
+                             progress=_progress("evaluating pairs", "pair"), jobs=args.jobs)
     print(write_report(data, args.out, latex=args.latex))
 
 
@@ -128,11 +161,12 @@ def _fit(args: argparse.Namespace) -> None:
 
 
 def _score(args: argparse.Namespace) -> None:
-    head = FittedHead.load(args.head)
-    scored = score_pairs(head, _read(args.runs, head_options(head)))
+    head = load_head(args.head)
+    options = head_options(head, args.equivalence)
+    _check_n_bins(options.n_bins, f"n_bins {options.n_bins} of {args.head}")
+    scored = score_pairs(head, _read(args.runs, options))
     if args.out is not None:
-        with args.out.open("w", encoding="utf-8") as handle:
-            handle.writelines(json.dumps(line) + "\n" for line in score_lines(scored))
+        atomic_write(args.out, "".join(json.dumps(line, allow_nan=False) + "\n" for line in score_lines(scored)))
     print(format_scores(head, scored))
 
 
@@ -142,11 +176,27 @@ def _summary(args: argparse.Namespace) -> None:
 
 def _evaluate(args: argparse.Namespace) -> None:
     metrics = evaluate_records(args.records)
-    if args.json:
-        print(json.dumps(metrics, indent=2))
+    if args.json:  # a metric that could not be computed (NaN) is null: valid JSON
+        print(json.dumps({task: {name: value if math.isfinite(value) else None for name, value in values.items()}
+                          for task, values in metrics.items()}, indent=2, allow_nan=False))
         return
     for task, values in metrics.items():
-        print(f"{task}\n{format_table(method_table(values))}\n")
+        print(_task_block(task, values) + "\n")
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+EQUIVALENCE_HELP = ("f(answer, other, kind) -> bool replacing the built-in answer equivalence everywhere (labels, "
+                    "agreement, answer classes): a module on the Python path, or FILE.py:FUNCTION")
 
 
 def _evidence_arguments() -> argparse.ArgumentParser:
@@ -155,10 +205,10 @@ def _evidence_arguments() -> argparse.ArgumentParser:
     group = parent.add_argument_group("evidence options (default: the paper's configuration)")
     group.add_argument("--answer-kind", choices=ANSWER_KINDS, help="normalize and compare answers as this kind "
                        "instead of the kind stored in the records")
-    group.add_argument("--equivalence", metavar="MODULE:FUNCTION", help="f(answer, other, kind) -> bool "
-                       "replacing the built-in answer equivalence everywhere (labels, agreement, answer classes) (a module on the Python path, or FILE.py:FUNCTION)")
-    group.add_argument("--n-bins", type=int, default=N_BINS, metavar="J", help=f"TUP position bins (default {N_BINS})")
-    group.add_argument("--tail-window", type=int, default=TAIL_WINDOW, metavar="W",
+    group.add_argument("--equivalence", metavar="MODULE:FUNCTION", help=EQUIVALENCE_HELP)
+    group.add_argument("--n-bins", type=_positive_int, default=N_BINS, metavar="J",
+                       help=f"TUP position bins (default {N_BINS})")
+    group.add_argument("--tail-window", type=_positive_int, default=TAIL_WINDOW, metavar="W",
                        help=f"TUP tail window in tokens (default {TAIL_WINDOW})")
     group.add_argument("--low-threshold", type=float, default=LOW_THRESHOLD, metavar="TAU",
                        help=f"TUP low-logprob threshold (default {LOW_THRESHOLD})")
@@ -182,10 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
     report.add_argument("--out", type=Path, required=True, metavar="DIR")
     report.add_argument("--latex", action="store_true", help="also write LaTeX tables")
-    report.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    report.add_argument("--resamples", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    report.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: every CPU; the numbers "
-                        "do not depend on it)")
+    report.add_argument("--jobs", type=_positive_int, metavar="N", help="worker processes (default: every CPU; the "
+                        "numbers do not depend on it)")
     report.set_defaults(run=_report)
 
     rescore_command = commands.add_parser("rescore", parents=[evidence_options],
@@ -208,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("head", type=Path, metavar="HEAD.json")
     score.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
     score.add_argument("--out", type=Path, metavar="SCORES.jsonl", help="write one JSON line per question")
+    score.add_argument("--equivalence", metavar="MODULE:FUNCTION", help=EQUIVALENCE_HELP + "; required, with the "
+                       "same spec, when the head was fitted with one (a head file stores the spec as data only)")
     score.set_defaults(run=_score)
     return parser
 
@@ -216,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
-    except (ValueError, OSError) as error:  # NoRecordsError, RecordFormatError, duplicates, unusable heads, files
+    except (ValueError, OSError) as error:  # unusable records, heads (HeadFormatError), requests, files
         print(f"trac {args.command}: {error}", file=sys.stderr)
         raise SystemExit(2) from None
 

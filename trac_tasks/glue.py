@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from trac_metrics.evaluate import evaluate_task
-from trac_metrics.evidence import question_evidence
+from trac_metrics.evidence import document_accuracy, question_evidence
 from trac_tasks.lm_eval_patches import MultiMetricResult
 
 
@@ -35,11 +35,7 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Sequence[str]]) ->
             "a --use_cache database written by a run without trac-eval"
         )
     evidence = question_evidence(records)
-    out: dict[str, Any] = {"acc": evidence["correct"]}
-    if evidence["num_samples"] > 1:
-        out["maj_acc"] = evidence["majority_correct"]
-    out["trac"] = evidence
-    return out
+    return {**document_accuracy(evidence), "trac": evidence}
 
 
 def aggregate_trac(items: Sequence[dict[str, Any]]) -> MultiMetricResult:

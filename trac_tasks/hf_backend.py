@@ -17,7 +17,8 @@ from typing import Any
 
 from trac_tasks.config import PROBE_MAX_TOKENS, TracConfig, strip_trac
 from trac_tasks.probe import trace_body
-from trac_tasks.runner import ProbeJob, ProbeOutput, Trace, TracRunner, hook_generate_until
+from trac_tasks.chunk import ChunkState, ProbeJob
+from trac_tasks.runner import ProbeOutput, Trace, TracRunner, hook_generate_until
 
 
 def install(module: ModuleType) -> None:
@@ -187,10 +188,10 @@ class HfTracRunner(TracRunner):
             prefix.held_ids = list(ids)
         return logits[0], shared
 
-    def score_tokens(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob],
-                     token_ids: Sequence[list[int]]) -> list[ProbeOutput]:
+    def score_tokens(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[ProbeOutput]:
         results = []
-        for job, tokens in zip(jobs, token_ids, strict=True):
+        for job in jobs:
+            tokens = list(job.tokens)
             trace = traces[job.index]
             started = time.perf_counter()
             logits, shared = self._forward(trace, job.prompt_ids + tokens)
@@ -213,8 +214,9 @@ class HfTracRunner(TracRunner):
             results.append({candidate: float(logprobs[self.encode(candidate)[0]]) for candidate in candidates})
         return results
 
-    def _run_chunk(self, requests, repeats, configs):
+    def execute(self, chunk: ChunkState) -> None:
+        """The default batch flow; every response's KV cache is dropped when its chunk is done."""
         try:
-            return super()._run_chunk(requests, repeats, configs)
+            super().execute(chunk)
         finally:
             self._caches.clear()

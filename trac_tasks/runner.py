@@ -1,11 +1,14 @@
 """The engine-independent TrAC flow of one ``generate_until`` call (SPEC §1–2), shared by the vLLM and HF hooks.
 
-For each chunk of TrAC requests: generate the K samples with per-token logprobs and run each response's trace
-probe on token ids (an engine that can, vLLM, submits each probe the moment its trace finishes, while its prefix is
-hot in the cache; the default runs them after the chunk), then the configured ablation probes, optionally P(True),
-then write the chunk's immutable records and hand lm-eval the texts with the records attached. An engine subclass
-supplies four primitives: sampled generation with logprobs, greedy ≤16-token probes that reuse the cached prefix,
-teacher-forced scoring of given tokens, and next-token logprobs of given candidate strings.
+Before anything is generated, every task's templates are checked on its documents. Then, chunk by chunk: the K
+samples of each question are generated with per-token logprobs; each finished trace unlocks its jobs (the trace
+probe on token ids for every sample; for the primary sample the configured ablation probes, teacher-forced scoring
+and P(True)); the moment a question's samples and jobs are all done its immutable records are written and flushed
+(:mod:`trac_tasks.chunk`), so a crash loses only the questions in flight. An engine that can interleave (vLLM's
+step API) submits each job the moment its trace finishes, while the prefix is hot in the cache; the default
+:meth:`TracRunner.execute` generates the chunk, then runs the jobs in batches. An engine subclass supplies four
+primitives: sampled generation with logprobs, greedy ≤16-token probes that reuse the cached prefix, teacher-forced
+scoring of given tokens, and next-token logprobs of given candidate strings.
 
 Timings: every record stores the engine seconds attributed to it (``timing.generation_seconds``,
 ``timing.p_true_seconds``, ``probes[v].seconds``), from which a report derives each method's relative latency.
@@ -13,7 +16,7 @@ Timings: every record stores the engine seconds attributed to it (``timing.gener
 
 from __future__ import annotations
 
-import os
+import logging
 import time
 import warnings
 from abc import ABC, abstractmethod
@@ -34,12 +37,14 @@ from trac_tasks.capture import (
     repeat_indices,
     token_summaries,
 )
+from trac_tasks.chunk import ChunkState, ProbeJob
 from trac_tasks.config import PROBE_MAX_TOKENS, TRAC_KEY, TracConfig
 from trac_tasks.lm_eval_patches import HOOKED
 from trac_tasks.probe import ParsedProbe, needs_marker, parse_probe
+from trac_tasks.progress import RunProgress, TaskSummary
 
-CHUNK_SIZE = int(os.environ.get("TRAC_CHUNK_SIZE", "256"))
-"""Requests generated together before their probes run and their records are flushed."""
+LOGGER = logging.getLogger("trac_eval")
+P_TRUE_CANDIDATES = ("A", "B")
 
 
 @dataclass
@@ -78,17 +83,6 @@ class Trace:
 
 
 @dataclass(frozen=True)
-class ProbeJob:
-    """One probe prompt of response ``index``: its exact token ids and the text appended after the prompt and trace
-    (marker + cue) for the record."""
-
-    index: int
-    variant: str
-    appended_text: str
-    prompt_ids: list[int]
-
-
-@dataclass(frozen=True)
 class ProbeOutput:
     """What an engine returns for a greedy probe or a teacher-forced scoring."""
 
@@ -108,7 +102,8 @@ class TracRunner(ABC):
     teacher-forced scoring and P(True) only for the primary sample (repeat 0), the only one they are used for.
     """
 
-    chunk_size: int = CHUNK_SIZE
+    chunk_size: int = 256
+    """Requests handed to the engine together (their records are still written question by question)."""
 
     def __init__(self, lm: Any, tokenizer: Any, model_name: str, max_length: int) -> None:
         self.lm = lm
@@ -119,37 +114,44 @@ class TracRunner(ABC):
             lm._trac_sink = RecordSink()
         self.sink: RecordSink = lm._trac_sink
         self._encoded: dict[str, list[int]] = {}
+        self.progress: RunProgress | None = None
 
     # ----------------------------------------------------------------------------------------- engine primitives
     @abstractmethod
     def generate(self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]) -> list[Trace]:
         """Sample one response per request exactly as lm-eval would, keeping token ids and logprobs."""
 
-    def generate_with_trace_probes(
-        self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]
-    ) -> tuple[list[Trace], list[ProbeOutput | None]]:
-        """The responses and, per response, its ``trace`` probe output (None when the probe does not fit the
-        context). This default generates the whole chunk, then probes it; engines override it to stream."""
-        traces = self.generate(requests, repeats, configs)
-        jobs = [job for index, trace in enumerate(traces) if (job := self.trace_probe_job(index, trace))]
-        outputs: list[ProbeOutput | None] = [None] * len(traces)
-        for job, output in zip(jobs, self.greedy_probes(traces, jobs), strict=True):
-            outputs[job.index] = output
-        return traces, outputs
-
     @abstractmethod
     def greedy_probes(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[ProbeOutput]:
         """Greedy ≤ 16-token continuation of each job's prompt, with per-token top-k logprobs."""
 
     @abstractmethod
-    def score_tokens(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob],
-                     token_ids: Sequence[list[int]]) -> list[ProbeOutput]:
-        """Logprobs of ``token_ids[i]`` placed right after ``jobs[i].prompt_ids`` (teacher forcing)."""
+    def score_tokens(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[ProbeOutput]:
+        """Logprobs of ``job.tokens`` placed right after ``job.prompt_ids`` (teacher forcing)."""
 
     @abstractmethod
     def next_token_logprobs(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob],
                             candidates: Sequence[str]) -> list[dict[str, float]]:
         """Logprob of each candidate string as the next token after each job's prompt (absent when unknown)."""
+
+    def execute(self, chunk: ChunkState) -> None:
+        """Generate the chunk's responses and run the jobs they unlock, reporting each result to
+        :meth:`trace_finished` / :meth:`job_finished`. This default generates the whole chunk, then runs the jobs
+        in one batch per kind; engines that can interleave override it."""
+        traces = self.generate(chunk.requests, chunk.repeats, chunk.configs)
+        jobs = [job for index, trace in enumerate(traces) for job in self.trace_finished(chunk, index, trace)]
+        batches = {
+            "decode": lambda batch: self.greedy_probes(chunk.traces, batch),
+            "score": lambda batch: self.score_tokens(chunk.traces, batch),
+            "next_token": lambda batch: self.next_token_logprobs(chunk.traces, batch, P_TRUE_CANDIDATES),
+        }
+        for kind, run_batch in batches.items():
+            batch = [job for job in jobs if job.kind == kind]
+            started = time.perf_counter()
+            outputs = run_batch(batch) if batch else []
+            share = (time.perf_counter() - started) / max(len(batch), 1)
+            for job, output in zip(batch, outputs, strict=True):
+                self.job_finished(chunk, job, output, share)
 
     # ------------------------------------------------------------------------------------------------ the flow
     def encode(self, text: str) -> list[int]:
@@ -160,45 +162,144 @@ class TracRunner(ABC):
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
 
-    def run(self, requests: Sequence[Any]) -> list[GenerationText]:
+    def run(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[GenerationText]:
         """Generate, probe and record ``requests`` chunk by chunk; returns the texts in request order."""
         repeats = repeat_indices(requests)
         configs = [TracConfig.from_gen_kwargs(request.args[1], request.task_name) for request in requests]
+        validate_documents(requests, configs)
+        self.summaries: dict[str, TaskSummary] = {}
+        self.progress = RunProgress(len(requests), disable=disable_tqdm)
         texts: list[GenerationText] = []
-        for start in range(0, len(requests), self.chunk_size):
-            chunk = slice(start, start + self.chunk_size)
-            texts.extend(self._run_chunk(requests[chunk], repeats[chunk], configs[chunk]))
+        try:
+            for start in range(0, len(requests), self.chunk_size):
+                chunk = ChunkState(requests[start:start + self.chunk_size], repeats[start:start + self.chunk_size],
+                                   configs[start:start + self.chunk_size])
+                self.execute(chunk)
+                if chunk.unfinished:
+                    raise RuntimeError(f"trac-eval: the engine finished without an output for "
+                                       f"{len(chunk.unfinished)} of {len(chunk.requests)} generations")
+                self._write_complete(chunk)
+                texts.extend(chunk.texts)
+        finally:
+            self.progress.close()
+        for summary in self.summaries.values():
+            LOGGER.info(summary.line())
         return texts
 
-    def _run_chunk(self, requests, repeats, configs) -> list[GenerationText]:
-        traces, trace_probes = self.generate_with_trace_probes(requests, repeats, configs)
-        probes = self._probe_records(traces, trace_probes)
-        p_true, p_true_seconds = self._p_true(traces)
-        records = [
-            build_record(
-                trace.request, trace.repeat, trace.config, model=self.model_name,
-                prompt_token_count=len(trace.prompt_ids), generated_ids=trace.generated_ids, text=trace.text,
-                finish_reason=trace.finish_reason, summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
-                probes=probes[index], p_true=p_true[index], num_samples=samples, decoding=trace.decoding,
-                timing={"generation_seconds": trace.seconds,
-                        **({"p_true_seconds": p_true_seconds[index]} if p_true[index] is not None else {})},
-            )
-            for index, (trace, samples) in enumerate(zip(traces, _sample_counts(requests), strict=True))
-        ]
-        self.sink.write(records)
-        return [GenerationText(record.text, record) for record in records]
+    def trace_finished(self, chunk: ChunkState, index: int, trace: Trace) -> list[ProbeJob]:
+        """Store a finished trace; returns the jobs it unlocks (its own, and the shuffled-trace probe of a primary
+        that was waiting for this trace). Questions it completes are written."""
+        chunk.traces[index] = trace
+        self.progress.trace_finished(len(trace.generated_ids))
+        jobs = self._jobs_of(chunk, index)
+        for waiting in sorted(chunk.waiting_for_partner):
+            jobs += self._shuffled_job(chunk, waiting)
+        chunk.open(jobs)
+        self._write_complete(chunk)
+        return jobs
+
+    def job_finished(self, chunk: ChunkState, job: ProbeJob, output: ProbeOutput | dict[str, float],
+                     seconds: float) -> None:
+        """Store a job's output in its response's probes (or P(True)); questions it completes are written."""
+        trace = chunk.traces[job.index]
+        if job.kind == "next_token":
+            chunk.p_true[job.index] = p_true_probability(output)
+            chunk.p_true_seconds[job.index] = seconds
+        elif job.kind == "score":
+            parsed = ParsedProbe(answer=job.answer, kept_tokens=len(job.tokens), text=self.decode(job.tokens),
+                                 answer_token_count=min(len(self.encode(job.answer or "")), len(job.tokens)),
+                                 finish_reason="teacher_forced")
+            chunk.probes[job.index][job.variant] = probe_record(job, output, parsed, trace.config.top_k)
+        else:
+            parsed = parse_probe(output.token_ids, self.decode, trace.config.cue, trace.config.closing_delimiter(),
+                                 output.engine_finish_reason, trace.kind)
+            chunk.probes[job.index][job.variant] = probe_record(job, output, parsed, trace.config.top_k)
+        chunk.finish_job(job)
+        self.progress.job_finished()
+        self._write_complete(chunk)
+
+    def _write_complete(self, chunk: ChunkState) -> None:
+        """Build, write and flush the records of every question that just became complete."""
+        for (task, _), indices in chunk.complete_questions():
+            records = [self._record(chunk, index) for index in indices]
+            path = self.sink.write(records)
+            self.summaries.setdefault(task, TaskSummary(task)).add_question(records, path)
+            for index, record in zip(indices, records, strict=True):
+                chunk.texts[index] = GenerationText(record.text, record)
+
+    def _record(self, chunk: ChunkState, index: int) -> Any:
+        trace = chunk.traces[index]
+        p_true = chunk.p_true[index]
+        return build_record(
+            trace.request, trace.repeat, trace.config, model=self.model_name,
+            prompt_token_count=len(trace.prompt_ids), generated_ids=trace.generated_ids, text=trace.text,
+            finish_reason=trace.finish_reason, summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
+            probes=chunk.probes[index], p_true=p_true, num_samples=int(trace.request.repeats or 1),
+            decoding=trace.decoding,
+            timing={"generation_seconds": trace.seconds,
+                    **({"p_true_seconds": chunk.p_true_seconds[index]} if p_true is not None else {})},
+        )
+
+    # ---------------------------------------------------------------------------------------------- the jobs
+    def _jobs_of(self, chunk: ChunkState, index: int) -> list[ProbeJob]:
+        """Response ``index``'s jobs once its trace is finished: the trace probe, and for a primary sample the
+        configured question-only and shuffled-trace probes, teacher-forced scoring and P(True). Jobs whose prompt
+        would not fit the model's context are skipped with a warning (stored as missing)."""
+        trace = chunk.traces[index]
+        jobs = [self._trace_job(index, trace)]
+        if trace.repeat == 0:
+            config = trace.config
+            if "question_only" in config.probe_variants:
+                appended = config.marker + config.cue
+                jobs.append(ProbeJob(index, "question_only", appended, trace.prompt_ids + self.encode(appended)))
+            if "teacher_forced" in config.probe_variants:
+                answer = trace.answer
+                tokens = tuple(self.encode((answer or "") + (config.closing_delimiter() or "")))
+                job = self._trace_job(index, trace, "teacher_forced")
+                jobs.append(ProbeJob(index, "teacher_forced", job.appended_text, job.prompt_ids, kind="score",
+                                     tokens=tokens, answer=answer))
+            if config.p_true:
+                answer = trace.answer
+                question = P_TRUE_TEMPLATE.format(answer=answer if answer is not None else "(none)")
+                jobs.append(ProbeJob(index, "p_true", question, trace.prompt_ids + self.encode(question),
+                                     kind="next_token"))
+            if "shuffled_trace" in config.probe_variants:
+                chunk.waiting_for_partner.add(index)
+        return [job for job in jobs if self._fits(job, trace)]
+
+    def _shuffled_job(self, chunk: ChunkState, index: int) -> list[ProbeJob]:
+        """The shuffled-trace probe of primary ``index``: its prompt with the primary trace of the next question
+        of the same task in the chunk (cyclically), once that trace is finished; none (with a warning) when the
+        chunk holds no other question of the task."""
+        if chunk.traces[index] is None:
+            return []
+        other = _other_question(index, chunk.requests, chunk.repeats)
+        trace = chunk.traces[index]
+        if other is None:
+            chunk.waiting_for_partner.discard(index)
+            warnings.warn(f"trac-eval: no other question in this chunk for the shuffled_trace probe of "
+                          f"{trace.request.task_name} doc {trace.request.doc_id}", TracWarning, stacklevel=2)
+            return []
+        partner = chunk.traces[other]
+        if partner is None:
+            return []
+        chunk.waiting_for_partner.discard(index)
+        appended, suffix_ids = self._suffix(trace.config, partner.raw_text)
+        job = ProbeJob(index, "shuffled_trace", appended, trace.prompt_ids + partner.body_ids + suffix_ids)
+        return [job] if self._fits(job, trace) else []
 
     def _suffix(self, config: TracConfig, trace_text: str) -> tuple[str, list[int]]:
         """Marker (unless the trace closed its thinking section already) + cue, as text and ids."""
         marker = config.marker if needs_marker(config.marker, trace_text) else ""
         return marker + config.cue, self.encode(marker) + self.encode(config.cue)
 
-    def _fits(self, job: ProbeJob, new_tokens: int, trace: Trace) -> bool:
-        """Whether the job's prompt plus ``new_tokens`` fits the model's context; warns when it does not."""
+    def _fits(self, job: ProbeJob, trace: Trace) -> bool:
+        """Whether the job's prompt plus what it adds fits the model's context; warns when it does not."""
+        new_tokens = {"decode": PROBE_MAX_TOKENS, "score": len(job.tokens), "next_token": 1}[job.kind]
         if len(job.prompt_ids) + new_tokens <= self.max_length:
             return True
         where = f" ({trace.request.task_name} doc {trace.request.doc_id})"
-        warnings.warn(f"trac-eval: the {job.variant} probe{where} needs {len(job.prompt_ids) + new_tokens} tokens, "
+        warnings.warn(f"trac-eval: the {job.variant} job{where} needs {len(job.prompt_ids) + new_tokens} tokens, "
                       f"more than the model's {self.max_length}; it is stored as missing", TracWarning, stacklevel=2)
         return False
 
@@ -209,95 +310,37 @@ class TracRunner(ABC):
     def trace_probe_job(self, index: int, trace: Trace) -> ProbeJob | None:
         """The ``trace`` probe of response ``index`` (SPEC §2), or None (with a warning) when it would not fit."""
         job = self._trace_job(index, trace)
-        return job if self._fits(job, PROBE_MAX_TOKENS, trace) else None
-
-    def ablation_probe_jobs(self, traces: Sequence[Trace]) -> list[ProbeJob]:
-        """The decoded controls of the primary samples, when configured: ``question_only`` and ``shuffled_trace``.
-        The shuffled trace is the primary trace of the next question of the same task in the chunk (cyclically);
-        with one question in the chunk it is skipped (a warning says so). Probes that would not fit the context
-        are skipped with a warning."""
-        jobs = []
-        for index, trace in enumerate(traces):
-            if trace.repeat != 0:
-                continue
-            variants = trace.config.probe_variants
-            if "question_only" in variants:
-                appended = trace.config.marker + trace.config.cue
-                jobs.append(ProbeJob(index, "question_only", appended, trace.prompt_ids + self.encode(appended)))
-            if "shuffled_trace" in variants:
-                other = _other_question(index, traces)
-                if other is None:
-                    warnings.warn(f"trac-eval: no other question in this chunk for the shuffled_trace probe of "
-                                  f"{trace.request.task_name} doc {trace.request.doc_id}", TracWarning, stacklevel=2)
-                    continue
-                appended, suffix_ids = self._suffix(trace.config, traces[other].raw_text)
-                jobs.append(ProbeJob(index, "shuffled_trace", appended,
-                                     trace.prompt_ids + traces[other].body_ids + suffix_ids))
-        return [job for job in jobs if self._fits(job, PROBE_MAX_TOKENS, traces[job.index])]
-
-    def _probe_records(self, traces: Sequence[Trace],
-                       trace_probes: Sequence[ProbeOutput | None]) -> list[dict[str, ProbeRecord]]:
-        per_response: list[dict[str, ProbeRecord]] = [{} for _ in traces]
-        jobs = self.ablation_probe_jobs(traces)
-        decoded = [(self._trace_job(index, traces[index]), output)
-                   for index, output in enumerate(trace_probes) if output is not None]
-        decoded += list(zip(jobs, self.greedy_probes(traces, jobs), strict=True))
-        for job, output in decoded:
-            config = traces[job.index].config
-            parsed = parse_probe(output.token_ids, self.decode, config.cue, config.closing_delimiter(),
-                                 output.engine_finish_reason, traces[job.index].kind)
-            per_response[job.index][job.variant] = probe_record(job, output, parsed, config.top_k)
-        forced = [(index, trace) for index, trace in enumerate(traces)
-                  if trace.repeat == 0 and "teacher_forced" in trace.config.probe_variants]
-        jobs, answers, token_lists = [], [], []
-        for index, trace in forced:
-            answer = trace.answer
-            tokens = self.encode((answer or "") + (trace.config.closing_delimiter() or ""))
-            job = self._trace_job(index, trace, "teacher_forced")
-            if self._fits(job, len(tokens), trace):
-                jobs.append(job)
-                answers.append(answer)
-                token_lists.append(tokens)
-        for job, answer, tokens, output in zip(jobs, answers, token_lists,
-                                               self.score_tokens(traces, jobs, token_lists), strict=True):
-            parsed = ParsedProbe(answer=answer, answer_token_count=min(len(self.encode(answer or "")), len(tokens)),
-                                 kept_tokens=len(tokens), text=self.decode(tokens), finish_reason="teacher_forced")
-            per_response[job.index]["teacher_forced"] = probe_record(job, output, parsed,
-                                                                      traces[job.index].config.top_k)
-        return per_response
-
-    def _p_true(self, traces: Sequence[Trace]) -> tuple[list[float | None], list[float]]:
-        """P(True) baseline (SPEC §5), primary samples only: one extra step after the question and the proposed
-        (extracted) answer, asking whether it is correct; P(A) renormalized over the options A and B. Also returns
-        the engine seconds per asked response (the batch's wall time shared equally)."""
-        jobs = []
-        for index, trace in enumerate(traces):
-            if trace.repeat == 0 and trace.config.p_true:
-                answer = trace.answer
-                question = P_TRUE_TEMPLATE.format(answer=answer if answer is not None else "(none)")
-                job = ProbeJob(index, "trace", question, trace.prompt_ids + self.encode(question))
-                if self._fits(job, 1, trace):
-                    jobs.append(job)
-        values: list[float | None] = [None] * len(traces)
-        started = time.perf_counter()
-        for job, letters in zip(jobs, self.next_token_logprobs(traces, jobs, ("A", "B")), strict=True):
-            values[job.index] = p_true_probability(letters)
-        share = (time.perf_counter() - started) / max(len(jobs), 1)
-        return values, [share] * len(traces)
+        return job if self._fits(job, trace) else None
 
 
-def _sample_counts(requests: Sequence[Any]) -> list[int]:
-    """K of each request's document: lm-eval's ``Instance.repeats`` (its task's ``repeats``)."""
-    return [int(request.repeats or 1) for request in requests]
-
-
-def _other_question(index: int, traces: Sequence[Trace]) -> int | None:
-    request = traces[index].request
-    candidates = [i for i, trace in enumerate(traces)
-                  if trace.request.task_name == request.task_name and trace.request.doc_id != request.doc_id
-                  and trace.repeat == 0]
+def _other_question(index: int, requests: Sequence[Any], repeats: Sequence[int]) -> int | None:
+    """The primary sample of the next question of the same task in the chunk (cyclically), or None."""
+    request = requests[index]
+    candidates = [i for i, other in enumerate(requests)
+                  if other.task_name == request.task_name and other.doc_id != request.doc_id and repeats[i] == 0]
     later = [i for i in candidates if i > index]
     return (later or candidates or [None])[0]
+
+
+def validate_documents(requests: Sequence[Any], configs: Sequence[TracConfig]) -> None:
+    """Render every task's templates (``reference``, a templated ``answer_kind``) and look up its
+    ``metadata_fields`` on each of its documents before anything is generated, so a broken YAML fails at once
+    with the task, the template and the first failing document instead of after an hour of generation."""
+    seen: set[tuple[str, str]] = set()
+    for request, config in zip(requests, configs, strict=True):
+        key = (request.task_name, str(request.doc_id))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            config.render_reference(request.doc)
+            config.kind_for(request.doc)
+            missing = [name for name in config.metadata_fields if name not in request.doc]
+            if missing:
+                raise ValueError(f"trac.metadata_fields {missing} are not fields of the document (it has "
+                                 f"{sorted(request.doc)})")
+        except ValueError as error:
+            raise ValueError(f"task {request.task_name}, document {request.doc_id}: {error}") from None
 
 
 def probe_record(job: ProbeJob, output: ProbeOutput, parsed: ParsedProbe, top_k: int) -> ProbeRecord:
@@ -317,19 +360,21 @@ def hook_generate_until(backend: type, runner_class: type[TracRunner]) -> None:
     """Replace ``backend.generate_until`` by a router: TrAC requests to ``runner_class``, the rest unchanged."""
     original = backend.generate_until
 
-    def generate_until(self: Any, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
-        return route_trac_requests(self, requests, disable_tqdm, original, runner_class)
+    def generate_until(self: Any, requests: list[Any], *args: Any, **kwargs: Any) -> list[str]:
+        return route_trac_requests(self, requests, original, runner_class, *args, **kwargs)
 
     generate_until.__doc__ = original.__doc__
     setattr(generate_until, HOOKED, True)
     backend.generate_until = generate_until
 
 
-def route_trac_requests(lm: Any, requests: list[Any], disable_tqdm: bool, original: Any, runner_class: type) -> list[str]:
-    """Send TrAC requests to ``runner_class(lm)``, the others to lm-eval's ``original`` method; keep the order."""
+def route_trac_requests(lm: Any, requests: list[Any], original: Any, runner_class: type, *args: Any,
+                        **kwargs: Any) -> list[str]:
+    """Send TrAC requests to ``runner_class(lm)``, the others to lm-eval's ``original`` method called with the same
+    extra arguments (``disable_tqdm``, positional or keyword); keep the order."""
     is_trac = [TRAC_KEY in request.args[1] for request in requests]
     if not any(is_trac):
-        return original(lm, requests, disable_tqdm)
+        return original(lm, requests, *args, **kwargs)
     if getattr(lm, "data_parallel_size", 1) > 1 or getattr(lm, "world_size", 1) > 1:
         raise ValueError(
             "TrAC tasks need token logprobs and probes on one engine: data parallelism (data_parallel_size > 1 or "
@@ -339,9 +384,10 @@ def route_trac_requests(lm: Any, requests: list[Any], disable_tqdm: bool, origin
     results: list[str] = [""] * len(requests)
     plain = [index for index, flag in enumerate(is_trac) if not flag]
     if plain:
-        for index, text in zip(plain, original(lm, [requests[i] for i in plain], disable_tqdm), strict=True):
+        for index, text in zip(plain, original(lm, [requests[i] for i in plain], *args, **kwargs), strict=True):
             results[index] = text
     trac = [index for index, flag in enumerate(is_trac) if flag]
-    for index, text in zip(trac, runner_class(lm).run([requests[i] for i in trac]), strict=True):
+    disable_tqdm = bool(args[0] if args else kwargs.get("disable_tqdm", False))
+    for index, text in zip(trac, runner_class(lm).run([requests[i] for i in trac], disable_tqdm), strict=True):
         results[index] = text
     return results

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
 from trac_tasks.config import PROBE_MAX_TOKENS, TracConfig, strip_trac
-from trac_tasks.runner import ProbeJob, ProbeOutput, Trace, TracRunner, hook_generate_until
+from trac_tasks.chunk import ChunkState, ProbeJob
+from trac_tasks.runner import P_TRUE_CANDIDATES, ProbeOutput, Trace, TracRunner, hook_generate_until
+
+NEXT_TOKEN_LOGPROBS = 20
+"""P(True) reads its letters among the 20 most likely next tokens (a letter outside them has probability ≈ 0)."""
 
 
 def install(module: ModuleType) -> None:
@@ -35,7 +39,7 @@ class VllmTracRunner(TracRunner):
         super().__init__(lm, lm.tokenizer, str(lm.model_args.get("model")), lm.max_length)
         self.sampling_params = SamplingParams
         self.tokens_prompt = TokensPrompt
-        self._request_counter = itertools.count()
+        self.request_counter = itertools.count()
 
     def _generate(self, prompts: Sequence[list[int]], params: Any) -> list[Any]:
         return self.lm.model.generate([self.tokens_prompt(prompt_token_ids=ids) for ids in prompts],
@@ -61,70 +65,75 @@ class VllmTracRunner(TracRunner):
                              until))
         return prepared
 
-    def generate(self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]) -> list[Trace]:
-        return self._stream(requests, repeats, configs, with_probes=False)[0]
-
-    def generate_with_trace_probes(
-        self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]
-    ) -> tuple[list[Trace], list[ProbeOutput | None]]:
-        return self._stream(requests, repeats, configs, with_probes=True)
-
-    def _stream(self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig],
-                with_probes: bool) -> tuple[list[Trace], list[ProbeOutput | None]]:
-        """Drive vLLM's engine step by step: each finished trace's probe is submitted at once, so its prompt +
-        trace prefix is still in the prefix cache and the probe decodes alongside the generations still running.
+    def execute(self, chunk: ChunkState) -> None:
+        """Drive vLLM's engine step by step: each finished trace's jobs (its probe, and for a primary sample the
+        ablation probes, teacher-forced scoring and P(True)) are submitted at once, so the prompt + trace prefix is
+        still in the prefix cache and the jobs decode alongside the generations still running; each question's
+        records are written the moment its last job returns. Without the step API (another vLLM release), the
+        public ``LLM.generate`` path generates the chunk and then runs its jobs.
 
         Engine time is attributed per step, split equally between the requests added and not yet finished (with a
         chunk larger than the engine's ``max_num_seqs`` some of them wait, and are charged all the same); a
-        response's ``seconds`` and its probe's ``seconds`` are the sums of their shares.
+        response's ``seconds`` and its jobs' ``seconds`` are the sums of their shares.
         """
-        engine = self.lm.model.llm_engine
+        engine = getattr(self.lm.model, "llm_engine", None)
+        if not all(hasattr(engine, name) for name in ("add_request", "step", "has_unfinished_requests")):
+            super().execute(chunk)
+            return
         if engine.has_unfinished_requests():
             raise RuntimeError("trac-eval: the vLLM engine has unfinished requests from another caller")
-        prepared = self._sampling_requests(requests, configs)
-        probe_params = self.sampling_params(temperature=0.0, max_tokens=PROBE_MAX_TOKENS,
-                                            logprobs=max(config.top_k for config in configs))
-        clock = _StepClock()
-        generations = dict(zip(clock.add(self._enqueue([ids for ids, _, _ in prepared],
-                                                       [params for _, params, _ in prepared])),
-                               range(len(requests)), strict=True))
-        probe_jobs: dict[str, ProbeJob] = {}
-        traces: list[Trace | None] = [None] * len(requests)
-        probes: list[ProbeOutput | None] = [None] * len(requests)
-        while engine.has_unfinished_requests():
-            for output in clock.step(engine):
-                seconds = clock.seconds.pop(output.request_id)
-                if output.request_id in generations:
-                    index = generations[output.request_id]
-                    prompt_ids, params, until = prepared[index]
-                    trace = traces[index] = self._trace(requests[index], repeats[index], configs[index], prompt_ids,
-                                                        params, until, output, seconds)
-                    job = self.trace_probe_job(index, trace) if with_probes else None
-                    if job is not None:
-                        probe_jobs[clock.add(self._enqueue([job.prompt_ids], [probe_params]))[0]] = job
-                else:
-                    job = probe_jobs[output.request_id]
-                    probes[job.index] = _probe_output(job, output, seconds)
-        missing = [index for index, trace in enumerate(traces) if trace is None]
-        if missing:
-            raise RuntimeError(f"trac-eval: the vLLM engine finished without an output for {len(missing)} of "
-                               f"{len(traces)} generations (aborted requests?)")
-        return traces, probes
+        prepared = self._sampling_requests(chunk.requests, chunk.configs)
+        loop = _EngineLoop(engine, self)
 
-    def _enqueue(self, prompts: Sequence[list[int]], params: Sequence[Any]) -> list[str]:
-        """Add token-id prompts to the engine under this runner's own request ids (the ids its outputs carry);
-        only final outputs are returned by the engine's steps."""
-        from vllm.sampling_params import RequestOutputKind
+        def job_done(job: ProbeJob) -> Callable[[Any, float], None]:
+            return lambda output, seconds: self.job_finished(chunk, job, self._job_result(job, output, seconds),
+                                                             seconds)
 
-        engine = self.lm.model.llm_engine
-        request_ids = []
-        for prompt_ids, sampling in zip(prompts, params, strict=True):
-            sampling.output_kind = RequestOutputKind.FINAL_ONLY
-            request_id = f"trac-{next(self._request_counter)}"
-            engine.add_request(request_id, self.tokens_prompt(prompt_token_ids=prompt_ids), sampling,
-                               lora_request=self.lm.lora_request)
-            request_ids.append(request_id)
-        return request_ids
+        def generation_done(index: int) -> Callable[[Any, float], None]:
+            def handle(output: Any, seconds: float) -> None:
+                prompt_ids, params, until = prepared[index]
+                trace = self._trace(chunk.requests[index], chunk.repeats[index], chunk.configs[index], prompt_ids,
+                                    params, until, output, seconds)
+                for job in self.trace_finished(chunk, index, trace):
+                    loop.submit(*self._job_request(job, chunk.traces[job.index]), job_done(job))
+            return handle
+
+        for index, (prompt_ids, params, _) in enumerate(prepared):
+            loop.submit(prompt_ids, params, generation_done(index))
+        loop.run()
+
+    def _job_request(self, job: ProbeJob, trace: Trace) -> tuple[list[int], Any]:
+        """The token-id prompt and sampling parameters of a job: a greedy ≤ 16-token probe, one step with the
+        prompt logprobs of the scored tokens, or one step with the 20 most likely next tokens."""
+        top_k = trace.config.top_k
+        if job.kind == "score":
+            return job.prompt_ids + list(job.tokens), self.sampling_params(temperature=0.0, max_tokens=1,
+                                                                           prompt_logprobs=top_k)
+        if job.kind == "next_token":
+            return job.prompt_ids, self.sampling_params(temperature=0.0, max_tokens=1, logprobs=NEXT_TOKEN_LOGPROBS)
+        return job.prompt_ids, self.sampling_params(temperature=0.0, max_tokens=PROBE_MAX_TOKENS, logprobs=top_k)
+
+    def _job_result(self, job: ProbeJob, output: Any, seconds: float) -> ProbeOutput | dict[str, float]:
+        """A job's engine output in the runner's terms."""
+        if job.kind == "next_token":
+            found: dict[str, float] = {}
+            for entry in sorted(output.outputs[0].logprobs[0].values(), key=lambda item: -item.logprob):
+                text = (entry.decoded_token or "").strip()
+                if text in P_TRUE_CANDIDATES and text not in found:
+                    found[text] = entry.logprob
+            return found
+        if job.kind == "score":
+            chosen, top = _logprob_arrays(job.tokens, output.prompt_logprobs[len(job.prompt_ids):])
+            return ProbeOutput(token_ids=list(job.tokens), chosen=chosen, top=top,
+                               engine_finish_reason="teacher_forced", num_prompt_tokens=len(job.prompt_ids),
+                               num_cached_tokens=output.num_cached_tokens, seconds=seconds)
+        completion = output.outputs[0]
+        chosen, top = _logprob_arrays(completion.token_ids, completion.logprobs)
+        return ProbeOutput(
+            token_ids=list(completion.token_ids), chosen=chosen, top=top,
+            engine_finish_reason="length" if completion.finish_reason == "length" else "eos",
+            num_prompt_tokens=len(job.prompt_ids), num_cached_tokens=output.num_cached_tokens, seconds=seconds,
+        )
 
     def _trace(self, request: Any, repeat: int, config: TracConfig, prompt_ids: list[int], params: Any,
                until: list[str], output: Any, seconds: float) -> Trace:
@@ -144,81 +153,73 @@ class VllmTracRunner(TracRunner):
             temperature=float(params.temperature), top_p=float(params.top_p) if params.temperature > 0 else 1.0,
         )
 
-    def greedy_probes(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[ProbeOutput]:
-        if not jobs:
-            return []
-        top_k = max(traces[job.index].config.top_k for job in jobs)
+    def generate(self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]) -> list[Trace]:
+        """The whole batch through the public ``LLM.generate`` (the path without the step API)."""
+        prepared = self._sampling_requests(requests, configs)
         started = time.perf_counter()
-        outputs = self._generate([job.prompt_ids for job in jobs], self.sampling_params(
-            temperature=0.0, max_tokens=PROBE_MAX_TOKENS, logprobs=top_k))
-        seconds = (time.perf_counter() - started) / len(jobs)
-        return [_probe_output(job, output, seconds) for job, output in zip(jobs, outputs, strict=True)]
+        outputs = self._generate([ids for ids, _, _ in prepared], [params for _, params, _ in prepared])
+        seconds = (time.perf_counter() - started) / max(len(prepared), 1)
+        return [self._trace(request, repeat, config, prompt_ids, params, until, output, seconds)
+                for request, repeat, config, (prompt_ids, params, until), output
+                in zip(requests, repeats, configs, prepared, outputs, strict=True)]
 
-    def score_tokens(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob],
-                     token_ids: Sequence[list[int]]) -> list[ProbeOutput]:
-        """Prompt logprobs of the given tokens (vLLM does not read the prefix cache for such requests)."""
+    def _run_jobs(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[Any]:
+        """Jobs of one kind through ``LLM.generate``; their wall time is shared equally."""
         if not jobs:
             return []
-        top_k = max(traces[job.index].config.top_k for job in jobs)
+        requests = [self._job_request(job, traces[job.index]) for job in jobs]
         started = time.perf_counter()
-        outputs = self._generate([job.prompt_ids + tokens for job, tokens in zip(jobs, token_ids, strict=True)],
-                                 self.sampling_params(temperature=0.0, max_tokens=1, prompt_logprobs=top_k))
+        outputs = self._generate([prompt for prompt, _ in requests], [params for _, params in requests])
         seconds = (time.perf_counter() - started) / len(jobs)
-        results = []
-        for job, tokens, output in zip(jobs, token_ids, outputs, strict=True):
-            chosen, top = _logprob_arrays(tokens, output.prompt_logprobs[len(job.prompt_ids):])
-            results.append(ProbeOutput(token_ids=list(tokens), chosen=chosen, top=top,
-                                       engine_finish_reason="teacher_forced", num_prompt_tokens=len(job.prompt_ids),
-                                       num_cached_tokens=output.num_cached_tokens, seconds=seconds))
-        return results
+        return [self._job_result(job, output, seconds) for job, output in zip(jobs, outputs, strict=True)]
+
+    def greedy_probes(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[ProbeOutput]:
+        return self._run_jobs(traces, jobs)
+
+    def score_tokens(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[ProbeOutput]:
+        """Prompt logprobs of the given tokens (vLLM does not read the prefix cache for such requests)."""
+        return self._run_jobs(traces, jobs)
 
     def next_token_logprobs(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob],
                             candidates: Sequence[str]) -> list[dict[str, float]]:
         """Read from the 20 most likely next tokens: a candidate outside them is absent (probability ≈ 0)."""
-        if not jobs:
-            return []
-        outputs = self._generate([job.prompt_ids for job in jobs],
-                                 self.sampling_params(temperature=0.0, max_tokens=1, logprobs=20))
-        results = []
-        for output in outputs:
-            found: dict[str, float] = {}
-            for entry in sorted(output.outputs[0].logprobs[0].values(), key=lambda item: -item.logprob):
-                text = (entry.decoded_token or "").strip()
-                if text in candidates and text not in found:
-                    found[text] = entry.logprob
-            results.append(found)
-        return results
+        return self._run_jobs(traces, jobs)
 
 
-class _StepClock:
-    """Runs engine steps and attributes each step's wall time equally to the requests in flight during it."""
+class _EngineLoop:
+    """Submits token-id prompts to vLLM's engine under the runner's own request ids, steps the engine until every
+    request is done, and calls each request's handler with its final output and the engine seconds attributed to
+    it (each step's wall time shared equally by the requests in flight). Handlers may submit more requests."""
 
-    def __init__(self) -> None:
+    def __init__(self, engine: Any, runner: VllmTracRunner) -> None:
+        self.engine = engine
+        self.runner = runner
+        self.handlers: dict[str, Callable[[Any, float], None]] = {}
         self.seconds: dict[str, float] = {}
 
-    def add(self, request_ids: Sequence[str]) -> list[str]:
-        for request_id in request_ids:
-            self.seconds[request_id] = 0.0
-        return list(request_ids)
+    def submit(self, prompt_ids: list[int], params: Any, handler: Callable[[Any, float], None]) -> None:
+        from vllm.sampling_params import RequestOutputKind
 
-    def step(self, engine: Any) -> list[Any]:
-        """One engine step; returns the outputs of the requests that finished in it."""
-        started = time.perf_counter()
-        outputs = engine.step()
-        share = (time.perf_counter() - started) / max(len(self.seconds), 1)
-        for request_id in self.seconds:
-            self.seconds[request_id] += share
-        return [output for output in outputs if output.finished]
+        params.output_kind = RequestOutputKind.FINAL_ONLY
+        request_id = f"trac-{next(self.runner.request_counter)}"
+        self.engine.add_request(request_id, self.runner.tokens_prompt(prompt_token_ids=prompt_ids), params,
+                                lora_request=self.runner.lm.lora_request)
+        self.handlers[request_id] = handler
+        self.seconds[request_id] = 0.0
 
-
-def _probe_output(job: ProbeJob, output: Any, seconds: float) -> ProbeOutput:
-    completion = output.outputs[0]
-    chosen, top = _logprob_arrays(completion.token_ids, completion.logprobs)
-    return ProbeOutput(
-        token_ids=list(completion.token_ids), chosen=chosen, top=top,
-        engine_finish_reason="length" if completion.finish_reason == "length" else "eos",
-        num_prompt_tokens=len(job.prompt_ids), num_cached_tokens=output.num_cached_tokens, seconds=seconds,
-    )
+    def run(self) -> None:
+        while self.engine.has_unfinished_requests():
+            started = time.perf_counter()
+            outputs = self.engine.step()
+            share = (time.perf_counter() - started) / max(len(self.seconds), 1)
+            for request_id in self.seconds:
+                self.seconds[request_id] += share
+            for output in outputs:
+                if output.finished and output.request_id in self.handlers:
+                    self.handlers.pop(output.request_id)(output, self.seconds.pop(output.request_id))
+        if self.handlers:
+            raise RuntimeError(f"trac-eval: the vLLM engine finished without an output for {len(self.handlers)} "
+                               "requests (aborted?)")
 
 
 def _logprob_arrays(token_ids: Sequence[int], logprobs: Sequence[Any]) -> tuple[list[float], list[list[float]]]:

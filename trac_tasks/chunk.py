@@ -1,0 +1,94 @@
+"""Bookkeeping of one chunk of TrAC requests while an engine works on it: which engine jobs each finished trace
+unlocks, which outputs are still outstanding, and which questions are complete and can be written.
+
+A *question* is one lm-eval ``Instance`` (task, document) and its K responses. It is complete when all K traces
+are finished, every job they unlocked has its output, and no primary sample still waits for the trace its
+``shuffled_trace`` probe borrows. The runner writes a question's records the moment it is complete, so a crash
+loses only questions still in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trac_metrics.records import ProbeRecord
+from trac_tasks.config import TracConfig
+
+QuestionKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ProbeJob:
+    """One engine request a response needs after its trace.
+
+    ``kind`` is ``"decode"`` (a greedy ≤ 16-token probe of ``prompt_ids``), ``"score"`` (teacher-forced logprobs of
+    ``tokens`` placed after ``prompt_ids``) or ``"next_token"`` (the next-token logprobs P(True) reads).
+    ``appended_text`` is what follows the prompt and trace in the probe prompt (marker + cue), kept in the record.
+    """
+
+    index: int
+    variant: str
+    appended_text: str
+    prompt_ids: list[int]
+    kind: str = "decode"
+    tokens: tuple[int, ...] = ()
+    answer: str | None = None
+
+
+@dataclass
+class ChunkState:
+    """What is known about each response of a chunk: its trace, its stored probes and P(True), its open jobs."""
+
+    requests: Sequence[Any]
+    repeats: Sequence[int]
+    configs: Sequence[TracConfig]
+    traces: list[Any] = field(init=False)
+    probes: list[dict[str, ProbeRecord]] = field(init=False)
+    p_true: list[float | None] = field(init=False)
+    p_true_seconds: list[float | None] = field(init=False)
+    texts: list[Any] = field(init=False)
+    """The text handed back to lm-eval for each response, set when its question is written."""
+    open_jobs: list[int] = field(init=False)
+    waiting_for_partner: set[int] = field(init=False, default_factory=set)
+    written: set[QuestionKey] = field(init=False, default_factory=set)
+
+    def __post_init__(self) -> None:
+        size = len(self.requests)
+        self.traces = [None] * size
+        self.probes = [{} for _ in range(size)]
+        self.p_true = [None] * size
+        self.p_true_seconds = [None] * size
+        self.texts = [None] * size
+        self.open_jobs = [0] * size
+        self.questions: dict[QuestionKey, list[int]] = {}
+        for index, request in enumerate(self.requests):
+            self.questions.setdefault(question_key(request), []).append(index)
+
+    def open(self, jobs: Sequence[ProbeJob]) -> list[ProbeJob]:
+        """Count ``jobs`` as submitted; returns them."""
+        for job in jobs:
+            self.open_jobs[job.index] += 1
+        return list(jobs)
+
+    def finish_job(self, job: ProbeJob) -> None:
+        self.open_jobs[job.index] -= 1
+
+    def complete_questions(self) -> Iterator[tuple[QuestionKey, list[int]]]:
+        """Questions that just became complete (each is yielded once)."""
+        for key, indices in self.questions.items():
+            if key in self.written:
+                continue
+            if all(self.traces[i] is not None and self.open_jobs[i] == 0 and i not in self.waiting_for_partner
+                   for i in indices):
+                self.written.add(key)
+                yield key, indices
+
+    @property
+    def unfinished(self) -> list[int]:
+        return [index for index, trace in enumerate(self.traces) if trace is None]
+
+
+def question_key(request: Any) -> QuestionKey:
+    return (request.task_name, str(request.doc_id))

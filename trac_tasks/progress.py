@@ -1,0 +1,88 @@
+"""What a person watching a TrAC run sees: one live progress bar and, per task, one closing summary line.
+
+The bar (tqdm on stderr, like vLLM's own) counts finished generations against the total and shows the finished
+probes and the generated tokens per second; it redraws at most once a second, so a log file gets no flood, and
+lm-eval's ``disable_tqdm`` turns it off. The summary line is logged on the ``trac_eval`` logger.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from trac_metrics.records import ResponseRecord
+
+LOGGER = logging.getLogger("trac_eval")
+
+
+class RunProgress:
+    """The live bar of one ``generate_until`` call's TrAC requests."""
+
+    def __init__(self, total: int, disable: bool) -> None:
+        self.started = time.perf_counter()
+        self.tokens = 0
+        self.probes = 0
+        self.bar = tqdm(total=total, desc="TrAC generations", unit="gen", file=sys.stderr, disable=disable,
+                        mininterval=1.0, miniters=1, dynamic_ncols=True)
+
+    def trace_finished(self, generated_tokens: int) -> None:
+        self.tokens += generated_tokens
+        self._postfix()
+        self.bar.update(1)
+
+    def job_finished(self) -> None:
+        self.probes += 1
+        self._postfix()
+
+    def _postfix(self) -> None:
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        self.bar.set_postfix_str(f"probes {self.probes}, {self.tokens / elapsed:.1f} tok/s", refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+@dataclass
+class TaskSummary:
+    """Running totals of one task's written records, for its closing log line."""
+
+    task: str
+    path: Path | None = None
+    questions: int = 0
+    samples: int = 0
+    trace_tokens: int = 0
+    probe_prompt_tokens: int = 0
+    probe_cached_tokens: int = 0
+    probe_cache_known: bool = False
+    generation_seconds: float = 0.0
+    probe_seconds: float = 0.0
+
+    def add_question(self, records: list[ResponseRecord], path: Path) -> None:
+        self.path = path
+        self.questions += 1
+        for record in records:
+            self.samples += 1
+            self.trace_tokens += record.num_tokens
+            self.generation_seconds += float(record.timing.get("generation_seconds") or 0.0)
+            self.probe_seconds += float(record.timing.get("p_true_seconds") or 0.0)
+            for probe in record.probes.values():
+                self.probe_seconds += float(probe.seconds or 0.0)
+            trace_probe = record.probes.get("trace")
+            if trace_probe is not None and trace_probe.num_cached_tokens is not None:
+                self.probe_cache_known = True
+                self.probe_prompt_tokens += trace_probe.num_prompt_tokens
+                self.probe_cached_tokens += trace_probe.num_cached_tokens
+
+    def line(self) -> str:
+        mean_tokens = self.trace_tokens / self.samples if self.samples else float("nan")
+        share = (f"{100 * self.probe_cached_tokens / self.probe_prompt_tokens:.1f} %"
+                 if self.probe_cache_known and self.probe_prompt_tokens else "not reported")
+        return (f"trac-eval: task {self.task}: {self.questions} questions, {self.samples} samples, mean trace "
+                f"{mean_tokens:.0f} tokens, probe prompts served from the prefix cache {share}, engine seconds "
+                f"probes {self.probe_seconds:.1f} vs generations {self.generation_seconds:.1f}; records in "
+                f"{self.path}")
