@@ -38,3 +38,26 @@ def engine_env(**extra: str) -> dict[str, str]:
     env = {**os.environ, **CPU_ENGINE_ENV, **extra}
     env.pop("TRAC_RECORDS_DIR", None)
     return env
+
+
+THINKING_TEMPLATE_OPENER = "<think>\n"
+
+
+@pytest.fixture(scope="session")
+def thinking_model(tiny_model: Path, tmp_path_factory) -> Path:
+    """A thinking-style copy of the tiny model: ``<think>`` / ``</think>`` added as special tokens (embeddings
+    resized) and a chat template whose generation prompt opens a thinking section, as Qwen3-style templates do."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = tmp_path_factory.mktemp("thinking_model")
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<think>", "</think>"]})
+    opener = "{{ '<|im_start|>assistant\n' }}"
+    assert opener in tokenizer.chat_template
+    tokenizer.chat_template = tokenizer.chat_template.replace(
+        opener, "{{ '<|im_start|>assistant\n" + THINKING_TEMPLATE_OPENER + "' }}")
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    model.resize_token_embeddings(len(tokenizer))
+    model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    return target

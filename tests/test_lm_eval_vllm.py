@@ -53,6 +53,16 @@ def test_results_hold_accuracy_and_finite_trac_metrics(run):
     assert 0.0 <= metrics["trac_auroc"] <= 1.0 and metrics["trac_e_aurc"] >= 0.0
 
 
+def test_the_run_shows_progress_a_summary_and_no_engine_deprecation(run):
+    assert "TrAC generations" in run.log and f"{N_DOCS * K}/{N_DOCS * K}" in run.log
+    assert f"task {LOCAL_TASK}: {N_DOCS} questions, {N_DOCS * K} samples" in run.log
+    assert "probe prompts served from the prefix cache" in run.log
+    assert "end-of-thinking marker none" in run.log
+    # vLLM logs its deprecations as WARNING lines (torch's own FutureWarning at engine start is not vLLM's API)
+    deprecations = [line for line in run.log.splitlines() if "WARNING" in line and "deprecated" in line.lower()]
+    assert not deprecations, "vLLM must be driven through its current API"
+
+
 def test_records_are_complete(records, tiny_tokenizer):
     cue_ids = tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids
     assert sorted(record.key[1:] for record in records) == sorted(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trac_tasks.config import DEFAULT_CUE, TracConfig
-from trac_tasks.probe import needs_marker, parse_probe, probe_prompt_ids, trace_body
+from trac_tasks.probe import parse_probe, trace_body
 
 
 def encode(tokenizer, text: str) -> list[int]:
@@ -14,24 +14,6 @@ def encode(tokenizer, text: str) -> list[int]:
 
 def decoder(tokenizer):
     return lambda ids: tokenizer.decode(list(ids), skip_special_tokens=True)
-
-
-def test_probe_prompt_is_the_exact_ids_with_marker_and_cue(tiny_tokenizer):
-    prompt = encode(tiny_tokenizer, "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n")
-    generated = encode(tiny_tokenizer, "<think>2+2=4") + [tiny_tokenizer.eos_token_id]
-    body = trace_body(generated, {tiny_tokenizer.eos_token_id})
-    assert body == generated[:-1]
-    marker, cue = encode(tiny_tokenizer, "</think>"), encode(tiny_tokenizer, DEFAULT_CUE)
-    ids = probe_prompt_ids(prompt, body, marker, cue)
-    assert ids == prompt + body + marker + cue
-    # the ids are never re-tokenized text: the trace part is the generated ids verbatim
-    assert ids[len(prompt): len(prompt) + len(body)] == generated[:-1]
-
-
-def test_marker_is_skipped_when_absent_from_config_or_already_written():
-    assert needs_marker("</think>", "<think>reasoning, no closing yet")
-    assert not needs_marker("</think>", "<think>reasoning</think> so the answer is 4")
-    assert not needs_marker("", "anything")
 
 
 def test_truncated_trace_keeps_all_tokens():

@@ -21,7 +21,9 @@ with the answer normalizer in force, so a changed normalizer never requires rege
 Run-level fields (optional, so older records still read): ``num_samples`` (K, the responses of the question:
 a reader knows a question is complete without reading the whole file), ``decoding`` (``temperature`` and
 ``top_p`` of the primary generation, ``probe_temperature``) and ``timing`` (engine seconds attributed to this
-response: ``generation_seconds``, ``p_true_seconds``; each probe has its own ``seconds``).
+response: ``generation_seconds``, ``p_true_seconds``; each probe has its own ``seconds``), ``marker`` (the
+end-of-thinking marker the run used, ``""`` for none) and ``generated_text`` (the whole decoded generation, kept
+only when lm-eval's post-processing, e.g. its ``think_end_token`` stripping, made ``text`` differ from it).
 
 Reading (:func:`iter_records`) checks every field against this schema, so a malformed record fails with
 :class:`RecordFormatError` naming the file, line and field, never deeper in a computation; a last line cut off by
@@ -165,6 +167,7 @@ _RESPONSE_FIELDS = {
     "prompt_token_count": _COUNT, "text": _STRING, "answer": _STRING.or_null(), "reference": _STRING.or_null(),
     "finish_reason": _STRING, "top_k": _POSITIVE, "probes": _OBJECT, "p_true": _NUMBER.or_null(),
     "timing": _NUMBERS, "metadata": _OBJECT, "num_samples": _POSITIVE.or_null(), "decoding": _NUMBERS,
+    "marker": _STRING.or_null(), "generated_text": _STRING.or_null(),
 }
 """The schema of the scalar and mapping fields (the arrays are :data:`_RESPONSE_ARRAYS`, :data:`_PROBE_ARRAYS`)."""
 
@@ -269,6 +272,8 @@ class ResponseRecord:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     num_samples: int | None = None
     decoding: Mapping[str, float] = field(default_factory=dict)
+    marker: str | None = None
+    generated_text: str | None = None
 
     def __post_init__(self) -> None:
         _store_as_stored(self, _RESPONSE_ARRAYS)

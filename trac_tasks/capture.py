@@ -9,7 +9,6 @@ completes. The records dir is ``$TRAC_RECORDS_DIR`` when set, else ``<--output_p
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import re
@@ -21,12 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from trac_metrics.answers import extract_answer
 from trac_metrics.features import topk_entropy
 from trac_metrics.records import ProbeRecord, RecordWriter, ResponseRecord
 from trac_tasks.config import TracConfig
+from trac_tasks.progress import LOGGER
 
-LOGGER = logging.getLogger("trac_eval")
 
 P_TRUE_TEMPLATE = (
     "\n\nProposed answer: {answer}\nIs the proposed answer correct?\n(A) True\n(B) False\nThe answer is ("
@@ -104,6 +102,9 @@ def build_record(
     prompt_token_count: int,
     generated_ids: Sequence[int],
     text: str,
+    generated_text: str,
+    answer: str | None,
+    marker: str,
     finish_reason: str,
     summaries: Mapping[str, np.ndarray],
     probes: Mapping[str, ProbeRecord],
@@ -113,7 +114,9 @@ def build_record(
     timing: Mapping[str, float],
 ) -> ResponseRecord:
     """Assemble the immutable record of one response of an lm-eval ``Instance`` (``num_samples``: K; ``decoding``:
-    the primary temperature / top-p the engine applied and the probe temperature)."""
+    the primary temperature / top-p the engine applied and the probe temperature; ``text``: what lm-eval scores,
+    ``generated_text``: the whole decoded generation, stored when it differs; ``marker``: the end-of-thinking
+    marker in force, ``answer``: the answer read after it, :mod:`trac_tasks.thinking`)."""
     doc = request.doc
     kind = config.kind_for(doc)
     missing = [name for name in config.metadata_fields if name not in doc]
@@ -127,7 +130,7 @@ def build_record(
         answer_kind=kind,
         prompt_token_count=prompt_token_count,
         text=text,
-        answer=extract_answer(text, kind=kind, marker=config.marker or None),
+        answer=answer,
         reference=config.render_reference(doc),
         finish_reason=finish_reason,
         top_k=config.top_k,
@@ -138,6 +141,8 @@ def build_record(
         metadata={name: doc[name] for name in config.metadata_fields},
         num_samples=num_samples,
         decoding=dict(decoding),
+        marker=marker,
+        generated_text=generated_text if generated_text != text else None,
         **summaries,
     )
 

@@ -9,7 +9,8 @@ and how; lm-eval itself never sees it (the hook removes it before building sampl
                                                # template giving one per doc, e.g. "{{answer_kind}}"
         reference: "{{answer}}"                # Jinja template rendered on the doc: the reference answer a*
         cue: "\\n\\nThe final answer is \\\\boxed{"   # SPEC §2 default
-        marker: "</think>"                     # end-of-thinking marker, "" for models without one
+        marker: auto                           # end-of-thinking marker: auto (trac_tasks.thinking), a string,
+                                               # or "" for none
         top_k: 5                               # top-k logprobs kept per token (SPEC §3, k = 5)
         probe_variants: [trace]                # + question_only, shuffled_trace, teacher_forced (ablations)
         p_true: false                          # one extra forward for the P(True) baseline
@@ -26,6 +27,7 @@ import jinja2
 
 from trac_metrics.answers import ANSWER_KINDS
 from trac_metrics.records import PROBE_VARIANTS
+from trac_tasks.thinking import AUTO
 
 TRAC_KEY = "trac"
 DEFAULT_CUE = "\n\nThe final answer is \\boxed{"
@@ -41,7 +43,7 @@ class TracConfig:
     answer_kind: str
     reference: str
     cue: str = DEFAULT_CUE
-    marker: str = ""
+    marker: str = AUTO
     top_k: int = 5
     probe_variants: tuple[str, ...] = ("trace",)
     p_true: bool = False

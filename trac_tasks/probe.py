@@ -1,8 +1,8 @@
 """Engine-independent construction and parsing of the answer probe, on token ids (SPEC §2).
 
 The probe prompt is the exact token ids of the prompt and of the generated trace (never re-tokenized text), the
-tokenized end-of-thinking marker (skipped when the model has none or the trace already closed its thinking
-section), then the tokenized cue. The greedy suffix is cut where the delimiter the cue opened is closed; the tokens
+end-of-thinking marker's ids when the trace left a thinking section open (:mod:`trac_tasks.thinking`), then the
+tokenized cue. The greedy suffix is cut where the delimiter the cue opened is closed; the tokens
 before that point spell the re-stated answer ã.
 """
 
@@ -20,21 +20,6 @@ def trace_body(generated_ids: Sequence[int], end_ids: set[int]) -> list[int]:
     while ids and ids[-1] in end_ids:
         ids.pop()
     return ids
-
-
-def needs_marker(marker: str, trace_text: str) -> bool:
-    """Whether the end-of-thinking marker must be appended: there is one and the trace did not write it already."""
-    return bool(marker) and marker not in trace_text
-
-
-def probe_prompt_ids(
-    prompt_ids: Sequence[int],
-    trace_ids: Sequence[int],
-    marker_ids: Sequence[int],
-    cue_ids: Sequence[int],
-) -> list[int]:
-    """prompt + trace + marker + cue, as one id list (pass an empty ``marker_ids`` to skip the marker)."""
-    return [*prompt_ids, *trace_ids, *marker_ids, *cue_ids]
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The bar (tqdm on stderr, like vLLM's own) counts finished generations against the total and shows the finished
 probes and the generated tokens per second; it redraws at most once a second, so a log file gets no flood, and
-lm-eval's ``disable_tqdm`` turns it off. The summary line is logged on the ``trac_eval`` logger.
+lm-eval's ``disable_tqdm`` turns it off. The summary line is logged through lm-eval's logger.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from tqdm import tqdm
 
 from trac_metrics.records import ResponseRecord
 
-LOGGER = logging.getLogger("trac_eval")
+LOGGER = logging.getLogger("lm_eval.trac_eval")
+"""trac-eval's log lines go through lm-eval's logger (its handler, format and ``LMEVAL_LOG_LEVEL``)."""
 
 
 class RunProgress:

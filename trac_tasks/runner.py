@@ -16,7 +16,6 @@ Timings: every record stores the engine seconds attributed to it (``timing.gener
 
 from __future__ import annotations
 
-import logging
 import time
 import warnings
 from abc import ABC, abstractmethod
@@ -40,10 +39,10 @@ from trac_tasks.capture import (
 from trac_tasks.chunk import ChunkState, ProbeJob
 from trac_tasks.config import PROBE_MAX_TOKENS, TRAC_KEY, TracConfig
 from trac_tasks.lm_eval_patches import HOOKED
-from trac_tasks.probe import ParsedProbe, needs_marker, parse_probe
-from trac_tasks.progress import RunProgress, TaskSummary
+from trac_tasks.probe import ParsedProbe, parse_probe
+from trac_tasks.progress import LOGGER, RunProgress, TaskSummary
+from trac_tasks.thinking import AUTO, ThinkingMarker, detect_marker
 
-LOGGER = logging.getLogger("trac_eval")
 P_TRUE_CANDIDATES = ("A", "B")
 
 
@@ -71,10 +70,6 @@ class Trace:
     def decoding(self) -> dict[str, float]:
         """Primary → probe decoding as stored in the record (the probe is greedy, SPEC §2)."""
         return {"temperature": self.temperature, "top_p": self.top_p, "probe_temperature": 0.0}
-
-    @property
-    def answer(self) -> str | None:
-        return extract_answer(self.text, kind=self.kind, marker=self.config.marker or None)
 
     @property
     def kind(self) -> str:
@@ -114,6 +109,7 @@ class TracRunner(ABC):
             lm._trac_sink = RecordSink()
         self.sink: RecordSink = lm._trac_sink
         self._encoded: dict[str, list[int]] = {}
+        self._markers: dict[str, ThinkingMarker] = {}
         self.progress: RunProgress | None = None
 
     # ----------------------------------------------------------------------------------------- engine primitives
@@ -161,6 +157,32 @@ class TracRunner(ABC):
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def marker_for(self, config: TracConfig) -> ThinkingMarker:
+        """The end-of-thinking marker in force: the task's ``trac.marker``, or for ``auto`` the one found from
+        lm-eval's ``think_end_token``, the tokenizer or the chat template (:mod:`trac_tasks.thinking`)."""
+        if config.marker not in self._markers:
+            text = config.marker
+            if text == AUTO:
+                text = detect_marker(self.tokenizer, getattr(self.lm, "think_end_token", None))
+                LOGGER.info("trac-eval: end-of-thinking marker %s",
+                            repr(text) if text else "none (not a thinking model)")
+            self._markers[config.marker] = ThinkingMarker.build(text, self.encode)
+        return self._markers[config.marker]
+
+    def answer_of(self, trace: Trace) -> str | None:
+        """The response's answer: read after its last end-of-thinking marker; none when its thinking is still open
+        (cut before answering); lm-eval's text when the model did not think."""
+        marker = self.marker_for(trace.config)
+        state = marker.state(trace.prompt_ids, trace.body_ids, trace.raw_text)
+        if state == "open":
+            return None
+        if state == "none":
+            return extract_answer(trace.text, kind=trace.kind)
+        answer_ids = marker.answer_ids(trace.body_ids)
+        if answer_ids is None:  # written with other token boundaries: read after the marker in the text
+            return extract_answer(trace.raw_text, kind=trace.kind, marker=marker.text)
+        return extract_answer(self.decode(answer_ids), kind=trace.kind)
 
     def run(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[GenerationText]:
         """Generate, probe and record ``requests`` chunk by chunk; returns the texts in request order."""
@@ -233,6 +255,7 @@ class TracRunner(ABC):
         return build_record(
             trace.request, trace.repeat, trace.config, model=self.model_name,
             prompt_token_count=len(trace.prompt_ids), generated_ids=trace.generated_ids, text=trace.text,
+            generated_text=trace.raw_text, answer=self.answer_of(trace), marker=self.marker_for(trace.config).text,
             finish_reason=trace.finish_reason, summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
             probes=chunk.probes[index], p_true=p_true, num_samples=int(trace.request.repeats or 1),
             decoding=trace.decoding,
@@ -250,16 +273,16 @@ class TracRunner(ABC):
         if trace.repeat == 0:
             config = trace.config
             if "question_only" in config.probe_variants:
-                appended = config.marker + config.cue
-                jobs.append(ProbeJob(index, "question_only", appended, trace.prompt_ids + self.encode(appended)))
+                appended, suffix_ids = self._suffix(config, trace.prompt_ids, [])
+                jobs.append(ProbeJob(index, "question_only", appended, trace.prompt_ids + suffix_ids))
             if "teacher_forced" in config.probe_variants:
-                answer = trace.answer
+                answer = self.answer_of(trace)
                 tokens = tuple(self.encode((answer or "") + (config.closing_delimiter() or "")))
                 job = self._trace_job(index, trace, "teacher_forced")
                 jobs.append(ProbeJob(index, "teacher_forced", job.appended_text, job.prompt_ids, kind="score",
                                      tokens=tokens, answer=answer))
             if config.p_true:
-                answer = trace.answer
+                answer = self.answer_of(trace)
                 question = P_TRUE_TEMPLATE.format(answer=answer if answer is not None else "(none)")
                 jobs.append(ProbeJob(index, "p_true", question, trace.prompt_ids + self.encode(question),
                                      kind="next_token"))
@@ -284,14 +307,17 @@ class TracRunner(ABC):
         if partner is None:
             return []
         chunk.waiting_for_partner.discard(index)
-        appended, suffix_ids = self._suffix(trace.config, partner.raw_text)
+        appended, suffix_ids = self._suffix(trace.config, trace.prompt_ids, partner.body_ids)
         job = ProbeJob(index, "shuffled_trace", appended, trace.prompt_ids + partner.body_ids + suffix_ids)
         return [job] if self._fits(job, trace) else []
 
-    def _suffix(self, config: TracConfig, trace_text: str) -> tuple[str, list[int]]:
-        """Marker (unless the trace closed its thinking section already) + cue, as text and ids."""
-        marker = config.marker if needs_marker(config.marker, trace_text) else ""
-        return marker + config.cue, self.encode(marker) + self.encode(config.cue)
+    def _suffix(self, config: TracConfig, prompt_ids: Sequence[int], body_ids: Sequence[int]) -> tuple[str, list[int]]:
+        """What follows prompt + trace in a probe prompt, as text and ids: the end-of-thinking marker when the
+        trace left a thinking section open, then the cue (SPEC §2)."""
+        marker = self.marker_for(config)
+        if marker.state(prompt_ids, body_ids, self.decode(body_ids)) == "open":
+            return marker.text + config.cue, [*marker.ids, *self.encode(config.cue)]
+        return config.cue, self.encode(config.cue)
 
     def _fits(self, job: ProbeJob, trace: Trace) -> bool:
         """Whether the job's prompt plus what it adds fits the model's context; warns when it does not."""
@@ -304,7 +330,7 @@ class TracRunner(ABC):
         return False
 
     def _trace_job(self, index: int, trace: Trace, variant: str = "trace") -> ProbeJob:
-        appended, suffix_ids = self._suffix(trace.config, trace.raw_text)
+        appended, suffix_ids = self._suffix(trace.config, trace.prompt_ids, trace.body_ids)
         return ProbeJob(index, variant, appended, trace.prompt_ids + trace.body_ids + suffix_ids)
 
     def trace_probe_job(self, index: int, trace: Trace) -> ProbeJob | None:

@@ -202,10 +202,21 @@ class _EngineLoop:
 
         params.output_kind = RequestOutputKind.FINAL_ONLY
         request_id = f"trac-{next(self.runner.request_counter)}"
-        self.engine.add_request(request_id, self.runner.tokens_prompt(prompt_token_ids=prompt_ids), params,
+        self.engine.add_request(request_id, self._engine_input(prompt_ids), params,
                                 lora_request=self.runner.lm.lora_request)
         self.handlers[request_id] = handler
         self.seconds[request_id] = 0.0
+
+    def _engine_input(self, prompt_ids: list[int]) -> Any:
+        """The token-id prompt as the engine takes it: rendered by the engine's renderer when it has one (vLLM
+        0.32+, the path ``LLM.generate`` takes; a raw prompt is deprecated there), else the raw ``TokensPrompt``.
+        The request id the engine's outputs carry stays the one given to ``add_request``."""
+        prompt = self.runner.tokens_prompt(prompt_token_ids=prompt_ids)
+        renderer = getattr(self.engine, "renderer", None)
+        if not callable(getattr(renderer, "render_cmpl", None)):
+            return prompt
+        (rendered,) = renderer.render_cmpl([prompt], getattr(renderer, "default_cmpl_tok_params", None))
+        return rendered
 
     def run(self) -> None:
         while self.engine.has_unfinished_requests():
