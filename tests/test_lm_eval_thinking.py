@@ -9,6 +9,7 @@ from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task
 from transformers import AutoTokenizer
 
 from trac_metrics.records import iter_records
+from trac_tasks.cli import main
 from trac_tasks.config import DEFAULT_CUE
 
 N_DOCS, K, MAX_GEN_TOKS = 4, 2, 24
@@ -73,9 +74,11 @@ def test_vllm_probes_open_traces_with_the_detected_marker_and_closed_ones_withou
         assert probe.num_prompt_tokens == record.prompt_token_count + body + len(cue)
 
 
-def test_hf_probes_open_traces_with_the_detected_marker(tmp_path, thinking_model):
+def test_hf_probes_open_traces_with_the_detected_marker(tmp_path, thinking_model, capsys):
     tokenizer = AutoTokenizer.from_pretrained(thinking_model)
     tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=MAX_GEN_TOKS)
     run = run_lm_eval(tmp_path, tasks, f"pretrained={thinking_model},dtype=float32", "hf", "--device", "cpu")
     _check_open_traces(_records(run, LOCAL_TASK), tokenizer)
+    main(["summary", str(run.out)])
+    assert "end-of-thinking marker: '</think>'" in capsys.readouterr().out
 

@@ -46,6 +46,7 @@ from trac_metrics.online import (
     score_lines,
     score_pairs,
 )
+from trac_metrics.records import iter_records
 from trac_metrics.report import format_table, method_table, write_report
 from trac_metrics.report_data import BOOTSTRAP_METRICS, build_report_data
 from trac_metrics.rescore import changes_to_json, format_changes, rescore
@@ -70,6 +71,15 @@ def _task_block(task: str, metrics: dict[str, float]) -> str:
     return f"{task}: {accuracy}\n{format_table(method_table(metrics))}"
 
 
+def _marker_note(out_dir: Path, task: str) -> str:
+    """The end-of-thinking marker the task's newest records say the run used."""
+    files = sorted(out_dir.rglob(f"trac_records/{task}.*.jsonl"), key=lambda path: path.stat().st_mtime)
+    first = next(iter_records(files[-1]), None) if files else None
+    if first is None or first.marker is None:
+        return "end-of-thinking marker: not recorded"
+    return f"end-of-thinking marker: {first.marker!r}" if first.marker else "end-of-thinking marker: none"
+
+
 def summary(out_dir: Path) -> str:
     path = newest_results_file(out_dir)
     try:
@@ -84,7 +94,7 @@ def summary(out_dir: Path) -> str:
         metrics = {key.split(",")[0]: value for key, value in values.items()
                    if "," in key and isinstance(value, (int, float))}
         if "trac_auroc" in metrics:
-            blocks.append("\n" + _task_block(task, metrics))
+            blocks.append(f"\n{_task_block(task, metrics)}\n{_marker_note(out_dir, task)}")
     if len(blocks) == 1:
         raise ValueError(f"{path} holds no TrAC task")
     return "\n".join(blocks)
