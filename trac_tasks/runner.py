@@ -193,9 +193,8 @@ class TracRunner(ABC):
         self.progress = RunProgress(len(requests), disable=disable_tqdm)
         texts: list[GenerationText] = []
         try:
-            for start in range(0, len(requests), self.chunk_size):
-                chunk = ChunkState(requests[start:start + self.chunk_size], repeats[start:start + self.chunk_size],
-                                   configs[start:start + self.chunk_size])
+            for part in _question_aligned_chunks(repeats, self.chunk_size):
+                chunk = ChunkState(requests[part], repeats[part], configs[part])
                 self.execute(chunk)
                 if chunk.unfinished:
                     raise RuntimeError(f"trac-eval: the engine finished without an output for "
@@ -337,6 +336,18 @@ class TracRunner(ABC):
         """The ``trace`` probe of response ``index`` (SPEC §2), or None (with a warning) when it would not fit."""
         job = self._trace_job(index, trace)
         return job if self._fits(job, trace) else None
+
+
+def _question_aligned_chunks(repeats: Sequence[int], size: int) -> list[slice]:
+    """Consecutive slices of about ``size`` requests that never split a question's K samples (lm-eval passes them
+    in a row, repeat 0 first)."""
+    if not repeats:
+        return []
+    starts = [0]
+    for index, repeat in enumerate(repeats):
+        if repeat == 0 and index - starts[-1] >= size:
+            starts.append(index)
+    return [slice(start, end) for start, end in zip(starts, [*starts[1:], len(repeats)], strict=True)]
 
 
 def _other_question(index: int, requests: Sequence[Any], repeats: Sequence[int]) -> int | None:
