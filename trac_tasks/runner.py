@@ -1,4 +1,5 @@
-"""The engine-independent TrAC flow of one ``generate_until`` call (SPEC §1–2), shared by the vLLM and HF hooks.
+"""The engine-independent TrAC flow of one ``generate_until`` call (docs/architecture.md#the-generation-runner), shared
+by the vLLM and HF hooks.
 
 Before anything is generated, every task's templates are checked on its documents. Then, chunk by chunk: the K
 samples of each question are generated with per-token logprobs; each finished trace unlocks its jobs (the trace
@@ -33,10 +34,12 @@ from trac_tasks.capture import (
     build_record,
     k_largest,
     p_true_probability,
+    records_dir,
     repeat_indices,
     token_summaries,
 )
 from trac_tasks.chunk import ChunkState, ProbeJob
+from trac_tasks.compat import require_trac_hooks
 from trac_tasks.config import PROBE_MAX_TOKENS, TRAC_KEY, TracConfig
 from trac_tasks.lm_eval_patches import HOOKED
 from trac_tasks.probe import ParsedProbe, parse_probe
@@ -68,7 +71,8 @@ class Trace:
 
     @property
     def decoding(self) -> dict[str, float]:
-        """Primary → probe decoding as stored in the record (the probe is greedy, SPEC §2)."""
+        """Primary → probe decoding as stored in the record (the probe is greedy,
+        docs/method.md#probe-decoding-and-cutting)."""
         return {"temperature": self.temperature, "top_p": self.top_p, "probe_temperature": 0.0}
 
     @property
@@ -105,8 +109,9 @@ class TracRunner(ABC):
         self.tokenizer = tokenizer
         self.model_name = model_name
         self.max_length = max_length
-        if not hasattr(lm, "_trac_sink"):
-            lm._trac_sink = RecordSink()
+        directory = records_dir()
+        if getattr(lm, "_trac_sink", None) is None or lm._trac_sink.directory != directory:
+            lm._trac_sink = RecordSink(directory)
         self.sink: RecordSink = lm._trac_sink
         self._encoded: dict[str, list[int]] = {}
         self._markers: dict[str, ThinkingMarker] = {}
@@ -312,7 +317,7 @@ class TracRunner(ABC):
 
     def _suffix(self, config: TracConfig, prompt_ids: Sequence[int], body_ids: Sequence[int]) -> tuple[str, list[int]]:
         """What follows prompt + trace in a probe prompt, as text and ids: the end-of-thinking marker when the
-        trace left a thinking section open, then the cue (SPEC §2)."""
+        trace left a thinking section open, then the cue (docs/method.md#probe-prompt)."""
         marker = self.marker_for(config)
         if marker.state(prompt_ids, body_ids, self.decode(body_ids)) == "open":
             return marker.text + config.cue, [*marker.ids, *self.encode(config.cue)]
@@ -333,7 +338,8 @@ class TracRunner(ABC):
         return ProbeJob(index, variant, appended, trace.prompt_ids + trace.body_ids + suffix_ids)
 
     def trace_probe_job(self, index: int, trace: Trace) -> ProbeJob | None:
-        """The ``trace`` probe of response ``index`` (SPEC §2), or None (with a warning) when it would not fit."""
+        """The ``trace`` probe of response ``index`` (docs/method.md#probe-prompt), or None (with a warning) when it
+        would not fit."""
         job = self._trace_job(index, trace)
         return job if self._fits(job, trace) else None
 
@@ -412,6 +418,7 @@ def route_trac_requests(lm: Any, requests: list[Any], original: Any, runner_clas
     is_trac = [TRAC_KEY in request.args[1] for request in requests]
     if not any(is_trac):
         return original(lm, requests, *args, **kwargs)
+    require_trac_hooks()
     if getattr(lm, "data_parallel_size", 1) > 1 or getattr(lm, "world_size", 1) > 1:
         raise ValueError(
             "TrAC tasks need token logprobs and probes on one engine: data parallelism (data_parallel_size > 1 or "
