@@ -1,4 +1,4 @@
-"""Time the hierarchical bootstrap (SPEC §6) of AUROC and AURC on seeded synthetic data.
+"""Time the hierarchical bootstrap (docs/method.md#hierarchical-bootstrap) of AUROC and AURC on seeded synthetic data.
 
 Defaults match the paper's headline setting: 30 (model, dataset) pairs × 500 questions, 2,000 resamples,
 13 methods. Prints a small table and, last, one JSON line with the timings: wall-clock seconds and CPU

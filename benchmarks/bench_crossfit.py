@@ -1,4 +1,5 @@
-"""Time question-grouped cross-fitting (trac_metrics.heads.cross_fit, SPEC §4) on synthetic data.
+"""Time question-grouped cross-fitting (trac_metrics.heads.cross_fit, docs/method.md#cross-fitting-protocol) on
+synthetic data.
 
 Rows come in question groups; labels are drawn per row with a probability tied to a per-question difficulty, and
 features are noisy functions of the label (about 5% of values missing, so the missingness-indicator path runs).

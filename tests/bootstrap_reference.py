@@ -12,7 +12,8 @@ METRICS = {"auroc": selective.auroc, "aurc": selective.aurc}
 
 def reference_samples(pairs, evaluations, methods, metric, n_resamples, seed) -> dict[str, np.ndarray]:
     """Per method, the bootstrap samples of its macro: a learned head is resampled once per cross-fitting repetition
-    (columns ``<method>/<r>``) and its samples are the mean of those columns (SPEC §4 averages over repetitions)."""
+    (columns ``<method>/<r>``) and its samples are the mean of those columns (docs/method.md#cross-fitting-protocol
+    averages over repetitions)."""
     columns = {method: [f"{method}/{r}" for r in range(len(evaluations[0].scores_by_seed[method]))]
                if method in evaluations[0].scores_by_seed else [method] for method in methods}
 

@@ -1,4 +1,5 @@
-"""Tests of trac_metrics.answers: extraction, normalization and answer equivalence (SPEC §1, §2, §4, §8)."""
+"""Tests of trac_metrics.answers: extraction, normalization and answer equivalence
+(docs/method.md#answers-and-labels)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tests of trac_metrics.baselines (SPEC §5): hand-checked values, naive re-implementations and orientation."""
+"""Tests of trac_metrics.baselines (docs/method.md#baselines): hand-checked values, naive re-implementations and
+orientation."""
 
 from __future__ import annotations
 

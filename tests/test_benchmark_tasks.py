@@ -1,5 +1,6 @@
-"""The benchmark task YAMLs of SPEC §8 load through lm-eval's real TaskManager on local rows in each hub dataset's
-exact schema (DATASETS.md), render their prompts and references, and label right and wrong answers correctly.
+"""The benchmark task YAMLs (docs/method.md#benchmarks-and-datasets) load through lm-eval's real TaskManager on local
+rows in each hub dataset's exact schema (docs/method.md#dataset-sources), render their prompts and references, and label
+right and wrong answers correctly.
 
 Every local task includes the real YAML by absolute path and only swaps its data source, under the real task name:
 a TaskManager over ``[task_configs, local folder]`` lets the local folder override the package's tasks, so the
@@ -82,7 +83,7 @@ GPQA_ROWS = [  # Idavidrein/gpqa, gpqa_diamond
      "Record ID": "recZ13cwgDQb9jRd9", "High-level domain": "Chemistry", "Subdomain": "Inorganic Chemistry"},
 ]
 
-BBH_TARGETS = {  # one row per subtask, targets in the formats of DATASETS.md
+BBH_TARGETS = {  # one row per subtask, targets in the formats of docs/method.md#bbh-target-formats
     "boolean_expressions": "True", "causal_judgement": "No", "date_understanding": "(B)",
     "disambiguation_qa": "(A)", "dyck_languages": "] ]", "formal_fallacies": "invalid", "geometric_shapes": "(J)",
     "hyperbaton": "(B)", "logical_deduction_five_objects": "(C)", "logical_deduction_seven_objects": "(G)",
@@ -93,7 +94,8 @@ BBH_TARGETS = {  # one row per subtask, targets in the formats of DATASETS.md
     "tracking_shuffled_objects_five_objects": "(E)", "tracking_shuffled_objects_seven_objects": "(F)",
     "tracking_shuffled_objects_three_objects": "(B)", "web_of_lies": "Yes", "word_sorting": "apple banana cherry",
 }
-BBH_EXTRA = {"movie_recommendation": "Monsters, Inc"}  # a non-letter target of a letter subtask (DATASETS.md)
+# a non-letter target of a letter subtask (docs/method.md#bbh-target-formats)
+BBH_EXTRA = {"movie_recommendation": "Monsters, Inc"}
 
 
 def bbh_input(subtask: str) -> str:

@@ -1,4 +1,5 @@
-"""Tests for trac_metrics.bootstrap (SPEC §6 "Across pairs"): macro, hierarchical bootstrap, paired differences."""
+"""Tests for trac_metrics.bootstrap (docs/method.md#hierarchical-bootstrap): macro, hierarchical bootstrap, paired
+differences."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The ``trac`` command line (issue #5): report, rescore, fit and score run in-process through ``cli.main``, plus one
-call of the installed ``trac`` executable; unusable input ends with one line on stderr and exit status 2."""
+"""The ``trac`` command line (docs/architecture.md#command-line): report, rescore, fit and score run in-process through
+``cli.main``, plus one call of the installed ``trac`` executable; unusable input ends with one line on stderr and exit
+status 2."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Tests of trac_metrics.features: η_t, TUP φ_P (SPEC §3), PCE φ_A (SPEC §2), consensus statistics (SPEC §4)."""
+"""Tests of trac_metrics.features: η_t, TUP φ_P, PCE φ_A, consensus statistics
+(docs/method.md#token-summaries, docs/method.md#trace-uncertainty-profile, docs/method.md#pce-features,
+docs/method.md#consensus-statistics)."""
 
 from __future__ import annotations
 

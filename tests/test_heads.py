@@ -1,4 +1,5 @@
-"""Tests for trac_metrics.heads: the SPEC §4 head, question-grouped cross-fitting, FittedHead JSON, transfer."""
+"""Tests for trac_metrics.heads: the head (docs/method.md#learned-heads), question-grouped cross-fitting, FittedHead
+JSON, transfer."""
 
 import json
 import warnings
@@ -35,8 +36,8 @@ def single_threaded_blas():
 
 
 def sklearn_head():
-    """The SPEC §4 head built from sklearn's own parts, its logistic regression solved to a tight tolerance: an
-    independent implementation of what heads.fit_head computes."""
+    """The head (docs/method.md#preprocessing) built from sklearn's own parts, its logistic regression solved to a tight
+    tolerance: an independent implementation of what heads.fit_head computes."""
     return Pipeline([
         ("impute", SimpleImputer(strategy="mean", add_indicator=True, keep_empty_features=True)),
         ("scale", StandardScaler()),

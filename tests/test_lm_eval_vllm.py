@@ -1,4 +1,5 @@
-"""End to end: the real ``lm_eval --model vllm`` CLI with vLLM's CPU engine and the real tiny model (issue #3).
+"""End to end: the real ``lm_eval --model vllm`` CLI with vLLM's CPU engine and the real tiny model
+(docs/architecture.md#vllm-backend).
 
 One engine run (module fixture) on local rows in the MATH-500 schema, with every probe variant and P(True) on,
 beside a task without TrAC switches; the tests check what a user gets from it.

@@ -1,4 +1,5 @@
-"""Saved heads for online use (issue #5 ``trac fit`` / ``trac score``): fitting, the abstention threshold, scoring."""
+"""Saved heads for online use (``trac fit`` / ``trac score``, docs/method.md#saved-heads): fitting, the abstention
+threshold, scoring."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Probe construction and parsing on real token ids of the tiny model's tokenizer (SPEC §2)."""
+"""Probe construction and parsing on real token ids of the tiny model's tokenizer (docs/method.md#the-answer-probe)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def decoder(tokenizer):
 
 
 def test_truncated_trace_keeps_all_tokens():
-    # A trace cut at the generation limit has no EOS: its whole body is the probe prefix (SPEC §2).
+    # A trace cut at the generation limit has no EOS: its whole body is the probe prefix (docs/method.md#probe-prompt).
     assert trace_body([5, 6, 7], {2}) == [5, 6, 7]
     assert trace_body([5, 2, 2], {2}) == [5]
 

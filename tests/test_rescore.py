@@ -1,4 +1,5 @@
-"""``trac rescore`` (issue #5): evidence options, the equivalence override and what a rescore reports as changed."""
+"""``trac rescore`` (docs/architecture.md#command-line): evidence options, the equivalence override and what a rescore
+reports as changed."""
 
 from __future__ import annotations
 

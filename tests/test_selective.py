@@ -1,4 +1,5 @@
-"""Tests for trac_metrics.selective (SPEC §6): independent references, brute force over tie orders, hand values."""
+"""Tests for trac_metrics.selective (docs/method.md#selective-prediction-metrics): independent references, brute force
+over tie orders, hand values."""
 
 from __future__ import annotations
 

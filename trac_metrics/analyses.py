@@ -2,16 +2,17 @@
 
 Each function reads a :class:`~trac_metrics.report_data.ReportData` and returns one
 :class:`~trac_metrics.tables.ReportTable`; :func:`all_analyses` returns them in the report's order. Every number is a
-pair-equal macro (SPEC §6) over the pairs that have the data; a pair or a cell that cannot be computed is NaN or
-left out with the reason in the table's note, never silently. Paper tables (``method/trac_paper.tex``):
+pair-equal macro (docs/method.md#pair-equal-macro-average) over the pairs that have the data; a pair or a cell that
+cannot be computed is NaN or left out with the reason in the table's note, never silently. Tables
+(docs/method.md#report-analyses):
 
-- Table ``tab:ablation`` (a)–(d): :func:`component_ablation`, :func:`trace_controls`, :func:`pce_decomposition`,
-  :func:`p_true_fusion`: macro AUROC with its 95% hierarchical-bootstrap CI, and macro AURC;
-- Table ``tab:app-blindspot``: :func:`consensus_blind_spot`;
-- Table ``tab:transfer`` (SPEC §4 transfer heads): :func:`transfer_by_target` (top) and
+- ablations (a)–(d) (docs/method.md#report-analyses): :func:`component_ablation`, :func:`trace_controls`,
+  :func:`pce_decomposition`, :func:`p_true_fusion`: macro AUROC with its 95% hierarchical-bootstrap CI, and macro AURC;
+- consensus blind spot (docs/method.md#consensus-blind-spot): :func:`consensus_blind_spot`;
+- transfer (docs/method.md#transfer-tables; heads: docs/method.md#transfer-heads): :func:`transfer_by_target` (top) and
   :func:`transfer_representations` (bottom);
-- Table ``tab:label-efficiency``: :func:`label_efficiency` (with :func:`label_split`);
-- Table ``tab:decmatrix``: :func:`decoding_symmetry`.
+- label efficiency (docs/method.md#label-efficiency): :func:`label_efficiency` (with :func:`label_split`);
+- decoding symmetry (docs/method.md#decoding-symmetry): :func:`decoding_symmetry`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from trac_metrics.tables import ReportTable
 
 METHOD_COLUMNS = ("AUROC", "CI lo", "CI hi", "AURC", "pairs")
 REPRESENTATIONS = (("TUP", "tup"), ("PCE", "pce"), ("TrAC", "trac"))
-"""Paper Table ``tab:transfer`` / ``tab:label-efficiency`` rows: label and :data:`~trac_metrics.evaluate.HEADS` key."""
+"""Rows of the transfer and label-efficiency tables (docs/method.md#transfer-tables): label and
+:data:`~trac_metrics.evaluate.HEADS` key."""
 
 PROBE_VARIANTS_HOW_TO = ("add `trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced]` to the "
                          "task's generation_kwargs and rerun")
@@ -68,7 +70,7 @@ def _has(data: ReportData, method: str) -> list[int]:
     return [i for i, evaluation in enumerate(data.evaluations) if method in evaluation.scores]
 
 
-# ----------------------------------------------------------------------------------------------- Table tab:ablation
+# -------------------------------------------------------------------------- ablations (docs/method.md#report-analyses)
 
 
 def _auroc_intervals(data: ReportData, indices: Sequence[int], methods: Sequence[str]) -> dict[str, tuple]:
@@ -114,13 +116,14 @@ def _method_table(data: ReportData, name: str, title: str, rows: Sequence[tuple[
 
 
 def component_ablation(data: ReportData) -> ReportTable:
-    """Paper Table ``tab:ablation`` (a): TUP only, PCE only, TUP + PCE (= TrAC)."""
+    """Component ablation (docs/method.md#component-ablation): TUP only, PCE only, TUP + PCE (= TrAC)."""
     return _method_table(data, "ablation_components", "Component ablation",
                          [("TUP only", "tup"), ("PCE only", "pce"), ("PCE + TUP (= TrAC)", "trac")])
 
 
 def trace_controls(data: ReportData) -> ReportTable:
-    """Paper Table ``tab:ablation`` (b): the probe-variant heads (SPEC §2 probe variants) against PCE."""
+    """Trace-conditioning controls (docs/method.md#trace-conditioning-controls): the probe-variant heads
+    (docs/method.md#probe-variants) against PCE."""
     return _method_table(data, "ablation_trace_controls", "Trace-conditioning controls",
                          [("Question-only probe", "pce_question_only"), ("Shuffled-trace probe", "pce_shuffled_trace"),
                           ("Teacher-forced support", "pce_teacher_forced"), ("PCE with completed trace", "pce")],
@@ -128,27 +131,28 @@ def trace_controls(data: ReportData) -> ReportTable:
 
 
 def pce_decomposition(data: ReportData) -> ReportTable:
-    """Paper Table ``tab:ablation`` (c): agreement e alone, likelihoods alone, both (= PCE)."""
+    """PCE decomposition (docs/method.md#pce-decomposition): agreement e alone, likelihoods alone, both (= PCE)."""
     return _method_table(data, "ablation_pce_decomposition", "PCE feature decomposition",
                          [("Agreement only", "pce_agreement"), ("Likelihood only", "pce_likelihood"),
                           ("Agreement + likelihood (= PCE)", "pce")])
 
 
 def p_true_fusion(data: ReportData) -> ReportTable:
-    """Paper Table ``tab:ablation`` (d): P(True), PCE, and a head on [φ_A; P(True)]."""
+    """Comparison with self-verification (docs/method.md#comparison-with-self-verification): P(True), PCE, and a head on
+    [φ_A; P(True)]."""
     return _method_table(data, "ablation_p_true", "Comparison with self-verification",
                          [("P(True)", "p_true"), ("PCE", "pce"), ("P(True) + PCE", "p_true_pce")], P_TRUE_HOW_TO)
 
 
-# ----------------------------------------------------------------------------------------------- Table tab:app-blindspot
+# --------------------------------------------------------------------------------- docs/method.md#consensus-blind-spot
 
 VOTE_TOLERANCE = 1e-9
 """q_K is a share of K answers (e.g. 5/8); a subset is q_K ≥ threshold − this, so float rounding never drops one."""
 
 
 def consensus_blind_spot(data: ReportData, thresholds: Sequence[float] = (0.625, 0.75, 0.875, 1.0)) -> ReportTable:
-    """Paper Table ``tab:app-blindspot``: AUROC of SC@K (modal vote share q_K) and of PCE on the questions whose
-    q_K ≥ threshold.
+    """Consensus blind spot (docs/method.md#consensus-blind-spot): AUROC of SC@K (modal vote share q_K) and of PCE on
+    the questions whose q_K ≥ threshold.
 
     Per threshold, a pair enters when its subset holds at least one correct and one wrong primary answer; ``n`` and
     ``wrong`` count the subset questions of those pairs. SC scores are q_K itself, so at 1.0 (unanimous) every
@@ -190,7 +194,7 @@ def consensus_blind_spot(data: ReportData, thresholds: Sequence[float] = (0.625,
                        f"{note} {lacking}".strip())
 
 
-# ----------------------------------------------------------------------------------------------- Table tab:transfer
+# -------------------------------------------------------------------------------------- docs/method.md#transfer-tables
 
 SourceRule = Callable[[PairRun, PairRun], bool]
 SCHEMES: dict[str, tuple[SourceRule, str]] = {
@@ -199,7 +203,7 @@ SCHEMES: dict[str, tuple[SourceRule, str]] = {
                "at least 2 (model, task) pairs"),
     "LOMO": (lambda target, other: other.model != target.model, "at least 2 models"),
 }
-"""Transfer schemes (SPEC §4): which pairs may train the head that scores a target pair. Global is
+"""Transfer schemes (docs/method.md#transfer-heads): which pairs may train the head that scores a target pair. Global is
 leave-one-pair-out; it also holds out the target's other decodings, which share its questions."""
 
 
@@ -214,8 +218,9 @@ def _feature_rows(data: ReportData, method: str) -> list[np.ndarray | None]:
 
 
 def _transfer_aurocs(data: ReportData, method: str, matrices: Sequence[np.ndarray | None], scheme: str) -> np.ndarray:
-    """AUROC of each pair scored by a ``method`` head fitted on the pairs ``scheme`` allows (SPEC §4: source rows
-    only, ``heads.transfer_scores``); NaN where the pair has no source, lacks the features, or one class only.
+    """AUROC of each pair scored by a ``method`` head fitted on the pairs ``scheme`` allows
+    (docs/method.md#transfer-heads: source rows only, ``heads.transfer_scores``); NaN where the pair has no source,
+    lacks the features, or one class only.
 
     Targets sharing the same source pairs share one fitted head (one fit per task for LODO, per model for LOMO);
     each target score depends on its own row only, so this equals scoring every target on its own.
@@ -247,9 +252,9 @@ def _scheme_reason(data: ReportData, scheme: str) -> str | None:
 
 
 def transfer_by_target(data: ReportData) -> ReportTable:
-    """Paper Table ``tab:transfer`` (top): per held-out task, the leave-one-dataset-out PCE head (fitted on every
-    pair of the other tasks, all models) against the pairs' in-domain cross-fitted PCE AUROC; Δ = transfer −
-    in-domain, paired over the pairs where both are defined."""
+    """Transfer table, top (docs/method.md#transfer-tables): per held-out task, the leave-one-dataset-out PCE head
+    (fitted on every pair of the other tasks, all models) against the pairs' in-domain cross-fitted PCE AUROC; Δ =
+    transfer − in-domain, paired over the pairs where both are defined."""
     transfer = _transfer_aurocs(data, "pce", _feature_rows(data, "pce"), "LODO")
     in_domain = data.per_pair("pce", "auroc")
     tasks = sorted({pair.task for pair in data.pairs})
@@ -270,8 +275,8 @@ def transfer_by_target(data: ReportData) -> ReportTable:
 
 
 def transfer_representations(data: ReportData) -> ReportTable:
-    """Paper Table ``tab:transfer`` (bottom): macro AUROC of TUP, PCE and TrAC heads under leave-one-dataset-out,
-    one global head per held-out pair (leave-one-pair-out) and leave-one-model-out."""
+    """Transfer table, bottom (docs/method.md#transfer-tables): macro AUROC of TUP, PCE and TrAC heads under
+    leave-one-dataset-out, one global head per held-out pair (leave-one-pair-out) and leave-one-model-out."""
     matrices = {method: _feature_rows(data, method) for _, method in REPRESENTATIONS}
     values = {(label, scheme): _transfer_aurocs(data, method, matrices[method], scheme)
               for label, method in REPRESENTATIONS for scheme in SCHEMES}
@@ -338,8 +343,8 @@ def _percent(fraction: float) -> str:
 
 def label_efficiency(data: ReportData, fractions: Sequence[float] = (0.01, 0.05, 0.25, 1.0),
                      test_fraction: float = 0.4, seed: int = 0) -> ReportTable:
-    """Paper Table ``tab:label-efficiency``: heads fitted on a fraction of each pair's training labels (fixed
-    stratified 40% test split, :func:`label_split`), AUROC on the test split, pair-equal macro; ``retention`` =
+    """Label efficiency (docs/method.md#label-efficiency): heads fitted on a fraction of each pair's training labels
+    (fixed stratified 40% test split, :func:`label_split`), AUROC on the test split, pair-equal macro; ``retention`` =
     macro at the fraction / macro at 100% on the same pairs."""
     if not fractions or any(not 0 < fraction <= 1 for fraction in fractions):
         raise ValueError(f"fractions must lie in (0, 1], got {tuple(fractions)!r}")
@@ -386,11 +391,12 @@ def label_efficiency(data: ReportData, fractions: Sequence[float] = (0.01, 0.05,
                        note.strip())
 
 
-# ----------------------------------------------------------------------------------------------- Table tab:decmatrix
+# ------------------------------------------------------------------------------------ docs/method.md#decoding-symmetry
 
 
 def decoding_symmetry(data: ReportData) -> ReportTable:
-    """Paper Table ``tab:decmatrix``: the same (model, task) under different primary / probe temperatures.
+    """Decoding symmetry (docs/method.md#decoding-symmetry): the same (model, task) under different primary / probe
+    temperatures.
 
     Agreement is the mean of e (probe answer ≡ primary answer) over the questions whose probe gave one.
     """

@@ -1,6 +1,6 @@
-"""Answer extraction, normalization and deterministic answer equivalence (SPEC §1, §2, §4, §8).
+"""Answer extraction, normalization and deterministic answer equivalence (docs/method.md#answers-and-labels).
 
-Three answer kinds cover the benchmarks of SPEC §8 (formats in DATASETS.md):
+Three answer kinds cover the benchmarks (docs/method.md#answer-kinds; formats in docs/method.md#dataset-sources):
 
 - ``"math"``: GSM8K, MATH500, Minerva OCW, OlympiadBench, AIME. The answer is the content of the last
   ``\\boxed{...}`` (the prompt asks for it), else a "final answer is" / "Answer:" / ``####`` phrase, else the
@@ -10,10 +10,10 @@ Three answer kinds cover the benchmarks of SPEC §8 (formats in DATASETS.md):
 - ``"text"``: the free-form BBH subtasks (True/False, Yes/No, valid/invalid, word lists, numbers, dyck
   sequences).
 
-The same normalizer serves the primary answer a, the probe answer ã (SPEC §2: "ã is ... normalized by the same
-answer normalizer as a") and the reference a*. ``equivalent`` is the deterministic relation behind e = 1[ã ≡ a]
-(SPEC §2, φ_A), the labels z (SPEC §1) and the answer classes b of the vote shares π_b (SPEC §4). It needs no
-reference answer and is symmetric.
+The same normalizer serves the primary answer a, the probe answer ã (docs/method.md#probe-decoding-and-cutting) and the
+reference a*. ``equivalent`` is the deterministic relation behind e = 1[ã ≡ a] (docs/method.md#pce-features), the
+labels z (docs/method.md#labels) and the answer classes b of the vote shares π_b
+(docs/method.md#answer-classes-and-vote-shares). It needs no reference answer and is symmetric.
 
 Math equivalence, in order: normalized-string equality; for two plain numbers (decimals, e- and scientific
 notation, fractions), exact rational arithmetic with a tolerance only where a decimal is written (the smaller of
@@ -154,7 +154,8 @@ _ARTICLE_CONTINUES_RE = re.compile(r"\s+[a-z]")
 
 
 def _answer_region(text: str, marker: str | None) -> str:
-    """The part of a response that holds its final answer: after the last end-of-thinking marker (SPEC §2)."""
+    """The part of a response that holds its final answer: after the last end-of-thinking marker
+    (docs/method.md#answer-extraction)."""
     if marker and marker in text:
         return text[text.rindex(marker) + len(marker) :]
     return text
@@ -248,7 +249,8 @@ _EXTRACTORS = {"math": _extract_math, "mc": _extract_mc, "text": _extract_boxed_
 
 
 def extract_answer(text: str, kind: str = "math", marker: str | None = None) -> str | None:
-    """Final answer of a response, raw (not normalized) but stripped; None when there is none (SPEC §1, §2).
+    """Final answer of a response, raw (not normalized) but stripped; None when there is none
+    (docs/method.md#answer-extraction).
 
     When ``marker`` (the model's end-of-thinking marker, e.g. ``</think>``) occurs in ``text``, only the text
     after its last occurrence is searched; otherwise the whole text. Forms, by kind:
@@ -406,8 +408,8 @@ def _normalize_text(answer: str) -> str | None:
 
 
 def _normalize_mc(answer: str) -> str | None:
-    """Uppercase option letter; an answer that names no letter is normalized as text (DATASETS.md: a few BBH
-    targets of letter-style subtasks are not letters)."""
+    """Uppercase option letter; an answer that names no letter is normalized as text (docs/method.md#bbh-target-formats:
+    a few BBH targets of letter-style subtasks are not letters)."""
     text = _plain_text(answer)
     bare = _MC_BARE_LETTER_RE.fullmatch(text)
     if bare is not None:
@@ -427,7 +429,7 @@ def _normalize_cached(answer: str, kind: str) -> str | None:
 
 
 def normalize_answer(answer: str | None, kind: str = "math") -> str | None:
-    """Canonical display / hash string of an answer (SPEC §2: the normalizer shared by a, ã and a*).
+    """Canonical display / hash string of an answer (docs/method.md#answer-normalization: shared by a, ã and a*).
 
     math: strips ``$``, ``\\text{}``-style wrappers and trailing unit groups, ``\\left``/``\\right``, spacing
     commands, degree and percent signs, a trailing period, markdown ``**``, a leading ``+``, thousands
@@ -784,7 +786,8 @@ def use_equivalence(relation: Equivalence | None) -> Iterator[None]:
 
 
 def equivalent(a: str | None, b: str | None, kind: str = "math") -> bool:
-    """Deterministic, symmetric answer equivalence a ≡ b (SPEC §2 e = 1[ã ≡ a]; SPEC §4 answer classes).
+    """Deterministic, symmetric answer equivalence a ≡ b (docs/method.md#answer-equivalence: e = 1[ã ≡ a], labels,
+    answer classes).
 
     None (no answer) is equivalent to nothing, not even None. math: normalized-string equality; two plain numbers
     exactly, except that a written decimal matches within the smaller of 1e-6 relative and half a unit of its
@@ -809,9 +812,10 @@ def equivalent(a: str | None, b: str | None, kind: str = "math") -> bool:
 
 
 def answer_classes(answers: Sequence[str | None], kind: str = "math") -> list[int]:
-    """Equivalence-class id of each of K answers, ids 0, 1, 2, ... in order of first appearance (SPEC §4: the
-    classes b of the vote shares π_b and of h_K). Answer i joins the class of the first earlier class
-    representative it is equivalent to; every None (and every answer that normalizes to nothing) is a singleton.
+    """Equivalence-class id of each of K answers, ids 0, 1, 2, ... in order of first appearance
+    (docs/method.md#answer-classes-and-vote-shares: the classes b of the vote shares π_b and of h_K). Answer i joins the
+    class of the first earlier class representative it is equivalent to; every None (and every answer that normalizes to
+    nothing) is a singleton.
     """
     _check_kind(kind)
     if isinstance(answers, str):

@@ -1,4 +1,5 @@
-"""Unsupervised baseline confidence scores of SPEC §5, each oriented so that HIGHER = more likely correct.
+"""Unsupervised baseline confidence scores (docs/method.md#baselines), each oriented so that HIGHER = more likely
+correct.
 
 Single-trace scores use the per-token arrays of the stored record (``token_logprobs`` λ_t and
 ``topk_mean_logprob``, the mean of the k most probable tokens' logprobs) or the trace text; sampling scores use
@@ -57,7 +58,7 @@ def _nan_with_warning(message: str) -> float:
 
 
 def mean_logprob(logprobs: Sequence[float] | np.ndarray) -> float:
-    """Mean chosen-token logprob (1/T) Σ_t λ_t of the response (SPEC §5 "mean logprob").
+    """Mean chosen-token logprob (1/T) Σ_t λ_t of the response (docs/method.md#mean-log-probability).
 
     T = 0 gives NaN and a TracWarning; a non-finite λ_t raises ValueError.
     """
@@ -68,13 +69,14 @@ def mean_logprob(logprobs: Sequence[float] | np.ndarray) -> float:
 
 
 def self_certainty(topk_mean_logprobs: Sequence[float] | np.ndarray, k: int) -> float:
-    """Self-certainty (Kang, Zhao & Song 2025, "Scalable Best-of-N Selection ... via Self-Certainty"; SPEC §5).
+    """Self-certainty (Kang, Zhao & Song 2025, "Scalable Best-of-N Selection ... via Self-Certainty";
+    docs/method.md#self-certainty).
 
     Mean over tokens of KL(U ‖ p_t). Only the top-k logprobs are stored, so the KL is taken over the returned
     top-k support with the raw (not renormalized) probabilities:
     KL_t = Σ_{v ∈ top-k} (1/k)·log((1/k) / p_t(v)) = −log k − mean_{v ∈ top-k} log p_t(v).
     The input is that per-token mean over the top k (``topk_mean_logprob`` of the record); ``k`` is the number
-    of tokens it averaged (k = 5 in this project, SPEC §7) and must be reported with the score.
+    of tokens it averaged (k = 5 in this project, docs/method.md#hyperparameters) and must be reported with the score.
     Score = −log k − mean_t(topk_mean_logprob_t); a more peaked distribution gives a higher score.
     """
     if k < 1:
@@ -90,7 +92,7 @@ def deepconf_bottom(
     window: int = DEEPCONF_WINDOW,
     bottom_fraction: float = DEEPCONF_BOTTOM_FRACTION,
 ) -> float:
-    """DeepConf-bottom (Fu, Wang, Tian & Zhao 2025, "Deep Think with Confidence"; SPEC §5).
+    """DeepConf-bottom (Fu, Wang, Tian & Zhao 2025, "Deep Think with Confidence"; docs/method.md#deepconf-bottom).
 
     Token confidence C_t = −mean of the top-k logprobs (= −``topk_mean_logprob``_t). Group confidences are the
     means of C over sliding windows of ``window`` tokens with stride 1 (one window = the whole trace when it is
@@ -132,7 +134,8 @@ _VERIFY_PATTERN = _marker_pattern(SELFDOUBT_VERIFY_MARKERS)
 
 
 def selfdoubt(text: str) -> float:
-    """SelfDoubt (Pandey, Raghu & Pandey 2026, "SELFDOUBT ... via the Hedge-to-Verify Ratio"; SPEC §5).
+    """SelfDoubt (Pandey, Raghu & Pandey 2026, "SELFDOUBT ... via the Hedge-to-Verify Ratio";
+    docs/method.md#selfdoubt).
 
     Score = −h / (v + 1), with h and v the numbers of non-overlapping, case-insensitive whole-word/phrase
     occurrences of :data:`SELFDOUBT_HEDGE_MARKERS` and :data:`SELFDOUBT_VERIFY_MARKERS` in the trace (a longer
@@ -148,17 +151,19 @@ def selfdoubt(text: str) -> float:
 
 
 def sc_modal(answers: Sequence[str | None], kind: str = "math") -> float:
-    """SC@K modal (Wang et al. 2023, self-consistency; paper eq. sc): q_K = max_b π_b over the K answers."""
+    """SC@K modal (Wang et al. 2023; docs/method.md#self-consistency): q_K = max_b π_b over the K answers."""
     return consensus_features(answers, kind=kind)["q_K"]
 
 
 def sc_primary(answers: Sequence[str | None], kind: str = "math", primary_index: int = 0) -> float:
-    """SC@K primary (paper eq. primary_sc): q_K(a), the share of the K answers equivalent to the primary a."""
+    """SC@K primary (docs/method.md#self-consistency): q_K(a), the share of the K answers equivalent to the primary
+    a."""
     return consensus_features(answers, kind=kind, primary_index=primary_index)["q_primary"]
 
 
 def semantic_entropy(answers: Sequence[str | None], kind: str = "math") -> float:
-    """Semantic entropy@K (Farquhar, Kossen, Kuhn & Gal 2024), negated: −h_K = Σ_b π_b log π_b (SPEC §5).
+    """Semantic entropy@K (Farquhar, Kossen, Kuhn & Gal 2024), negated: −h_K = Σ_b π_b log π_b
+    (docs/method.md#semantic-entropy).
 
     Clusters are the deterministic answer-equivalence classes; negated so that agreement scores higher.
     """
@@ -171,7 +176,8 @@ def _word_tokens(text: str) -> list[str]:
 
 
 def selfcheck_unigram(primary_text: str, other_texts: Sequence[str]) -> float:
-    """SelfCheckGPT@K, unigram variant (Manakul, Liusie & Gales 2023, the n-gram method; SPEC §5).
+    """SelfCheckGPT@K, unigram variant (Manakul, Liusie & Gales 2023, the n-gram method;
+    docs/method.md#selfcheckgpt-unigram).
 
     A unigram LM with add-one smoothing is fitted on the word tokens of all K texts (the primary included, as
     in SelfCheckGPT's n-gram variant): P(w) = (count(w) + 1) / (N + V), N = total tokens, V = distinct tokens.
@@ -197,7 +203,8 @@ def confidence_weighted_vote(
     kind: str = "math",
     primary_index: int = 0,
 ) -> float:
-    """Confidence-weighted vote share of the primary answer (Taubenfeld et al. 2025, CISC; SPEC §5).
+    """Confidence-weighted vote share of the primary answer (Taubenfeld et al. 2025, CISC;
+    docs/method.md#confidence-weighted-vote).
 
     Sample k has weight w_k = exp(c_k), c_k its mean token logprob (``confidences``); the score is
     Σ_k w_k·I[a(k) ≡ a] / Σ_k w_k, the primary included (a None answer agrees only with itself). The weights are

@@ -1,4 +1,5 @@
-"""Pair-equal macro averages and the hierarchical bootstrap across (model, dataset) pairs (SPEC §6 "Across pairs").
+"""Pair-equal macro averages and the hierarchical bootstrap across (model, dataset) pairs
+(docs/method.md#pair-equal-macro-average, docs/method.md#hierarchical-bootstrap).
 
 The headline numbers of the paper (§"Protocol", Table 1) are *pair-equal* macro averages: a metric is computed
 per (model, dataset) pair and the pairs are averaged without weights. Their confidence intervals come from a
@@ -118,7 +119,7 @@ class BootstrapResult:
         return self.methods.index(method)
 
     def ci(self, method: str, level: float = 0.95) -> tuple[float, float]:
-        """Percentile confidence interval of the macro of ``method`` (SPEC §6)."""
+        """Percentile confidence interval of the macro of ``method`` (docs/method.md#hierarchical-bootstrap)."""
         return _percentile_interval(self.samples[:, self._column(method)], level, method)
 
     def paired_difference(
@@ -149,8 +150,9 @@ class BootstrapResult:
         """A result whose method m is the mean of the columns ``columns[m]``, per pair and per resample.
 
         For a cross-fitted head bootstrapped once per repetition: its metric is averaged over repetitions inside
-        every resample (as SPEC §4 averages it on the original data), so the point estimate is the reported
-        macro and the interval belongs to it. A pair or resample where any averaged column is NaN is NaN.
+        every resample (as docs/method.md#cross-fitting-protocol averages it on the original data), so the point
+        estimate is the reported macro and the interval belongs to it. A pair or resample where any averaged column is
+        NaN is NaN.
         """
         indices = {method: [self._column(column) for column in names] for method, names in columns.items()}
         per_pair = np.stack([self.per_pair[:, index].mean(axis=1) for index in indices.values()], axis=1)
@@ -160,7 +162,8 @@ class BootstrapResult:
 
 
 def macro(pairs: Sequence[PairData], metric: Metric, method: str) -> float:
-    """Pair-equal macro average (SPEC §6): unweighted mean over pairs of ``metric(scores[method], labels)``.
+    """Pair-equal macro average (docs/method.md#pair-equal-macro-average): unweighted mean over pairs of
+    ``metric(scores[method], labels)``.
 
     Pairs on which the metric is NaN are skipped with a ``TracWarning`` naming them; NaN (+ warning) when
     no pair has a defined value.
@@ -176,7 +179,8 @@ def hierarchical_bootstrap(
     n_resamples: int = 2000,
     seed: int = 0,
 ) -> BootstrapResult:
-    """Hierarchical bootstrap of the pair-equal macro of ``metric`` for each method (SPEC §6, paper §"Protocol").
+    """Hierarchical bootstrap of the pair-equal macro of ``metric`` for each method
+    (docs/method.md#hierarchical-bootstrap).
 
     Each resample draws pairs with replacement, then for every drawn pair (independently, also for repeats)
     questions with replacement stratified by correctness, taking all responses of a drawn question. The same
@@ -304,7 +308,8 @@ def _pair_values(pairs: tuple[PairData, ...], metric: Metric, method: str) -> np
 
 
 def mean_of_defined(values: ArrayLike | Iterable[float]) -> float:
-    """Pair-equal macro (SPEC §6): unweighted mean of the non-NaN values; NaN when there are none."""
+    """Pair-equal macro (docs/method.md#pair-equal-macro-average): unweighted mean of the non-NaN values; NaN when there
+    are none."""
     array = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=np.float64)
     defined = array[~np.isnan(array)]
     return float(defined.mean()) if defined.size else math.nan
@@ -320,7 +325,8 @@ def _mean_of_defined(values: np.ndarray, method: str) -> float:
 def _question_strata(pair: PairData) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Question index of each response, and the indices of correct / incorrect questions.
 
-    A question's class is the label of its first response (in array order), as SPEC §6 stratifies.
+    A question's class is the label of its first response (in array order), as docs/method.md#hierarchical-bootstrap
+    stratifies.
     """
     _, first_response, question_of = np.unique(pair.groups, return_index=True, return_inverse=True)
     first_correct = pair.labels[first_response]

@@ -1,4 +1,5 @@
-"""One task's TrAC evaluation: cross-fitted heads and baselines → selective-prediction metrics (SPEC §4–6).
+"""One task's TrAC evaluation: cross-fitted heads and baselines → selective-prediction metrics
+(docs/method.md#cross-fitting-protocol, docs/method.md#selective-prediction-metrics).
 
 Input: the per-question evidence dicts of :mod:`trac_metrics.evidence` (one row per question: the primary
 response). Every learned method (TrAC, its PCE / TUP components, Consensus Fusion @K, Supervised Consensus@K and
@@ -47,13 +48,13 @@ def _trac(evidence: Mapping[str, Any]) -> list[float] | None:
 
 
 def _consensus_fusion(evidence: Mapping[str, Any]) -> list[float] | None:
-    """[φ_A; φ_P; q_K; h_K] (paper eq. fusion)."""
+    """[φ_A; φ_P; q_K; h_K] (docs/method.md#consensus-fusion)."""
     trac, consensus = _trac(evidence), _consensus(evidence)
     return None if trac is None or consensus is None else [*trac, consensus["q_K"], consensus["h_K"]]
 
 
 def _supervised_consensus(evidence: Mapping[str, Any]) -> list[float] | None:
-    """[q_K, h_K, vote margin, trace mean logprob, φ_P, answer likelihood ℓ] (SPEC §5 Supervised Consensus@K)."""
+    """[q_K, h_K, vote margin, trace mean logprob, φ_P, answer likelihood ℓ] (docs/method.md#supervised-consensus)."""
     consensus, pce = _consensus(evidence), _pce(evidence)
     if consensus is None or pce is None:
         return None
@@ -127,7 +128,7 @@ def _named(metrics: Mapping[str, float], method: str) -> dict[str, float]:
 
 
 def _head_metrics(scores_by_seed: np.ndarray, labels: np.ndarray, method: str) -> dict[str, float]:
-    """SPEC §4: a metric is computed per repetition and averaged over repetitions."""
+    """docs/method.md#cross-fitting-protocol: a metric is computed per repetition and averaged over repetitions."""
     if np.isnan(scores_by_seed).any():
         return {f"{method}_{name}": float("nan") for name in METRIC_NAMES}
     per_seed = [_named(selective_metrics(row, labels, COVERAGES), method) for row in scores_by_seed]

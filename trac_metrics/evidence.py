@@ -1,4 +1,5 @@
-"""Per-question evidence: the label, features and baseline scores of one question's K responses (SPEC §1–5).
+"""Per-question evidence: the label, features and baseline scores of one question's K responses
+(docs/architecture.md#evidence).
 
 :func:`question_evidence` turns the records of one question (repeat 0 is the primary response) into a plain,
 JSON-serializable dict. It is the unit every consumer works on: the lm-eval aggregation (one per document, also
@@ -6,7 +7,8 @@ written to lm-eval's samples file) and ``trac report`` / ``trac rescore`` on sto
 answer enters only the label, never a feature or a baseline score.
 
 :class:`EvidenceOptions` changes how the evidence is computed from the same records (``trac rescore``): the answer
-kind used by the normalizer, a user equivalence relation, and TUP's J / W / τ (SPEC §3, §7). The default options
+kind used by the normalizer, a user equivalence relation, and TUP's J / W / τ (docs/method.md#trace-uncertainty-profile,
+docs/method.md#hyperparameters). The default options
 are the paper's configuration and give exactly the evidence of a plain call.
 """
 
@@ -77,14 +79,16 @@ def _module_from_file(path: str) -> ModuleType:
 
 @dataclass(frozen=True)
 class EvidenceOptions:
-    """How :func:`question_evidence` computes a question's evidence; the defaults are SPEC §7's configuration.
+    """How :func:`question_evidence` computes a question's evidence; the defaults are the configuration of
+    docs/method.md#hyperparameters.
 
     ``answer_kind``: None keeps each record's stored kind; one of ``answers.ANSWER_KINDS`` replaces it wherever
     answers are normalized and compared (label z, majority label, agreement e, answer classes, vote statistics).
     The stored extracted answers are kept as they are (no re-extraction from the text).
     ``equivalence``: None, or ``"module:function"`` / ``"file.py:function"`` (:func:`resolve_equivalence`) naming ``f(answer, other, kind) -> bool`` that replaces
     :func:`trac_metrics.answers.equivalent` (through :func:`trac_metrics.answers.use_equivalence`).
-    ``n_bins``, ``tail_window``, ``low_threshold``: TUP's J, W and τ (SPEC §3); φ_P has 2·J + 11 numbers.
+    ``n_bins``, ``tail_window``, ``low_threshold``: TUP's J, W and τ (docs/method.md#trace-uncertainty-profile); φ_P has
+    2·J + 11 numbers.
 
     Building options with an equivalence imports (runs) the code it names, so an equivalence must come from the
     command line, never from a file's content: a saved head stores its spec as data only
@@ -167,7 +171,7 @@ def question_evidence(records: Sequence[ResponseRecord], options: EvidenceOption
     ``majority_correct`` (modal answer ≡ reference), ``primary_answer``, ``reference``, ``probe_answer``,
     ``agree`` (e, NaN when missing), ``features`` (``pce``: φ_A, ``tup``: φ_P, ``consensus``: q_K, h_K, vote
     margin, q_K(a) when K > 1, ``pce_<variant>`` for ablation probes), ``baselines`` (score per method, higher =
-    more likely correct, SPEC §5), ``metadata`` of the primary record.
+    more likely correct, docs/method.md#baselines), ``metadata`` of the primary record.
     """
     ordered = _check_question(records)
     relation = None if options.equivalence is None else resolve_equivalence(options.equivalence)

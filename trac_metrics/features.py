@@ -1,15 +1,16 @@
-"""TrAC feature vectors computed from a stored record: TUP φ_P (SPEC §3), PCE φ_A (SPEC §2), consensus (SPEC §4).
+"""TrAC feature vectors computed from a stored record: TUP φ_P, PCE φ_A and the consensus statistics.
 
-* :func:`topk_entropy` turns the per-token top-k logprobs returned by the engine into η_t (paper eq. tup_token).
+* :func:`topk_entropy` turns the per-token top-k logprobs returned by the engine into η_t
+  (docs/method.md#token-summaries).
 * :func:`tup_features` is the 27-number Trace Uncertainty Profile φ_P = [b(λ); b(η); g(λ); g(η); tail; low]
-  (paper eqs. tup_bins, tup_global, tup_auxiliary, tup_profile) with the exact conventions of SPEC §3.
+  with the exact conventions of docs/method.md#trace-uncertainty-profile.
 * :func:`pce_features` is the 5-number Prefix-Conditioned Elicitation vector φ_A = [e, ℓ, ℓ_min, ℓ_head, c1]
-  (paper eqs. answer_likelihood, answer_likelihoodmin, active_representation). Missing parts are NaN; the
+  (docs/method.md#pce-features). Missing parts are NaN; the
   head pipeline adds missingness indicators and imputes inside the training fold.
-* :func:`consensus_features` gives the vote statistics over K sampled answers (paper eqs. sc, primary_sc and
-  h_K of eq. fusion), plus the vote margin used by Supervised Consensus@K (SPEC §5).
+* :func:`consensus_features` gives the vote statistics over K sampled answers (docs/method.md#consensus-statistics),
+  plus the vote margin used by Supervised Consensus@K (docs/method.md#supervised-consensus).
 
-Hyperparameter defaults are those of SPEC §7: k = 5, J = 8, W = 30, τ = −2.0.
+Hyperparameter defaults are those of docs/method.md#hyperparameters: k = 5, J = 8, W = 30, τ = −2.0.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ PCE_FEATURE_NAMES: tuple[str, ...] = (
     "pce_loglik_head",
     "pce_first_logprob",
 )
-"""Names of φ_A in order: e, ℓ, ℓ_min, ℓ_head, c1 (SPEC §2)."""
+"""Names of φ_A in order: e, ℓ, ℓ_min, ℓ_head, c1 (docs/method.md#pce-features)."""
 
 _AUX_NAMES = (
     "tup_lp_mean",
@@ -52,7 +53,7 @@ _AUX_NAMES = (
 
 
 def tup_feature_names(n_bins: int = N_BINS) -> tuple[str, ...]:
-    """Names of the 2·J + 11 TUP features in the order of :func:`tup_features` (SPEC §3)."""
+    """Names of the 2·J + 11 TUP features in the order of :func:`tup_features` (docs/method.md#tup-feature-order)."""
     lp_bins = tuple(f"tup_lp_bin{j}" for j in range(1, n_bins + 1))
     ent_bins = tuple(f"tup_ent_bin{j}" for j in range(1, n_bins + 1))
     return lp_bins + ent_bins + _AUX_NAMES
@@ -76,7 +77,7 @@ def finite_sequence(values: Sequence[float] | np.ndarray, name: str) -> np.ndarr
 def topk_entropy(topk_logprobs: Sequence[Sequence[float]] | np.ndarray, k: int = TOP_K) -> np.ndarray:
     """η_t for every token: entropy (natural log) of the softmax of the row's k largest finite logprobs.
 
-    Paper eq. tup_token / SPEC §3: the predictive distribution is renormalized over the top-k support. Rows are
+    docs/method.md#token-summaries: the predictive distribution is renormalized over the top-k support. Rows are
     a [T, k'] array; NaN and -inf entries are padding and ignored, and only the ``k`` largest finite entries are
     used (the engine returns k + 1 entries when the sampled token was outside the top k). A row with a single
     finite entry has entropy 0. T = 0 gives an empty array. A row without any finite entry, or a +inf entry,
@@ -141,7 +142,7 @@ def tup_features(
     tail_window: int = TAIL_WINDOW,
     low_threshold: float = LOW_THRESHOLD,
 ) -> np.ndarray:
-    """φ_P, the Trace Uncertainty Profile (SPEC §3; paper eqs. tup_bins, tup_global, tup_auxiliary, tup_profile).
+    """φ_P, the Trace Uncertainty Profile (docs/method.md#trace-uncertainty-profile).
 
     ``logprobs`` are λ_t (chosen-token logprobs) and ``entropies`` η_t (:func:`topk_entropy`) of the T generated
     tokens. Returns 2·J + 11 numbers (27 for J = 8), named by :func:`tup_feature_names`, in the order
@@ -188,7 +189,7 @@ def pce_features(
     first_token_logprob: float | None,
     kind: str = "math",
 ) -> np.ndarray:
-    """φ_A = [e, ℓ, ℓ_min, ℓ_head, c1] of the PCE probe (SPEC §2; paper eqs. for e, ℓ, ℓ_min, ℓ_head, c1).
+    """φ_A = [e, ℓ, ℓ_min, ℓ_head, c1] of the PCE probe (docs/method.md#pce-features).
 
     ``answer_logprobs`` are the logprobs of the L tokens of the re-elicited answer ã; ``first_token_logprob``
     is the logprob of the first decoded probe token (None/NaN when nothing was decoded).
@@ -215,7 +216,8 @@ def class_shares(
     kind: str = "math",
     weights: Sequence[float] | np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(class id of each answer, share π_b of each class) over answer-equivalence classes (paper eq. sc).
+    """(class id of each answer, share π_b of each class) over answer-equivalence classes
+    (docs/method.md#answer-classes-and-vote-shares).
 
     π_b = Σ_k w_k·I[a(k) ≡ b] / Σ_k w_k with w_k = 1 by default (the paper's π_b). Class ids follow
     :func:`trac_metrics.answers.answer_classes`: order of first appearance, each None its own singleton class.
@@ -245,7 +247,7 @@ def check_primary_index(primary_index: int, n_answers: int) -> None:
 def consensus_features(
     answers: Sequence[str | None], kind: str = "math", primary_index: int = 0
 ) -> dict[str, float]:
-    """Vote statistics of the K sampled answers, the primary included (SPEC §4, §5; paper eqs. sc, primary_sc).
+    """Vote statistics of the K sampled answers, the primary included (docs/method.md#consensus-statistics).
 
     * ``q_K`` = max_b π_b, the modal vote share (SC@K);
     * ``h_K`` = −Σ_b π_b log π_b (natural log), the answer entropy (semantic entropy over equivalence classes);

@@ -1,4 +1,5 @@
-"""Logistic heads, question-grouped cross-fitting and transfer heads (SPEC §4, §7; paper Eq. ``eq:training``).
+"""Logistic heads, question-grouped cross-fitting and transfer heads (docs/method.md#learned-heads,
+docs/method.md#cross-fitting-protocol).
 
 Every learned TrAC variant (PCE-only, TUP-only, TrAC, Consensus Fusion, Supervised Consensus) is the same head:
 missingness indicators → mean imputation → standardization → L2 logistic regression (C = 1.0), fitted on a
@@ -7,8 +8,8 @@ are sklearn's ``SimpleImputer(add_indicator=True, keep_empty_features=True)`` �
 ``LogisticRegression(C=1.0)`` computed in numpy; the logistic objective (C·Σ log-loss + ½‖w‖², intercept not
 penalized) is solved by Newton's method to convergence — the optimum lbfgs approaches (it stops at its tolerance,
 ~1e-4 away), at a small fraction of the cost, which matters for reports that fit thousands of heads. In-domain scores are out-of-fold over 5 repetitions of a stratified 5-fold split that keeps all
-responses of a question together, with fold seeds 2026, 7, 13, 42, 100 (SPEC §7). A metric is computed per
-repetition and averaged (:func:`oof_metric`); the per-response score is the mean out-of-fold score
+responses of a question together, with fold seeds 2026, 7, 13, 42, 100 (docs/method.md#cross-fitting-protocol). A metric
+is computed per repetition and averaged (:func:`oof_metric`); the per-response score is the mean out-of-fold score
 (:func:`mean_oof_score`). Transfer heads (LODO / LOMO / global) fit on source rows only (:func:`transfer_scores`).
 
 A fitted head is stored as plain JSON (:class:`FittedHead`): the missing-value convention, the standardizer and the
@@ -35,14 +36,15 @@ from trac_metrics._warnings import TracWarning
 from trac_metrics.files import atomic_write
 
 FOLD_SEEDS = (2026, 7, 13, 42, 100)
-"""Fold seeds of the 5 cross-fitting repetitions (SPEC §4, §7)."""
+"""Fold seeds of the 5 cross-fitting repetitions (docs/method.md#cross-fitting-protocol)."""
 
 HEAD_KIND = "trac_metrics.FittedHead"
 HEAD_FORMAT_VERSION = 1
 """``kind`` and ``version`` written into every saved head; :meth:`FittedHead.from_dict` accepts only these."""
 
 MIN_SAMPLES_PER_CLASS = 2
-"""SPEC §4: a training set with fewer samples of a class than this is degenerate (NaN + warning)."""
+"""docs/method.md#degenerate-data: a training set with fewer samples of a class than this is degenerate (NaN +
+warning)."""
 
 
 # ----------------------------------------------------------------------------------------------- validation
@@ -142,7 +144,8 @@ def _unsplittable_reason(labels: np.ndarray, group_codes: np.ndarray, n_splits: 
 
 
 def _preprocessing(features: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Imputation means, indicator columns, scaler mean and scale learned from training rows (SPEC §4).
+    """Imputation means, indicator columns, scaler mean and scale learned from training rows
+    (docs/method.md#preprocessing).
 
     As ``SimpleImputer(strategy="mean", add_indicator=True, keep_empty_features=True)``: the mean of the observed
     values (0 for a column with none, so the layout never depends on the fold), one 0/1 column per feature with a
@@ -267,7 +270,8 @@ HEAD_FIELDS = ("kind", "version", "feature_names", "impute_means", "indicator_fe
 
 @dataclass(frozen=True)
 class FittedHead:
-    """A fitted head as plain numbers: scores new rows with numpy only, saves/loads as JSON (SPEC §4).
+    """A fitted head as plain numbers: scores new rows with numpy only, saves/loads as JSON
+    (docs/method.md#saved-heads).
 
     Scoring a row x (columns in ``feature_names`` order): x̃_j = x_j, or ``impute_means[j]`` where x_j is NaN;
     z = [x̃, 1{x_j is NaN} for j in ``indicator_features``];
@@ -408,7 +412,7 @@ def fit_head(
     max_iter: int = 1000,
     metadata: dict[str, Any] | None = None,
 ) -> FittedHead:
-    """Fit the SPEC §4 head (preprocessing + L2 logistic, see the module docstring) on all rows.
+    """Fit the head of docs/method.md#learned-heads (preprocessing + L2 logistic, see the module docstring) on all rows.
 
     Raises ValueError when ``y`` has fewer than 2 samples of a class (no head can be fitted) or when
     ``feature_names`` does not name every column.
@@ -444,7 +448,7 @@ def _fit(features: np.ndarray, labels: np.ndarray, feature_names: Sequence[str],
 
 
 def fold_assignments(y: Any, groups: Any, seed: int, n_splits: int = 5) -> np.ndarray:
-    """Test-fold index (0..n_splits-1) of each row for one repetition (SPEC §4).
+    """Test-fold index (0..n_splits-1) of each row for one repetition (docs/method.md#cross-fitting-protocol).
 
     ``StratifiedGroupKFold(n_splits, shuffle=True, random_state=seed)``: class-stratified, every row of a question
     (same ``groups`` id) in one fold. When every question has one row (the per-question evaluation) the grouping
@@ -477,7 +481,7 @@ def fold_assignments(y: Any, groups: Any, seed: int, n_splits: int = 5) -> np.nd
 def _degenerate_training_fold(
     labels: np.ndarray, folds_by_seed: Sequence[np.ndarray], seeds: Sequence[int]
 ) -> str | None:
-    """The first training fold that cannot fit a head (SPEC §4 degenerate data), described; None if all can."""
+    """The first training fold that cannot fit a head (docs/method.md#degenerate-data), described; None if all can."""
     for seed, folds in zip(seeds, folds_by_seed):
         for fold in np.unique(folds):
             shortage = _class_shortage(labels[folds != fold])
@@ -489,7 +493,7 @@ def _degenerate_training_fold(
 def cross_fit(
     X: Any, y: Any, groups: Any, seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5
 ) -> np.ndarray:
-    """Out-of-fold probabilities of class 1, shape (len(seeds), n rows) (SPEC §4 cross-fitting).
+    """Out-of-fold probabilities of class 1, shape (len(seeds), n rows) (docs/method.md#cross-fitting-protocol).
 
     For each seed, rows are split by :func:`fold_assignments`; for each fold a fresh head (:func:`fit_head`)
     is fitted on the other folds only and scores the fold. Degenerate data (one class, fewer question groups than
@@ -505,8 +509,8 @@ def cross_fit_many(
     """:func:`cross_fit` of several feature matrices of the same rows (one per head), on the same folds.
 
     The folds depend only on the labels, the question groups and the seeds, so they are computed once and every
-    head is fitted on identical splits (SPEC §4: all learned variants share the folds). Degenerate data gives
-    all-NaN scores for every head and one TracWarning.
+    head is fitted on identical splits (docs/method.md#cross-fitting-protocol: all learned variants share the folds).
+    Degenerate data gives all-NaN scores for every head and one TracWarning.
     """
     if not feature_sets:
         raise ValueError("cross_fit_many needs at least one feature matrix")
@@ -540,7 +544,7 @@ def _out_of_fold(features: np.ndarray, labels: np.ndarray, folds_by_seed: Sequen
 
 
 def oof_metric(scores_by_seed: Any, labels: Any, metric: Callable[[np.ndarray, np.ndarray], float]) -> float:
-    """Mean over repetitions of ``metric(scores_by_seed[i], labels)`` (SPEC §4: per repetition, then averaged).
+    """Mean over repetitions of ``metric(scores_by_seed[i], labels)`` (docs/method.md#cross-fitting-protocol).
 
     NaN when a repetition's metric is NaN (the metric warns) or its scores contain NaN (a TracWarning here; the
     metric is not called on NaN scores).
@@ -563,7 +567,8 @@ def oof_metric(scores_by_seed: Any, labels: Any, metric: Callable[[np.ndarray, n
 
 
 def mean_oof_score(scores_by_seed: Any) -> np.ndarray:
-    """Per-response mean of the out-of-fold scores over repetitions: the reported score (SPEC §4)."""
+    """Per-response mean of the out-of-fold scores over repetitions: the reported score
+    (docs/method.md#cross-fitting-protocol)."""
     return _as_scores_by_seed(scores_by_seed).mean(axis=0)
 
 
@@ -571,7 +576,7 @@ def mean_oof_score(scores_by_seed: Any) -> np.ndarray:
 
 
 def transfer_scores(X_source: Any, y_source: Any, X_target: Any, feature_names: Sequence[str]) -> np.ndarray:
-    """Scores of the target rows by a head fitted on the source rows only (SPEC §4 LODO / LOMO / global heads).
+    """Scores of the target rows by a head fitted on the source rows only (docs/method.md#transfer-heads).
 
     Imputation means, missingness columns and the standardizer come from the source rows alone, so each target
     score depends on its own row only. A source with fewer than 2 samples of a class gives all-NaN scores and a

@@ -1,5 +1,6 @@
 """The leaderboard tables of ``trac report``: paper Table 1 layout, its confidence intervals, paired differences and
-the per-pair numbers every macro is averaged from (SPEC §6 "Across pairs", issue #5).
+the per-pair numbers every macro is averaged from (docs/method.md#pair-equal-macro-average,
+docs/method.md#hierarchical-bootstrap).
 
 Every point number is the pair-equal macro of the per-pair ``TaskEvaluation.metrics`` (the numbers lm-eval's
 aggregation reports for each task); intervals and p-values come from the shared hierarchical bootstrap of
@@ -38,7 +39,8 @@ _LABELS = {
 }
 
 COMPARISONS = (("trac", "sc_modal"), ("trac", "sc_primary"), ("cf", "sc_modal"), ("cf", "sc_primary"))
-"""Paired differences of paper §RQ1: TrAC − SC@K and Consensus Fusion@K − SC@K (modal and primary-answer SC)."""
+"""Paired differences (docs/method.md#paired-differences): TrAC − SC@K and Consensus Fusion@K − SC@K (modal and
+primary-answer SC)."""
 
 HIGHER_IS_BETTER = {"auroc": True, "aurc": False}
 """Direction of the bootstrapped metrics (paired differences: which sign favours the first method)."""

@@ -1,5 +1,5 @@
 """Online use of a TrAC head: fit once on labelled runs, save it, score the records of new runs (``trac fit`` /
-``trac score``; SPEC §4 pipeline; paper §"Offline Preparation and Training" / §"Online Inference": the saved
+``trac score``; docs/method.md#saved-heads, docs/method.md#abstention-threshold: the saved
 preprocessing and head score a response without the reference answer, and the score can support abstention).
 
 :func:`fit_online_head` fits one method's head (``heads.fit_head``: imputation with missingness indicators, scaler,
@@ -39,7 +39,7 @@ ONLINE_METHODS = ("trac", "pce", "tup", "cf")
 DEFAULT_TARGET_RISK = 0.1
 """The target risk ``trac fit --calibration`` uses when none is given."""
 CONSENSUS_FUSION_NAMES = ("consensus_q_K", "consensus_h_K")
-"""Names of the two vote statistics Consensus Fusion @K appends to [φ_A; φ_P] (SPEC §4)."""
+"""Names of the two vote statistics Consensus Fusion @K appends to [φ_A; φ_P] (docs/method.md#consensus-fusion)."""
 
 
 def head_feature_names(method: str, n_bins: int) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""The two figures of ``trac report`` (paper Figures "riskcov" and "pareto"), drawn with matplotlib's Agg canvas.
+"""The two figures of ``trac report`` (docs/method.md#figures), drawn with matplotlib's Agg canvas.
 
 - :func:`risk_coverage_plot`: macro risk–coverage curves: each pair's expected selective risk
   (:func:`trac_metrics.selective.risk_coverage_curve`) interpolated on a common coverage grid, averaged over pairs.
@@ -27,7 +27,7 @@ from trac_metrics.report_data import ReportData
 from trac_metrics.selective import risk_coverage_curve
 
 RISK_COVERAGE_METHODS = ("trac", "sc_modal", "p_true", "mean_logprob")
-"""Curves of the risk–coverage figure (paper Figure "riskcov"); P(True) only when the runs recorded it."""
+"""Curves of the risk–coverage figure (docs/method.md#figures); P(True) only when the runs recorded it."""
 
 COVERAGE_GRID = np.linspace(0.01, 1.0, 100)
 _DPI = 120

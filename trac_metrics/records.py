@@ -1,4 +1,5 @@
-"""The immutable per-response record: everything TrAC needs, stored once at generation time (SPEC §1–3).
+"""The immutable per-response record: everything TrAC needs, stored once at generation time
+(docs/architecture.md#record-schema).
 
 A run writes one JSON object per line (JSONL), one line per generated response, flushed as batches complete.
 Each object carries ``"schema": "trac-record/1"``. Per-token arrays are stored compactly as
@@ -49,7 +50,8 @@ from trac_metrics._warnings import TracWarning
 SCHEMA = "trac-record/1"
 
 PROBE_VARIANTS = ("trace", "question_only", "shuffled_trace", "teacher_forced")
-"""The probe on the completed trace (SPEC §2) and the three ablation variants built on the same code path."""
+"""The probe on the completed trace (docs/method.md#the-answer-probe) and the three ablation variants built on the same
+code path."""
 
 _RESPONSE_ARRAYS = {
     "token_ids": np.int32,
@@ -199,7 +201,8 @@ def _read_fields(payload: Any, cls: type, scalars: Mapping[str, _Expected], arra
 
 @dataclass(frozen=True)
 class ProbeRecord:
-    """One answer probe (SPEC §2): the greedy ≤16-token suffix decoded after ``prefix + marker + cue``.
+    """One answer probe (docs/method.md#probe-decoding-and-cutting): the greedy ≤16-token suffix decoded
+    after ``prefix + marker + cue``.
 
     ``answer_token_count`` is L, the number of leading decoded tokens that spell the re-stated answer ã (the
     closing brace and EOS excluded); ``token_logprobs[:L]`` feed ℓ, ℓ_min, ℓ_head and ``token_logprobs[0]`` is c1.
@@ -249,7 +252,8 @@ class ProbeRecord:
 
 @dataclass(frozen=True)
 class ResponseRecord:
-    """One generated response of one question, with the token summaries and probes TrAC needs (SPEC §1)."""
+    """One generated response of one question, with the token summaries and probes TrAC needs
+    (docs/architecture.md#response-fields)."""
 
     task: str
     doc_id: int | str

@@ -1,5 +1,6 @@
-"""TrAC result tables: one task's metrics as method × metric (``trac summary``, SPEC §6) and the cross-run report
-of ``trac report`` (issue #5): leaderboard tables, the paper's analyses and the two figures, written to a folder.
+"""TrAC result tables: one task's metrics as method × metric (``trac summary``, docs/method.md#metric-names) and the
+cross-run report of ``trac report`` (docs/architecture.md#command-line): leaderboard tables, the paper's analyses and
+the two figures, written to a folder.
 """
 
 from __future__ import annotations

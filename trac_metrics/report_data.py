@@ -1,10 +1,12 @@
-"""Everything a cross-run report's tables read, computed once: per-pair evaluations and shared bootstraps (SPEC §6).
+"""Everything a cross-run report's tables read, computed once: per-pair evaluations and shared bootstraps
+(docs/method.md#hierarchical-bootstrap).
 
 :func:`build_report_data` evaluates every pair with the standard heads plus the analysis heads (one cross-fitting
 per pair, same folds; the standard heads' numbers equal lm-eval's per-task results) and runs the hierarchical
 bootstrap of AUROC and AURC once for all methods, so every confidence interval and paired difference in every
 table comes from the same resamples. A cross-fitted head is resampled once per repetition and its metric
-averaged over repetitions inside each resample (SPEC §4), so its interval is the interval of the number shown.
+averaged over repetitions inside each resample (docs/method.md#cross-fitting-protocol), so its interval is the interval
+of the number shown.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ class ReportData:
         return np.asarray([evaluation.metrics.get(key, math.nan) for evaluation in self.evaluations])
 
     def macro(self, method: str, metric: str) -> float:
-        """Pair-equal macro (SPEC §6) over the pairs where the metric is defined; NaN when none is."""
+        """Pair-equal macro (docs/method.md#pair-equal-macro-average) over the pairs where the metric is defined; NaN
+        when none is."""
         return mean_of_defined(self.per_pair(method, metric))
 
     def bootstrap_subset(self, indices: Sequence[int], methods: Sequence[str],
@@ -100,9 +103,9 @@ def bootstrap(
     seed: int = 0,
     jobs: int | None = None,
 ) -> dict[str, BootstrapResult]:
-    """Hierarchical bootstrap (SPEC §6) of each metric for ``methods`` (scored on every given pair), same draws for
-    all, on ``jobs`` processes; a cross-fitted head's metric is averaged over its repetitions inside each
-    resample."""
+    """Hierarchical bootstrap (docs/method.md#hierarchical-bootstrap) of each metric for ``methods`` (scored on every
+    given pair), same draws for all, on ``jobs`` processes; a cross-fitted head's metric is averaged over its
+    repetitions inside each resample."""
     columns = _bootstrap_columns(evaluations[0], methods)
     data = [PairData(pair.name, evaluation.labels, np.arange(len(evaluation.labels)),
                      {column: _column_scores(evaluation, column) for names in columns.values() for column in names})

@@ -2,9 +2,10 @@
 
 Nothing is regenerated: the records stored at generation time are read twice (:func:`trac_metrics.runs.load_pairs`),
 once with the default configuration and once with the given :class:`~trac_metrics.evidence.EvidenceOptions` (answer
-kind, user equivalence relation, TUP's J / W / τ; SPEC §2–3, §7), and every pair is evaluated both ways with the
-same cross-fitted protocol (SPEC §4, §6). Per pair the result says which labels flipped (z = 1[a ≡ a*], SPEC §1),
-the accuracy before → after and the change of the main methods' AUROC / AURC.
+kind, user equivalence relation, TUP's J / W / τ; docs/method.md#answers-and-labels,
+docs/method.md#trace-uncertainty-profile), and every pair is evaluated both ways with the same cross-fitted protocol
+(docs/method.md#cross-fitting-protocol). Per pair the result says which labels flipped (z = 1[a ≡ a*],
+docs/method.md#labels), the accuracy before → after and the change of the main methods' AUROC / AURC.
 """
 
 from __future__ import annotations

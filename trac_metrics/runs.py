@@ -1,4 +1,5 @@
-"""Stored TrAC runs → one :class:`PairRun` per (model, task, decoding): the unit of every cross-run table (SPEC §6).
+"""Stored TrAC runs → one :class:`PairRun` per (model, task, decoding): the unit of every cross-run table
+(docs/method.md#pair-equal-macro-average).
 
 ``lm_eval ... --output_path OUT`` writes the records of each TrAC task to ``OUT/trac_records/<task>.<stamp>.jsonl``.
 :func:`find_record_files` finds them under any number of folders (or takes the files themselves);

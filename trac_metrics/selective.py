@@ -1,4 +1,5 @@
-"""Selective-prediction metrics for one (model, dataset) pair: SPEC §6, paper §"Metrics" (Eqs. auroc, aurc).
+"""Selective-prediction metrics for one (model, dataset) pair
+(docs/method.md#selective-prediction-metrics).
 
 Conventions shared by every function here:
 
@@ -6,8 +7,8 @@ Conventions shared by every function here:
 - ``labels``: 1 / ``True`` = the response is correct, 0 / ``False`` = incorrect (bool, or numbers equal to
   0 or 1; anything else is a ``ValueError`` naming the offending values).
 - Ties in the score are resolved by the *expected value over uniformly random orderings inside each tie
-  group* (SPEC §6), computed in closed form: inside a tie group of ``g`` responses holding ``e`` errors,
-  taking the first ``j`` of them contributes ``j * e / g`` expected errors. A constant score therefore
+  group* (docs/method.md#tie-handling), computed in closed form: inside a tie group of ``g`` responses holding ``e``
+  errors, taking the first ``j`` of them contributes ``j * e / g`` expected errors. A constant score therefore
   gives every coverage the base error rate, independent of the input order.
 
 Two AURC normalisations exist in the literature and both are reported, under different names:
@@ -106,7 +107,7 @@ def _checked_coverage(coverage: float) -> float:
 
 
 def _coverage_count(coverage: float, n: int) -> int:
-    """Number of responses kept at ``coverage``: ⌈c·N⌉ (SPEC §6), at least 1.
+    """Number of responses kept at ``coverage``: ⌈c·N⌉ (docs/method.md#risk-at-coverage), at least 1.
 
     ``c·N`` is rounded to 9 decimals first so that float noise (0.7 · 10 = 7.000000000000001) does not
     push an exact integer up by one.
@@ -151,7 +152,7 @@ def _expected_risk(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 
 def _aurc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """AURC (paper Eq. aurc) of validated inputs: mean of the expected risk curve."""
+    """AURC (docs/method.md#risk-coverage-curve-and-aurc) of validated inputs: mean of the expected risk curve."""
     return float(_expected_risk(scores, labels).mean())
 
 
@@ -170,7 +171,7 @@ def _excess_aurc(aurc_value: float, labels: np.ndarray) -> float:
 
 
 def auroc(scores: ArrayLike, labels: ArrayLike) -> float:
-    """AUROC = P(u+ > u−) + ½ P(u+ = u−) (paper Eq. auroc, SPEC §6), via Mann–Whitney U on average ranks.
+    """AUROC = P(u+ > u−) + ½ P(u+ = u−) (docs/method.md#auroc), via Mann–Whitney U on average ranks.
 
     O(n log n). NaN with a ``TracWarning`` for empty input, NaN scores, or labels of one class only.
     """
@@ -179,7 +180,7 @@ def auroc(scores: ArrayLike, labels: ArrayLike) -> float:
 
 
 def risk_coverage_curve(scores: ArrayLike, labels: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """Coverage k/N and expected selective risk R(k/N) for k = 1..N (paper Eq. aurc, SPEC §6).
+    """Coverage k/N and expected selective risk R(k/N) for k = 1..N (docs/method.md#risk-coverage-curve-and-aurc).
 
     R(k/N) is the error rate of the k highest scores, averaged over random orders inside tie groups.
     O(n log n). Defined for one-class labels (risk 0 or 1 throughout). Empty input gives two empty arrays,
@@ -193,7 +194,8 @@ def risk_coverage_curve(scores: ArrayLike, labels: ArrayLike) -> tuple[np.ndarra
 
 
 def aurc(scores: ArrayLike, labels: ArrayLike) -> float:
-    """AURC = mean over k = 1..N of the expected selective risk R(k/N) (paper Eq. aurc, SPEC §6). Lower is better.
+    """AURC = mean over k = 1..N of the expected selective risk R(k/N) (docs/method.md#risk-coverage-curve-and-aurc).
+    Lower is better.
 
     Defined for one-class labels (0 when all correct, 1 when all wrong). NaN with a ``TracWarning`` for
     empty input or NaN scores.
@@ -203,7 +205,7 @@ def aurc(scores: ArrayLike, labels: ArrayLike) -> float:
 
 
 def e_aurc(scores: ArrayLike, labels: ArrayLike) -> float:
-    """E-AURC (Geifman et al.) = AURC − AURC of the oracle ordering on the same labels (SPEC §6).
+    """E-AURC (Geifman et al.) = AURC − AURC of the oracle ordering on the same labels (docs/method.md#e-aurc).
 
     Not the paper's "excess AURC" (see ``excess_aurc``). 0 for a perfect ranking; defined (0) for one-class
     labels. NaN with a ``TracWarning`` for empty input or NaN scores.
@@ -213,7 +215,7 @@ def e_aurc(scores: ArrayLike, labels: ArrayLike) -> float:
 
 
 def excess_aurc(scores: ArrayLike, labels: ArrayLike) -> float:
-    """Excess AURC as the TrAC paper's Table 1 reports it: AURC / base error rate (SPEC §6).
+    """Excess AURC as the TrAC paper's Table 1 reports it: AURC / base error rate (docs/method.md#excess-aurc).
 
     Not Geifman's E-AURC (see ``e_aurc``). 1.0 ≈ random ranking, lower is better. NaN with a
     ``TracWarning`` when the base error rate is 0 (all correct), for empty input, or for NaN scores.
@@ -223,7 +225,8 @@ def excess_aurc(scores: ArrayLike, labels: ArrayLike) -> float:
 
 
 def risk_at_coverage(scores: ArrayLike, labels: ArrayLike, coverage: float) -> float:
-    """Expected error rate of the ⌈c·N⌉ highest scores, ties averaged as in ``risk_coverage_curve`` (SPEC §6).
+    """Expected error rate of the ⌈c·N⌉ highest scores, ties averaged as in ``risk_coverage_curve``
+    (docs/method.md#risk-at-coverage).
 
     ``coverage`` must lie in (0, 1] (``ValueError`` otherwise). Defined for one-class labels. NaN with a
     ``TracWarning`` for empty input or NaN scores.
@@ -238,7 +241,7 @@ def risk_at_coverage(scores: ArrayLike, labels: ArrayLike, coverage: float) -> f
 def selective_metrics(
     scores: ArrayLike, labels: ArrayLike, coverages: Sequence[float] = DEFAULT_COVERAGES
 ) -> dict[str, float]:
-    """All SPEC §6 per-pair metrics at once.
+    """All per-pair metrics of docs/method.md#selective-prediction-metrics at once.
 
     Keys (a contract): ``auroc``, ``aurc``, ``e_aurc``, ``excess_aurc`` and ``risk@{c:g}`` per coverage
     (``risk@0.1``, ``risk@0.2``, ``risk@0.5`` by default). Degenerate input follows the single-metric

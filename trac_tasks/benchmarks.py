@@ -1,7 +1,7 @@
-"""Dataset glue for the benchmark task YAMLs of SPEC §8 (``task_configs/trac_*.yaml``).
+"""Dataset glue for the benchmark task YAMLs (docs/method.md#benchmarks-and-datasets, ``task_configs/trac_*.yaml``).
 
-Hub ids, configs, splits, field names and answer formats are those of ``DATASETS.md``. Each YAML names one of these
-functions with ``!function``:
+Hub ids, configs, splits, field names and answer formats are those of docs/method.md#dataset-sources. Each YAML names
+one of these functions with ``!function``:
 
 - ``process_docs`` functions (``olympiadbench_docs``, ``aime24_docs``, ``aime25_docs``) map one split of a hub
   dataset to the fields the YAML's prompt and reference templates read;
@@ -58,15 +58,15 @@ def _mapped(dataset: Any, doc: Callable[[Mapping[str, Any]], dict[str, Any]]) ->
 
 
 def olympiadbench_reference(final_answer: Sequence[str]) -> str:
-    """The reference answer from ``final_answer`` (DATASETS.md: a list of strings such as ``["$(1,8,19)$"]``):
-    each answer without its surrounding ``$``, several joined by ", "."""
+    """The reference answer from ``final_answer`` (docs/method.md#dataset-sources: a list of strings such as
+    ``["$(1,8,19)$"]``): each answer without its surrounding ``$``, several joined by ", "."""
     if isinstance(final_answer, str) or not final_answer:
         raise ValueError(f"OlympiadBench final_answer must be a non-empty list of strings, got {final_answer!r}")
     return ", ".join(answer.strip().strip("$").strip() for answer in final_answer)
 
 
 def olympiadbench_problem(row: Mapping[str, Any]) -> str:
-    """The problem text: ``question``, preceded by ``context`` when the row has one (DATASETS.md)."""
+    """The problem text: ``question``, preceded by ``context`` when the row has one (docs/method.md#dataset-sources)."""
     context = (row.get("context") or "").strip()
     question = row["question"].strip()
     return f"{context}\n\n{question}" if context else question
@@ -74,7 +74,8 @@ def olympiadbench_problem(row: Mapping[str, Any]) -> str:
 
 def olympiadbench_docs(dataset: Any) -> Any:
     """``process_docs`` of ``trac_olympiadbench``: keeps the single-answer rows (``is_multiple_answer`` false; the
-    581 of SPEC §8) and adds ``problem`` and ``answer`` (the reference) to each."""
+    581 the paper counts, docs/method.md#dataset-sources) and adds ``problem`` and ``answer`` (the reference) to
+    each."""
     return dataset.filter(_single_answer).map(_olympiadbench_fields)
 
 
@@ -92,12 +93,13 @@ def _olympiadbench_fields(row: Mapping[str, Any]) -> dict[str, str]:
 
 
 def aime24_doc(row: Mapping[str, Any]) -> dict[str, str]:
-    """One AIME 2024 row (``ID``, ``Problem``, ``Answer`` as a number; DATASETS.md) in the pooled schema."""
+    """One AIME 2024 row (``ID``, ``Problem``, ``Answer`` as a number; docs/method.md#dataset-sources) in the pooled
+    schema."""
     return {"id": str(row["ID"]), "problem": row["Problem"], "answer": str(row["Answer"])}
 
 
 def aime25_doc(row: Mapping[str, Any]) -> dict[str, str]:
-    """One AIME 2025 row (``id``, ``problem``, ``answer``; DATASETS.md) in the pooled schema."""
+    """One AIME 2025 row (``id``, ``problem``, ``answer``; docs/method.md#dataset-sources) in the pooled schema."""
     return {"id": str(row["id"]), "problem": row["problem"], "answer": str(row["answer"])}
 
 
@@ -114,8 +116,9 @@ def aime25_docs(dataset: Any) -> Any:
 def aime(aime24_path: str = "Maxwell-Jia/AIME_2024", aime24_name: str | None = None, aime24_split: str = "train",
          aime25_path: str = "math-ai/aime25", aime25_name: str | None = None, aime25_split: str = "test",
          **_: Any) -> dict[str, Any]:
-    """``custom_dataset`` of ``trac_aime``: AIME 2024 and 2025 pooled (SPEC §8: 60 problems) as one ``test``
-    split of ``{id, problem, answer}`` rows, 2024 first. Other keyword arguments (lm-eval's metadata) are ignored."""
+    """``custom_dataset`` of ``trac_aime``: AIME 2024 and 2025 pooled (60 problems, docs/method.md#dataset-sources) as
+    one ``test`` split of ``{id, problem, answer}`` rows, 2024 first. Other keyword arguments (lm-eval's metadata) are
+    ignored."""
     rows = [aime24_doc(row) for row in load_split(aime24_path, aime24_name, aime24_split)]
     rows += [aime25_doc(row) for row in load_split(aime25_path, aime25_name, aime25_split)]
     return {"test": _dataset(rows, "trac_aime")}
@@ -132,7 +135,7 @@ BBH_OPTION_SUBTASKS = (
     "snarks", "temporal_sequences", "tracking_shuffled_objects_five_objects",
     "tracking_shuffled_objects_seven_objects", "tracking_shuffled_objects_three_objects",
 )
-"""BBH subtasks whose targets are option letters ``(A)``… (DATASETS.md)."""
+"""BBH subtasks whose targets are option letters ``(A)``… (docs/method.md#bbh-target-formats)."""
 
 BBH_FREE_FORM_SUBTASKS = (
     "boolean_expressions", "causal_judgement", "dyck_languages", "formal_fallacies", "multistep_arithmetic_two",
@@ -141,7 +144,7 @@ BBH_FREE_FORM_SUBTASKS = (
 """BBH subtasks with free-form targets: True/False, Yes/No, valid/invalid, numbers, sequences, word lists."""
 
 BBH_SUBTASKS = tuple(sorted(BBH_OPTION_SUBTASKS + BBH_FREE_FORM_SUBTASKS))
-"""The 27 BBH subtask configs (SPEC §8: 6511 rows pooled)."""
+"""The 27 BBH subtask configs (6511 rows pooled, docs/method.md#dataset-sources)."""
 
 _OPTION_TARGET_RE = re.compile(r"\(([A-Z])\)")
 
@@ -154,7 +157,7 @@ def bbh_doc(row: Mapping[str, Any], subtask: str) -> dict[str, Any]:
     - ``answer``: the reference, the bare letter for option targets, else the target;
     - ``answer_kind``: ``mc`` when the option letter is one the mc answer checker reads (``trac_metrics.answers``),
       else ``text`` (the checker reads A–R, which covers reasoning_about_colored_objects' options up to ``(R)``).
-      The few non-letter targets of letter subtasks (DATASETS.md) are ``text`` rows.
+      The few non-letter targets of letter subtasks (docs/method.md#bbh-target-formats) are ``text`` rows.
     """
     target = row["target"].strip()
     option = _OPTION_TARGET_RE.fullmatch(target) if subtask in BBH_OPTION_SUBTASKS else None
@@ -195,7 +198,8 @@ def gpqa_option_order(key: str) -> list[int]:
     """A fixed permutation of the four option fields for the question ``key`` (index 0 = the correct answer).
 
     Each option is ranked by the SHA-256 of ``"<key>:<index>"``: the order depends on the question alone, never on
-    a random state, a seed or the Python version (lm-eval's own GPQA tasks shuffle without a seed; DATASETS.md).
+    a random state, a seed or the Python version (lm-eval's own GPQA tasks shuffle without a seed;
+    docs/method.md#gpqa-option-order).
     """
     def rank(index: int) -> bytes:
         return hashlib.sha256(f"{key}:{index}".encode()).digest()

@@ -28,7 +28,8 @@ from trac_tasks.progress import LOGGER
 P_TRUE_TEMPLATE = (
     "\n\nProposed answer: {answer}\nIs the proposed answer correct?\n(A) True\n(B) False\nThe answer is ("
 )
-"""P(True) (Kadavath et al. 2022) asked after the trace: the probability of "A" renormalized over {A, B}."""
+"""P(True) (Kadavath et al. 2022), asked after the question prompt and the primary's extracted answer (not the
+trace): the probability of "A" renormalized over {A, B} (docs/method.md#ptrue)."""
 
 
 class GenerationText(str):
@@ -63,7 +64,7 @@ def k_largest(values: Sequence[float], k: int) -> list[float]:
 
 
 def token_summaries(chosen: Sequence[float], top: Sequence[Sequence[float]], k: int) -> dict[str, np.ndarray]:
-    """Per-token λ_t, η_t and mean of the top-k logprobs (SPEC §3, §5) from the engine's returned logprobs.
+    """Per-token λ_t, η_t and mean of the top-k logprobs (docs/method.md#token-summaries) from the engine's returned logprobs.
 
     ``top[t]`` holds the returned logprobs at position t (k of them, or k + 1 when the sampled token was outside the
     top k); only the k largest are used.

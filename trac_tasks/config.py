@@ -8,10 +8,10 @@ and how; lm-eval itself never sees it (the hook removes it before building sampl
         answer_kind: math                      # math | mc | text (trac_metrics.answers), or a Jinja
                                                # template giving one per doc, e.g. "{{answer_kind}}"
         reference: "{{answer}}"                # Jinja template rendered on the doc: the reference answer a*
-        cue: "\\n\\nThe final answer is \\\\boxed{"   # SPEC §2 default
+        cue: "\\n\\nThe final answer is \\\\boxed{"   # default (docs/method.md#probe-prompt)
         marker: auto                           # end-of-thinking marker: auto (trac_tasks.thinking), a string,
                                                # or "" for none
-        top_k: 5                               # top-k logprobs kept per token (SPEC §3, k = 5)
+        top_k: 5                               # top-k logprobs kept per token (docs/method.md#token-summaries, k = 5)
         probe_variants: [trace]                # + question_only, shuffled_trace, teacher_forced (ablations)
         p_true: false                          # one extra forward for the P(True) baseline
         metadata_fields: [subject, level]      # doc fields copied into every record (reports split by them)

@@ -39,7 +39,8 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Sequence[str]]) ->
 
 
 def aggregate_trac(items: Sequence[dict[str, Any]]) -> MultiMetricResult:
-    """All TrAC and baseline metrics of a task (SPEC §6), cross-fitted over its documents (SPEC §4)."""
+    """All TrAC and baseline metrics of a task (docs/method.md#selective-prediction-metrics), cross-fitted over its
+    documents (docs/method.md#cross-fitting-protocol)."""
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         evaluation = evaluate_task(items)

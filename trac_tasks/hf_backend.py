@@ -1,4 +1,5 @@
-"""The TrAC hook of lm-eval's ``hf`` backend (transformers), with the same records as the vLLM hook (SPEC §1–2).
+"""The TrAC hook of lm-eval's ``hf`` backend (transformers), with the same records as the vLLM hook
+(docs/architecture.md#hf-backend).
 
 ``install`` wraps ``HFLM.generate_until``; only requests carrying a ``trac`` block are handled here, one request at
 a time (exact, no padding effects; the HF backend is the small-scale path). Sampling uses lm-eval's own stop

@@ -59,7 +59,7 @@ def expand_multi_metric_aggregations(evaluator_utils: ModuleType) -> None:
     """Expand :class:`MultiMetricResult` values into ``"<name>,<filter>"`` keys of the task's results.
 
     lm-eval stores one number per (metric, filter); TrAC's cross-fitted aggregation computes dozens of numbers from
-    one pass over the documents (SPEC §6), so it returns them together and this patch spreads them out. Their
+    one pass over the documents (docs/method.md#metric-names), so it returns them together and this patch spreads them out. Their
     standard errors are reported as ``"N/A"`` like any custom aggregation's.
     """
     original = evaluator_utils._compute_task_aggregations

@@ -1,4 +1,4 @@
-"""Engine-independent construction and parsing of the answer probe, on token ids (SPEC §2).
+"""Engine-independent construction and parsing of the answer probe, on token ids (docs/method.md#the-answer-probe).
 
 The probe prompt is the exact token ids of the prompt and of the generated trace (never re-tokenized text), the
 end-of-thinking marker's ids when the trace left a thinking section open (:mod:`trac_tasks.thinking`), then the
@@ -68,8 +68,8 @@ def parse_probe(
     token's character offset). The enclosed text goes through the same extractor as the primary answer (as the
     content of a ``\\boxed{}``), so both are normalized alike. Without a closing delimiter (a cue that opens none,
     or a suffix that never closes it) ã is extracted from the whole suffix when decoding ended at EOS, and is
-    missing when decoding hit the token limit. A missing ã has L = 0 (its likelihoods are missing, SPEC §2); c1, the
-    first decoded token's logprob, is kept.
+    missing when decoding hit the token limit. A missing ã has L = 0 (its likelihoods are missing,
+    docs/method.md#pce-features); c1, the first decoded token's logprob, is kept.
     """
     offsets = [len(decode(token_ids[: count + 1])) for count in range(len(token_ids))]
     full_text = decode(token_ids) if token_ids else ""

@@ -1,4 +1,5 @@
-"""The end-of-thinking marker of a reasoning model, and whether a response left its thinking section open (SPEC §2).
+"""The end-of-thinking marker of a reasoning model, and whether a response left its thinking section open
+(docs/method.md#end-of-thinking-marker).
 
 The probe prompt is prompt + trace + marker + cue: the marker closes a thinking section the trace left open, so the
 cue is read as the start of the final answer, not as more thinking. With ``trac.marker: auto`` (the default) the

@@ -1,4 +1,4 @@
-"""The TrAC hook of lm-eval's ``vllm`` backend (SPEC §1–2).
+"""The TrAC hook of lm-eval's ``vllm`` backend (docs/architecture.md#vllm-backend).
 
 ``install`` wraps ``VLLM.generate_until``: requests whose generation kwargs carry a ``trac`` block run through
 :class:`VllmTracRunner`; all others go to lm-eval's own method unchanged. Prompts are tokenized, truncated and
