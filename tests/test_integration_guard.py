@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 import pytest
+from lm_eval_runs import PLAIN_TASK, write_local_math500_task
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
@@ -227,22 +228,6 @@ def _future_{name}(*args, **kwargs):
 '''
 """A future release wrapping a function in a decorator that hides its named parameters."""
 
-PLAIN_TASK = """
-task: plain_local
-custom_dataset: !function trac_tasks.datasets.local_jsonl
-dataset_kwargs:
-  data_file: {data}
-output_type: generate_until
-test_split: test
-doc_to_text: "Question: {{{{problem}}}}\\nAnswer:"
-doc_to_target: "{{{{answer}}}}"
-generation_kwargs:
-  until: ["\\n"]
-  max_gen_toks: 4
-metric_list:
-  - metric: exact_match
-"""
-
 SCENARIOS = {
     "renamed function": dict(
         changes={"lm_eval.evaluator_utils": ("lm_eval.evaluator_utils", "_compute_task_aggregations",
@@ -278,13 +263,9 @@ SCENARIOS = {
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_a_future_lm_eval_leaves_plain_tasks_working_and_trac_tasks_refused(scenario, tmp_path):
     spec = SCENARIOS[scenario]
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    data = tmp_path / "rows.jsonl"
-    data.write_text('{"problem": "1+1", "answer": "2"}\n{"problem": "2+2", "answer": "4"}\n', encoding="utf-8")
-    (tasks / "plain_local.yaml").write_text(PLAIN_TASK.format(data=data), encoding="utf-8")
+    tasks = write_local_math500_task(tmp_path, n_rows=2, repeats=1, max_gen_toks=4)
     runs = [["ls", "tasks", "--include_path", str(tasks)],
-            ["--tasks", "plain_local", "--include_path", str(tasks), "--model", "dummy",
+            ["--tasks", PLAIN_TASK, "--include_path", str(tasks), "--model", "dummy",
              "--output_path", str(tmp_path / "out")],
             ["--tasks", "trac_demo", "--model", "dummy", "--limit", "2"]]
     code = FUTURE_LM_EVAL.format(changes=spec["changes"], runs=runs, after=spec["after"])
@@ -295,10 +276,10 @@ def test_a_future_lm_eval_leaves_plain_tasks_working_and_trac_tasks_refused(scen
     assert result.returncode == 0, log[-4000:]
 
     listed, plain, trac = outcomes[:3]
-    assert listed == "@@ ok" and re.search(r"^\|plain_local\s*\|", result.stdout, flags=re.MULTILINE)
+    assert listed == "@@ ok" and re.search(rf"^\|{PLAIN_TASK}\s*\|", result.stdout, flags=re.MULTILINE)
     assert plain == "@@ ok", log[-4000:]
     (results,) = (tmp_path / "out").rglob("results_*.json")
-    assert "exact_match,none" in json.loads(results.read_text())["results"]["plain_local"]
+    assert "exact_match,none" in json.loads(results.read_text())["results"][PLAIN_TASK]
     assert not (tmp_path / "out" / "trac_records").exists()
     warnings = [line for line in log.splitlines() if "trac-eval: hook on" in line]
     assert len(warnings) == len(spec["warned"]), log[-4000:]  # one per hook left out, in a process of three runs
