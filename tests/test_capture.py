@@ -48,3 +48,15 @@ def test_local_jsonl_errors_name_the_file(tmp_path):
     bad.write_text('{"a": 1}\n{oops\n')
     with pytest.raises(ValueError, match="bad.jsonl:2"):
         local_jsonl(data_file=str(bad))
+
+
+def test_two_runs_started_in_the_same_second_write_different_files(monkeypatch):
+    from pathlib import Path
+
+    from trac_tasks import capture
+
+    monkeypatch.setattr(capture.time, "strftime", lambda pattern: "2026-01-01T00-00-00")
+    first = capture.RecordSink(Path("records")).path_for("task")
+    monkeypatch.setattr(capture.os, "getpid", lambda: 4_000_000)  # another process, same start second
+    second = capture.RecordSink(Path("records")).path_for("task")
+    assert first != second and first.parent == second.parent
