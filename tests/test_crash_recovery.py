@@ -3,6 +3,8 @@ question it finished, and ``trac report`` reads what it left."""
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import shutil
 import signal
@@ -15,6 +17,8 @@ from lm_eval_runs import LOCAL_TASK, write_local_math500_task
 
 from trac_metrics.records import iter_records
 from trac_tasks.cli import main
+
+pytestmark = pytest.mark.engine
 
 N_DOCS, K = 8, 2
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 import sys
 
 from trac_tasks import compat
 from trac_tasks.lm_eval_patches import task_config_dir
+
+pytestmark = pytest.mark.subprocess
 
 
 def run_python(code: str) -> str:

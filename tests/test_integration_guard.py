@@ -23,6 +23,8 @@ from trac_tasks import _autoload, compat
 from trac_tasks.capture import records_dir
 from trac_tasks.lm_eval_patches import current_output_path, hook_evaluator, refuse_unready_trac_tasks
 
+pytestmark = pytest.mark.subprocess
+
 REPO = Path(__file__).resolve().parent.parent
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 

@@ -14,6 +14,8 @@ from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task, writ
 
 from trac_metrics.records import iter_records
 
+pytestmark = pytest.mark.engine
+
 N_DOCS, K = 3, 2
 
 

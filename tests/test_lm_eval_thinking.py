@@ -4,6 +4,8 @@ prompt + trace + marker + cue, with vLLM and with HF."""
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import THINKING_TEMPLATE_OPENER
 from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task
 from transformers import AutoTokenizer
@@ -11,6 +13,8 @@ from transformers import AutoTokenizer
 from trac_metrics.records import iter_records
 from trac_tasks.cli import main
 from trac_tasks.config import DEFAULT_CUE
+
+pytestmark = pytest.mark.engine
 
 N_DOCS, K, MAX_GEN_TOKS = 4, 2, 24
 CLOSED_TASK = "closed_thinking_local"

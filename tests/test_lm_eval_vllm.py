@@ -21,6 +21,8 @@ from trac_tasks.cli import evaluate_records, main
 from trac_tasks.config import DEFAULT_CUE
 from trac_tasks.probe import trace_body
 
+pytestmark = pytest.mark.engine
+
 N_DOCS, K = 24, 3
 
 

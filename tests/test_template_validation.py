@@ -13,6 +13,8 @@ from lm_eval_runs import LOCAL_TASK, write_local_math500_task
 from trac_tasks.config import TracConfig
 from trac_tasks.runner import validate_documents
 
+pytestmark = pytest.mark.engine
+
 
 def _lm_eval(root, tasks, tiny_model):
     command = [shutil.which("lm_eval"), "--tasks", LOCAL_TASK, "--include_path", str(tasks), "--model", "hf",

@@ -11,6 +11,8 @@ from trac_metrics.records import iter_records
 from trac_tasks.capture import RecordSink
 from trac_tasks.config import DEFAULT_CUE
 
+pytestmark = pytest.mark.engine
+
 N_DOCS, K = 3, 2
 TRAC = {"answer_kind": "math", "reference": "4", "probe_variants": ["trace", "question_only", "shuffled_trace",
                                                                     "teacher_forced"], "p_true": True}
