@@ -13,8 +13,11 @@ from trac_tasks.runner import _question_aligned_chunks
 def test_chunks_never_split_a_question():
     repeats = [0, 1, 2] * 5
     parts = _question_aligned_chunks(repeats, 4)
-    assert [(part.start, part.stop) for part in parts] == [(0, 6), (6, 12), (12, 15)]
+    assert [(part.start, part.stop) for part in parts] == [(0, 6), (6, 15)]
     assert all(repeats[part.start] == 0 for part in parts)
+    # K ≥ the chunk size: still two questions a chunk, so the shuffled-trace probe has a partner
+    assert [(part.start, part.stop) for part in _question_aligned_chunks([0, 1, 2, 3] * 3, 4)] == [(0, 12)]
+    assert [(part.start, part.stop) for part in _question_aligned_chunks([0, 1] * 5, 2)] == [(0, 4), (4, 10)]
     assert _question_aligned_chunks([], 4) == []
 
 

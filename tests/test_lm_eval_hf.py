@@ -22,7 +22,8 @@ N_DOCS, K = 3, 2
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, tiny_model):
     root = tmp_path_factory.mktemp("hf")
-    tasks = write_local_math500_task(root, N_DOCS, K, max_gen_toks=24)
+    tasks = write_local_math500_task(root, N_DOCS, K, max_gen_toks=24,
+                                     extra_trac="    probe_variants: [trace, teacher_forced]")
     write_readme_example(root, tasks)
     return run_lm_eval(root, tasks, f"pretrained={tiny_model},dtype=float32", "hf", "--device", "cpu",
                        "--gen_kwargs", "max_gen_toks=24", tasks=f"{LOCAL_TASK},my_benchmark")
@@ -40,6 +41,10 @@ def test_hf_records_match_the_vllm_schema_and_reuse_the_kv_cache(run):
         body = record.num_tokens - (record.finish_reason == "eos")
         assert probe.num_cached_tokens == record.prompt_token_count + body - (record.finish_reason != "eos")
         assert probe.num_cached_tokens < probe.num_prompt_tokens
+        # teacher forcing runs on the cache the probe left behind, never reusing past the prompt it scores after
+        if record.repeat == 0:
+            forced = record.probes["teacher_forced"]
+            assert forced.num_cached_tokens < forced.num_prompt_tokens and len(forced.token_ids) > 0
 
 
 def test_too_few_questions_give_nan_metrics_with_accuracy_kept(run):

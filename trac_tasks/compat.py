@@ -90,6 +90,7 @@ FALLBACK: dict[str, tuple[str, ...]] = {
         "vllm:LLMEngine.add_request(request_id, prompt, params, lora_request)",
         "vllm:LLMEngine.step",
         "vllm:LLMEngine.has_unfinished_requests",
+        "vllm:LLMEngine.abort_request",
         "vllm.sampling_params:RequestOutputKind.FINAL_ONLY",
     ),
 }
@@ -203,10 +204,11 @@ def _fail(hook: str, reason: str) -> None:
                    "not run. Set TRAC_EVAL_DISABLE=1 to turn trac-eval's hooks off.", hook, _versions(), reason)
 
 
-def require_trac_hooks() -> None:
+def require_trac_hooks(only_failed: bool = False) -> None:
     """Raise, naming the incompatibility, unless every hook a TrAC task needs (``TRAC_HOOKS``) is installed; the
-    backend's own hook is checked by whoever knows the backend."""
-    missing = [hook for hook in TRAC_HOOKS if hook not in installed]
+    backend's own hook is checked by whoever knows the backend. ``only_failed``: complain only about hooks whose
+    installation failed (a backend called directly, without lm-eval's evaluator ever imported, needs none)."""
+    missing = [hook for hook in TRAC_HOOKS if hook not in installed and (hook in failed or not only_failed)]
     if missing:
         reasons = "; ".join(f"{hook}: {failed.get(hook, 'never imported (renamed or moved?)')}" for hook in missing)
         raise RuntimeError(f"trac-eval: TrAC tasks cannot run, trac-eval's hooks are not installed on this lm-eval "

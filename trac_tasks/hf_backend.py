@@ -41,11 +41,12 @@ class _PrefixCache:
         self.cache = cache
         self.held_ids = held_ids
 
-    def reuse_for(self, prompt_ids: list[int]) -> tuple[Any, int]:
+    def reuse_for(self, prompt_ids: list[int], max_shared: int | None = None) -> tuple[Any, int]:
         """The cache cropped to the longest prefix it shares with ``prompt_ids`` (at least one token is left to
-        compute), and that prefix's length; ``(None, 0)`` when the cache cannot be cropped."""
+        compute; at most ``max_shared`` tokens are reused), and that prefix's length; ``(None, 0)`` when the cache
+        cannot be cropped."""
         shared = 0
-        limit = min(len(self.held_ids), len(prompt_ids) - 1)
+        limit = min(len(self.held_ids), len(prompt_ids) - 1, len(prompt_ids) if max_shared is None else max_shared)
         while shared < limit and self.held_ids[shared] == prompt_ids[shared]:
             shared += 1
         surplus = self.cache.get_seq_length() - shared
@@ -144,7 +145,7 @@ class HfTracRunner(TracRunner):
                 text=postprocess_generated_text(self.lm.tok_decode(generated), until, think_end),
                 finish_reason="eos" if ends_with_eos else "length" if len(generated) >= max_gen_toks else "stop",
                 chosen=chosen, top=top, seconds=time.perf_counter() - started,
-                **self._applied_decoding(kwargs),
+                until=tuple(until), **self._applied_decoding(kwargs),
             )
             # the cache holds every token but the last generated one (whose KV was never computed)
             self._caches[id(trace)] = _PrefixCache(output.past_key_values, (prompt_ids + generated)[:-1])
@@ -177,12 +178,13 @@ class HfTracRunner(TracRunner):
             ))
         return results
 
-    def _forward(self, trace: Trace, ids: list[int]) -> tuple[Any, int]:
-        """Logits [positions, vocab] of ``ids[shared:]`` computed on the cache cropped to the shared prefix."""
+    def _forward(self, trace: Trace, ids: list[int], max_shared: int | None = None) -> tuple[Any, int]:
+        """Logits [positions, vocab] of ``ids[shared:]`` computed on the cache cropped to the shared prefix (at most
+        ``max_shared`` tokens of it)."""
         import torch
 
         prefix = self._caches[id(trace)]
-        cache, shared = prefix.reuse_for(ids)
+        cache, shared = prefix.reuse_for(ids, max_shared)
         with torch.no_grad():
             logits = self.lm.model(input_ids=self._tensor(ids[shared:]), past_key_values=cache, use_cache=True).logits
         if cache is not None:
@@ -195,7 +197,8 @@ class HfTracRunner(TracRunner):
             tokens = list(job.tokens)
             trace = traces[job.index]
             started = time.perf_counter()
-            logits, shared = self._forward(trace, job.prompt_ids + tokens)
+            # the logits that predict the first scored token sit at the prompt's last position: never reuse past it
+            logits, shared = self._forward(trace, job.prompt_ids + tokens, max_shared=len(job.prompt_ids) - 1)
             # logits[i] predicts the token at position shared + i + 1; the scored tokens start at len(prompt)
             first = len(job.prompt_ids) - shared - 1
             chosen, top = self._step_logprobs(logits[first:first + len(tokens)], tokens, trace.config.top_k)

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lm_eval.models.utils import postprocess_generated_text
+
 from trac_metrics._warnings import TracWarning
 from trac_metrics.answers import extract_answer
 from trac_metrics.records import ProbeRecord
@@ -68,6 +70,8 @@ class Trace:
     """Engine seconds attributed to generating this response."""
     temperature: float
     top_p: float
+    until: tuple[str, ...] = ()
+    """lm-eval's stop strings of the request (applied to the answer part after the thinking marker)."""
 
     @property
     def decoding(self) -> dict[str, float]:
@@ -185,9 +189,12 @@ class TracRunner(ABC):
         if state == "none":
             return extract_answer(trace.text, kind=trace.kind)
         answer_ids = marker.answer_ids(trace.body_ids)
-        if answer_ids is None:  # written with other token boundaries: read after the marker in the text
-            return extract_answer(trace.raw_text, kind=trace.kind, marker=marker.text)
-        return extract_answer(self.decode(answer_ids), kind=trace.kind)
+        if answer_ids is None:  # written with other token boundaries: the text after the marker
+            tail = trace.raw_text[trace.raw_text.rindex(marker.text) + len(marker.text):]
+        else:
+            tail = self.decode(answer_ids)
+        # lm-eval's stop strings apply to the answer part, as they do to the text lm-eval scores
+        return extract_answer(postprocess_generated_text(tail, list(trace.until), None), kind=trace.kind)
 
     def run(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[GenerationText]:
         """Generate, probe and record ``requests`` chunk by chunk; returns the texts in request order."""
@@ -325,7 +332,8 @@ class TracRunner(ABC):
 
     def _fits(self, job: ProbeJob, trace: Trace) -> bool:
         """Whether the job's prompt plus what it adds fits the model's context; warns when it does not."""
-        new_tokens = {"decode": PROBE_MAX_TOKENS, "score": len(job.tokens), "next_token": 1}[job.kind]
+        # a scoring request still decodes one token after the scored ones
+        new_tokens = {"decode": PROBE_MAX_TOKENS, "score": len(job.tokens) + 1, "next_token": 1}[job.kind]
         if len(job.prompt_ids) + new_tokens <= self.max_length:
             return True
         where = f" ({trace.request.task_name} doc {trace.request.doc_id})"
@@ -346,13 +354,20 @@ class TracRunner(ABC):
 
 def _question_aligned_chunks(repeats: Sequence[int], size: int) -> list[slice]:
     """Consecutive slices of about ``size`` requests that never split a question's K samples (lm-eval passes them
-    in a row, repeat 0 first)."""
+    in a row, repeat 0 first) and hold at least two questions where there are two (the shuffled-trace probe borrows
+    another question's trace from its chunk)."""
     if not repeats:
         return []
-    starts = [0]
+    starts, questions = [0], 0
     for index, repeat in enumerate(repeats):
-        if repeat == 0 and index - starts[-1] >= size:
+        if repeat != 0:
+            continue
+        if index - starts[-1] >= size and questions >= 2:
             starts.append(index)
+            questions = 0
+        questions += 1
+    if questions == 1 and len(starts) > 1:  # a lone last question joins the chunk before it
+        starts.pop()
     return [slice(start, end) for start, end in zip(starts, [*starts[1:], len(repeats)], strict=True)]
 
 
@@ -418,7 +433,7 @@ def route_trac_requests(lm: Any, requests: list[Any], original: Any, runner_clas
     is_trac = [TRAC_KEY in request.args[1] for request in requests]
     if not any(is_trac):
         return original(lm, requests, *args, **kwargs)
-    require_trac_hooks()
+    require_trac_hooks(only_failed=True)
     if getattr(lm, "data_parallel_size", 1) > 1 or getattr(lm, "world_size", 1) > 1:
         raise ValueError(
             "TrAC tasks need token logprobs and probes on one engine: data parallelism (data_parallel_size > 1 or "

@@ -98,9 +98,13 @@ class VllmTracRunner(TracRunner):
                     loop.submit(*self._job_request(job, chunk.traces[job.index]), job_done(job))
             return handle
 
-        for index, (prompt_ids, params, _) in enumerate(prepared):
-            loop.submit(prompt_ids, params, generation_done(index))
-        loop.run()
+        try:
+            for index, (prompt_ids, params, _) in enumerate(prepared):
+                loop.submit(prompt_ids, params, generation_done(index))
+            loop.run()
+        except BaseException:
+            loop.abort()  # leave the engine clean for the next call on the same model (also after Ctrl-C)
+            raise
 
     def _job_request(self, job: ProbeJob, trace: Trace) -> tuple[list[int], Any]:
         """The token-id prompt and sampling parameters of a job: a greedy ≤ 16-token probe, one step with the
@@ -151,6 +155,7 @@ class VllmTracRunner(TracRunner):
             text=postprocess_generated_text(completion.text, until, self.lm.think_end_token),
             finish_reason=finish_reason, chosen=chosen, top=top, seconds=seconds,
             temperature=float(params.temperature), top_p=float(params.top_p) if params.temperature > 0 else 1.0,
+            until=tuple(until),
         )
 
     def generate(self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]) -> list[Trace]:
@@ -218,6 +223,12 @@ class _EngineLoop:
         (rendered,) = renderer.render_cmpl([prompt], getattr(renderer, "default_cmpl_tok_params", None))
         return rendered
 
+    def abort(self) -> None:
+        """Abort every request of this loop still in the engine."""
+        if self.handlers:
+            self.engine.abort_request(list(self.handlers))
+            self.handlers.clear()
+
     def run(self) -> None:
         while self.engine.has_unfinished_requests():
             started = time.perf_counter()
@@ -247,6 +258,8 @@ def _finish_reason(completion: Any) -> str:
     stop sequence) or ``"length"`` (cut at the token limit)."""
     if completion.finish_reason == "length":
         return "length"
+    if completion.finish_reason != "stop":
+        raise RuntimeError(f"trac-eval: vLLM ended a generation with finish reason {completion.finish_reason!r}")
     if completion.stop_reason is None or isinstance(completion.stop_reason, int):
         return "eos"
     return f"stop:{completion.stop_reason}"
