@@ -81,7 +81,6 @@ class Phases:
     """Times the benchmark's phases on one lm-eval ``VLLM`` object and keeps what they produced."""
 
     def __init__(self, lm: Any, records_dir: str) -> None:
-        from trac_tasks.capture import RecordSink
         from trac_tasks.vllm_backend import VllmTracRunner
 
         class CollectingRunner(VllmTracRunner):
@@ -98,7 +97,7 @@ class Phases:
 
         self.lm = lm
         self.runner = CollectingRunner(lm)
-        self.runner.sink = RecordSink(Path(records_dir))
+        self.records_dir = Path(records_dir)
         self.seconds: dict[str, float] = {}
 
     def timed(self, name: str, work: Callable[[], Any]) -> Any:
@@ -118,8 +117,12 @@ class Phases:
             token_summaries(trace.chosen, trace.top, trace.config.top_k)
         return traces
 
-    def _streamed(self, requests: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-        """What a TrAC run does: the runner's own flow (streamed probes, records written per question)."""
+    def _streamed(self, requests: Sequence[Any], records_subdir: str) -> tuple[list[Any], list[Any]]:
+        """What a TrAC run does: the runner's own flow (streamed probes, records written per question, into
+        ``records_subdir`` of the records folder)."""
+        from trac_tasks.capture import RecordSink
+
+        self.runner.sink = RecordSink(self.records_dir / records_subdir)
         self.runner.traces = [None] * len(requests)
         self.runner.probe_outputs = [None] * len(requests)
         self.runner.run(requests, disable_tqdm=True)
@@ -135,7 +138,7 @@ class Phases:
     def run(self, plain: Sequence[Any], trac: Sequence[Any], label: str = "") -> tuple[list[Any], list[Any]]:
         self.timed(f"plain{label}", lambda: self.lm.generate_until(list(plain), disable_tqdm=True))
         self.timed(f"capture{label}", lambda: self._traces(trac))
-        traces, probes = self.timed(f"trac{label}", lambda: self._streamed(trac))
+        traces, probes = self.timed(f"trac{label}", lambda: self._streamed(trac, f"trac{label}"))
         if not label:
             self.timed("probes_after", lambda: self._probes_after(trac, reset_cache=False))
             self.timed("cache_off", lambda: self._probes_after(trac, reset_cache=True))
@@ -143,7 +146,7 @@ class Phases:
 
 
 def _record_bytes_per_token(records_dir: str) -> float:
-    """Stored JSONL bytes per generated token of the records the streamed phases wrote."""
+    """Stored JSONL bytes per generated token of the records written in ``records_dir``."""
     from trac_metrics.records import iter_records
 
     files = sorted(Path(records_dir).rglob("*.jsonl"))
@@ -184,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     records_dir = tempfile.mkdtemp(prefix="probe_overhead_records_")
     phases = Phases(lm, records_dir)
     warmup = _requests(2, 16, args.seed + 1, trac=True)
-    phases._streamed(warmup)
+    phases._streamed(warmup, "warmup")
 
     long_trac = _requests(args.traces, args.trace_tokens, args.seed, trac=True)
     long_plain = _requests(args.traces, args.trace_tokens, args.seed, trac=False)
@@ -216,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "mean_trace_tokens": float(trace_tokens.mean()),
         "mean_short_trace_tokens": float(np.mean([len(trace.generated_ids) for trace in short_traces])),
         "mean_probe_tokens": float(probe_tokens.mean()),
-        "record_bytes_per_token": _record_bytes_per_token(records_dir),
+        "record_bytes_per_token": _record_bytes_per_token(os.path.join(records_dir, "trac")),
         "traces": args.traces,
         "block_size": args.block_size,
         "dtype": args.dtype,
