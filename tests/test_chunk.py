@@ -30,7 +30,8 @@ def _chunk(k: int, docs: int) -> ChunkState:
 def test_a_question_is_complete_after_its_traces_and_jobs():
     chunk = _chunk(k=2, docs=2)
     chunk.traces[0] = "trace"
-    job = chunk.open([ProbeJob(0, "trace", "", [1])])[0]
+    job = ProbeJob(0, "trace", "", [1])
+    chunk.open([job])
     chunk.traces[1] = "trace"
     assert list(chunk.complete_questions()) == [], "the probe of response 0 is still open"
     chunk.finish_job(job)

@@ -24,7 +24,6 @@ from trac_metrics.records import ProbeRecord, RecordWriter, ResponseRecord
 from trac_tasks.config import TracConfig
 from trac_tasks.progress import LOGGER
 
-
 P_TRUE_TEMPLATE = (
     "\n\nProposed answer: {answer}\nIs the proposed answer correct?\n(A) True\n(B) False\nThe answer is ("
 )
@@ -64,7 +63,8 @@ def k_largest(values: Sequence[float], k: int) -> list[float]:
 
 
 def token_summaries(chosen: Sequence[float], top: Sequence[Sequence[float]], k: int) -> dict[str, np.ndarray]:
-    """Per-token λ_t, η_t and mean of the top-k logprobs (docs/method.md#token-summaries) from the engine's returned logprobs.
+    """Per-token λ_t, η_t and mean of the top-k logprobs (docs/method.md#token-summaries) from the engine's returned
+    logprobs.
 
     ``top[t]`` holds the returned logprobs at position t (k of them, or k + 1 when the sampled token was outside the
     top k); only the k largest are used.
@@ -119,9 +119,6 @@ def build_record(
     marker in force, ``answer``: the answer read after it, :mod:`trac_tasks.thinking`)."""
     doc = request.doc
     kind = config.kind_for(doc)
-    missing = [name for name in config.metadata_fields if name not in doc]
-    if missing:
-        raise ValueError(f"task {request.task_name}: trac.metadata_fields {missing} are not fields of its documents")
     return ResponseRecord(
         task=request.task_name,
         doc_id=request.doc_id,
@@ -138,7 +135,7 @@ def build_record(
         probes=dict(probes),
         p_true=p_true,
         timing=dict(timing),
-        metadata={name: doc[name] for name in config.metadata_fields},
+        metadata=config.metadata_of(doc),
         num_samples=num_samples,
         decoding=dict(decoding),
         marker=marker,

@@ -45,6 +45,8 @@ class ChunkState:
     repeats: Sequence[int]
     configs: Sequence[TracConfig]
     traces: list[Any] = field(init=False)
+    answers: list[str | None] = field(init=False)
+    """Each response's answer, read once when its trace finishes (its records and its jobs use it)."""
     probes: list[dict[str, ProbeRecord]] = field(init=False)
     p_true: list[float | None] = field(init=False)
     p_true_seconds: list[float | None] = field(init=False)
@@ -57,6 +59,7 @@ class ChunkState:
     def __post_init__(self) -> None:
         size = len(self.requests)
         self.traces = [None] * size
+        self.answers = [None] * size
         self.probes = [{} for _ in range(size)]
         self.p_true = [None] * size
         self.p_true_seconds = [None] * size
@@ -66,11 +69,10 @@ class ChunkState:
         for index, request in enumerate(self.requests):
             self.questions.setdefault(question_key(request), []).append(index)
 
-    def open(self, jobs: Sequence[ProbeJob]) -> list[ProbeJob]:
-        """Count ``jobs`` as submitted; returns them."""
+    def open(self, jobs: Sequence[ProbeJob]) -> None:
+        """Count ``jobs`` as submitted."""
         for job in jobs:
             self.open_jobs[job.index] += 1
-        return list(jobs)
 
     def finish_job(self, job: ProbeJob) -> None:
         self.open_jobs[job.index] -= 1

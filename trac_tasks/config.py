@@ -88,6 +88,14 @@ class TracConfig:
         """The reference answer a* of ``doc``: the ``reference`` template rendered on the doc's fields."""
         return _render("reference", self.reference, doc)
 
+    def metadata_of(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``metadata_fields`` of ``doc``, copied into each of its records; a missing field is an error naming
+        it and the fields the document has."""
+        missing = [name for name in self.metadata_fields if name not in doc]
+        if missing:
+            raise ValueError(f"trac.metadata_fields {missing} are not fields of the document (it has {sorted(doc)})")
+        return {name: doc[name] for name in self.metadata_fields}
+
     def kind_for(self, doc: Mapping[str, Any]) -> str:
         """The answer kind of ``doc``: the fixed kind, or the ``answer_kind`` template rendered on the doc (tasks
         that mix option-letter and free-form questions, such as BBH)."""

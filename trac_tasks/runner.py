@@ -223,6 +223,7 @@ class TracRunner(ABC):
         """Store a finished trace; returns the jobs it unlocks (its own, and the shuffled-trace probe of a primary
         that was waiting for this trace). Questions it completes are written."""
         chunk.traces[index] = trace
+        chunk.answers[index] = self.answer_of(trace)
         self.progress.trace_finished(len(trace.generated_ids))
         jobs = self._jobs_of(chunk, index)
         for waiting in sorted(chunk.waiting_for_partner):
@@ -266,7 +267,7 @@ class TracRunner(ABC):
         return build_record(
             trace.request, trace.repeat, trace.config, model=self.model_name,
             prompt_token_count=len(trace.prompt_ids), generated_ids=trace.generated_ids, text=trace.text,
-            generated_text=trace.raw_text, answer=self.answer_of(trace), marker=self.marker_for(trace.config).text,
+            generated_text=trace.raw_text, answer=chunk.answers[index], marker=self.marker_for(trace.config).text,
             finish_reason=trace.finish_reason, summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
             probes=chunk.probes[index], p_true=p_true, num_samples=int(trace.request.repeats or 1),
             decoding=trace.decoding,
@@ -280,20 +281,19 @@ class TracRunner(ABC):
         configured question-only and shuffled-trace probes, teacher-forced scoring and P(True). Jobs whose prompt
         would not fit the model's context are skipped with a warning (stored as missing)."""
         trace = chunk.traces[index]
-        jobs = [self._trace_job(index, trace)]
+        answer = chunk.answers[index]
+        trace_job = self._trace_job(index, trace)
+        jobs = [trace_job]
         if trace.repeat == 0:
             config = trace.config
             if "question_only" in config.probe_variants:
-                appended, suffix_ids = self._suffix(config, trace.prompt_ids, [])
+                appended, suffix_ids = self._suffix(config, trace.prompt_ids, [], "")
                 jobs.append(ProbeJob(index, "question_only", appended, trace.prompt_ids + suffix_ids))
             if "teacher_forced" in config.probe_variants:
-                answer = self.answer_of(trace)
                 tokens = tuple(self.encode((answer or "") + (config.closing_delimiter() or "")))
-                job = self._trace_job(index, trace, "teacher_forced")
-                jobs.append(ProbeJob(index, "teacher_forced", job.appended_text, job.prompt_ids, kind="score",
-                                     tokens=tokens, answer=answer))
+                jobs.append(ProbeJob(index, "teacher_forced", trace_job.appended_text, trace_job.prompt_ids,
+                                     kind="score", tokens=tokens, answer=answer))
             if config.p_true:
-                answer = self.answer_of(trace)
                 question = P_TRUE_TEMPLATE.format(answer=answer if answer is not None else "(none)")
                 jobs.append(ProbeJob(index, "p_true", question, trace.prompt_ids + self.encode(question),
                                      kind="next_token"))
@@ -318,15 +318,17 @@ class TracRunner(ABC):
         if partner is None:
             return []
         chunk.waiting_for_partner.discard(index)
-        appended, suffix_ids = self._suffix(trace.config, trace.prompt_ids, partner.body_ids)
+        appended, suffix_ids = self._suffix(trace.config, trace.prompt_ids, partner.body_ids, partner.raw_text)
         job = ProbeJob(index, "shuffled_trace", appended, trace.prompt_ids + partner.body_ids + suffix_ids)
         return [job] if self._fits(job, trace) else []
 
-    def _suffix(self, config: TracConfig, prompt_ids: Sequence[int], body_ids: Sequence[int]) -> tuple[str, list[int]]:
+    def _suffix(self, config: TracConfig, prompt_ids: Sequence[int], body_ids: Sequence[int],
+                body_text: str) -> tuple[str, list[int]]:
         """What follows prompt + trace in a probe prompt, as text and ids: the end-of-thinking marker when the
-        trace left a thinking section open, then the cue (docs/method.md#probe-prompt)."""
+        trace (``body_ids``, decoded ``body_text``) left a thinking section open, then the cue
+        (docs/method.md#probe-prompt)."""
         marker = self.marker_for(config)
-        if marker.state(prompt_ids, body_ids, self.decode(body_ids)) == "open":
+        if marker.state(prompt_ids, body_ids, body_text) == "open":
             return marker.text + config.cue, [*marker.ids, *self.encode(config.cue)]
         return config.cue, self.encode(config.cue)
 
@@ -341,9 +343,9 @@ class TracRunner(ABC):
                       f"more than the model's {self.max_length}; it is stored as missing", TracWarning, stacklevel=2)
         return False
 
-    def _trace_job(self, index: int, trace: Trace, variant: str = "trace") -> ProbeJob:
-        appended, suffix_ids = self._suffix(trace.config, trace.prompt_ids, trace.body_ids)
-        return ProbeJob(index, variant, appended, trace.prompt_ids + trace.body_ids + suffix_ids)
+    def _trace_job(self, index: int, trace: Trace) -> ProbeJob:
+        appended, suffix_ids = self._suffix(trace.config, trace.prompt_ids, trace.body_ids, trace.raw_text)
+        return ProbeJob(index, "trace", appended, trace.prompt_ids + trace.body_ids + suffix_ids)
 
     def trace_probe_job(self, index: int, trace: Trace) -> ProbeJob | None:
         """The ``trace`` probe of response ``index`` (docs/method.md#probe-prompt), or None (with a warning) when it
@@ -393,10 +395,7 @@ def validate_documents(requests: Sequence[Any], configs: Sequence[TracConfig]) -
         try:
             config.render_reference(request.doc)
             config.kind_for(request.doc)
-            missing = [name for name in config.metadata_fields if name not in request.doc]
-            if missing:
-                raise ValueError(f"trac.metadata_fields {missing} are not fields of the document (it has "
-                                 f"{sorted(request.doc)})")
+            config.metadata_of(request.doc)
         except ValueError as error:
             raise ValueError(f"task {request.task_name}, document {request.doc_id}: {error}") from None
 
