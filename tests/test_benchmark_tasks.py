@@ -24,9 +24,9 @@ from record_factory import synthetic_task
 from trac_metrics.answers import equivalent, extract_answer, normalize_answer
 from trac_metrics.evaluate import evaluate_task
 from trac_metrics.evidence import question_evidence
-from trac_tasks import benchmarks
+from trac_tasks import dataset_loaders
 from trac_tasks.config import TracConfig
-from trac_tasks.lm_eval_patches import task_config_dir
+from trac_tasks.lm_eval_hooks import task_config_dir
 
 SOLVE = "Solve the following problem step by step. End your response with the final answer in \\boxed{}."
 CHOOSE = ("Solve the following multiple-choice problem step by step. End your response with the letter of the correct "
@@ -56,7 +56,7 @@ class Case:
 
 
 def local_jsonl_source(file_name: str, split: str = "test") -> str:
-    return (f"custom_dataset: !function trac_tasks.datasets.local_jsonl\n"
+    return (f"custom_dataset: !function trac_tasks.dataset_loaders.local_jsonl\n"
             f"dataset_kwargs:\n  data_file: {{data}}/{file_name}\n  split: {split}\n")
 
 
@@ -99,7 +99,7 @@ BBH_EXTRA = {"movie_recommendation": "Monsters, Inc"}
 
 
 def bbh_input(subtask: str) -> str:
-    options = "\nOptions:\n(A) one\n(B) two" if subtask in benchmarks.BBH_OPTION_SUBTASKS else ""
+    options = "\nOptions:\n(A) one\n(B) two" if subtask in dataset_loaders.BBH_OPTION_SUBTASKS else ""
     return f"Question of {subtask}.{options}"
 
 
@@ -125,7 +125,7 @@ def bbh_expected(subtask: str, target: str) -> Doc:
 
 def bbh_docs() -> list[Doc]:
     docs = []
-    for subtask in benchmarks.BBH_SUBTASKS:
+    for subtask in dataset_loaders.BBH_SUBTASKS:
         docs.append(bbh_expected(subtask, BBH_TARGETS[subtask]))
         if subtask in BBH_EXTRA:
             docs.append(bbh_expected(subtask, BBH_EXTRA[subtask]))
@@ -135,7 +135,7 @@ def bbh_docs() -> list[Doc]:
 def gpqa_docs() -> list[Doc]:
     docs = []
     for row in GPQA_ROWS:
-        doc = benchmarks.gpqa_doc(row)
+        doc = dataset_loaders.gpqa_doc(row)
         wrong = next(letter for letter in "ABCD" if letter != doc["answer"])
         docs.append(Doc(row["Question"].strip(), doc["answer"], doc["answer"], wrong, "mc", CHOOSE))
     return docs
@@ -268,20 +268,20 @@ def test_gpqa_prompt_lists_the_shuffled_options_and_its_letter_names_the_correct
 def test_gpqa_option_order_is_fixed_per_question_whatever_the_random_state():
     row = GPQA_ROWS[0]
     random.seed(0)
-    first = benchmarks.gpqa_doc(row)
+    first = dataset_loaders.gpqa_doc(row)
     random.seed(12345)
     random.shuffle(list(range(100)))
-    second = benchmarks.gpqa_doc(dict(row))
+    second = dataset_loaders.gpqa_doc(dict(row))
     assert first == second
-    assert benchmarks.gpqa_option_order(row["Record ID"]) == benchmarks.gpqa_option_order(row["Record ID"])
-    correct_letters = {benchmarks.gpqa_doc({**row, "Record ID": f"rec{index}"})["answer"] for index in range(40)}
+    assert dataset_loaders.gpqa_option_order(row["Record ID"]) == dataset_loaders.gpqa_option_order(row["Record ID"])
+    correct_letters = {dataset_loaders.gpqa_doc({**row, "Record ID": f"rec{index}"})["answer"] for index in range(40)}
     assert correct_letters == set("ABCD")  # the correct answer is not always in the same place
 
 
 def test_gpqa_option_order_falls_back_to_the_question_text():
     row = {key: value for key, value in GPQA_ROWS[1].items() if key != "Record ID"}
-    doc = benchmarks.gpqa_doc(row)
-    assert doc["choices"][benchmarks.gpqa_option_order(row["Question"]).index(0)] == row["Correct Answer"]
+    doc = dataset_loaders.gpqa_doc(row)
+    assert doc["choices"][dataset_loaders.gpqa_option_order(row["Question"]).index(0)] == row["Correct Answer"]
     assert doc["choices"]["ABCD".index(doc["answer"])] == row["Correct Answer"]
 
 
@@ -303,8 +303,8 @@ def test_gpqa_without_access_says_to_accept_the_terms_and_log_in(monkeypatch, er
         raise error
 
     monkeypatch.setattr(datasets, "load_dataset", refuse)
-    with pytest.raises(benchmarks.GatedDatasetError) as raised:
-        benchmarks.gpqa()
+    with pytest.raises(dataset_loaders.GatedDatasetError) as raised:
+        dataset_loaders.gpqa()
     message = str(raised.value)
     for needed in ("https://huggingface.co/datasets/Idavidrein/gpqa", "accept", "hf auth login", "huggingface-cli login",
                    "HF_TOKEN"):
@@ -312,14 +312,14 @@ def test_gpqa_without_access_says_to_accept_the_terms_and_log_in(monkeypatch, er
 
 
 def test_olympiadbench_reference_strips_dollars_and_rejects_a_bare_string():
-    assert benchmarks.olympiadbench_reference(["$(1,8,19)$", " $x=2$ "]) == "(1,8,19), x=2"
+    assert dataset_loaders.olympiadbench_reference(["$(1,8,19)$", " $x=2$ "]) == "(1,8,19), x=2"
     with pytest.raises(ValueError, match="non-empty list"):
-        benchmarks.olympiadbench_reference("$2$")
+        dataset_loaders.olympiadbench_reference("$2$")
 
 
 def test_bbh_lists_the_27_subtasks_of_datasets_md():
-    assert len(benchmarks.BBH_SUBTASKS) == len(set(benchmarks.BBH_SUBTASKS)) == 27
-    assert set(benchmarks.BBH_SUBTASKS) == set(BBH_TARGETS)
+    assert len(dataset_loaders.BBH_SUBTASKS) == len(set(dataset_loaders.BBH_SUBTASKS)) == 27
+    assert set(dataset_loaders.BBH_SUBTASKS) == set(BBH_TARGETS)
 
 
 def load_math_group(task_manager):

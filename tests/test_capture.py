@@ -1,4 +1,4 @@
-"""Token summaries, P(True), repeat indexing, the records folder and the bundled data (trac_tasks glue)."""
+"""Token summaries, P(True), repeat indexing, the records folder and the bundled data (trac_tasks helpers)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from trac_tasks.capture import p_true_probability, repeat_indices, token_summaries
-from trac_tasks.datasets import local_jsonl
+from trac_tasks.dataset_loaders import local_jsonl
 from trac_tasks.demo_data import DEMO_FILE, demo_rows, render
 
 

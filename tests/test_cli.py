@@ -21,11 +21,11 @@ from trac_metrics import limits
 from trac_metrics.bootstrap import bootstrap_memory
 from trac_metrics.heads import FittedHead
 from trac_metrics.limits import size_text
-from trac_metrics.online import feature_rows
+from trac_metrics.saved_heads import feature_rows
 from trac_metrics.records import iter_records
 from trac_metrics.runs import evaluate_pairs, load_pairs
-from trac_tasks import cli
-from trac_tasks.cli import main
+from trac_metrics import cli
+from trac_metrics.cli import main
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from conftest import engine_env
 from lm_eval_runs import LOCAL_TASK, write_local_math500_task
 
 from trac_metrics.records import iter_records
-from trac_tasks.cli import main
+from trac_metrics.cli import main
 
 pytestmark = pytest.mark.engine
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from trac_tasks import compat
-from trac_tasks.lm_eval_patches import task_config_dir
+from trac_tasks.lm_eval_hooks import task_config_dir
 
 pytestmark = pytest.mark.subprocess
 

@@ -33,9 +33,9 @@ from trac_metrics import files
 from trac_metrics.evidence import EvidenceOptions
 from trac_metrics.features import PCE_FEATURE_NAMES
 from trac_metrics.heads import HEAD_FIELDS, FittedHead, HeadFormatError
-from trac_metrics.online import METADATA_FIELDS, fit_online_head, load_head
+from trac_metrics.saved_heads import METADATA_FIELDS, fit_online_head, load_head
 from trac_metrics.runs import load_pairs
-from trac_tasks.cli import main
+from trac_metrics.cli import main
 
 
 # ----------------------------------------------------------------------------------------------- atomic writes
@@ -111,7 +111,7 @@ def test_a_failed_head_save_keeps_the_old_head(tmp_path: Path, monkeypatch: pyte
 def test_trac_fit_under_a_file_size_limit_keeps_the_old_head(runs: Path, tmp_path: Path) -> None:
     """A real partial write: the kernel refuses bytes beyond RLIMIT_FSIZE (EFBIG), as a full disk refuses them."""
     head_path = tmp_path / "head.json"
-    command = [sys.executable, "-m", "trac_tasks.cli", "fit", str(runs), "--out", str(head_path), "--method", "pce"]
+    command = [sys.executable, "-m", "trac_metrics.cli", "fit", str(runs), "--out", str(head_path), "--method", "pce"]
     subprocess.run(command, check=True, capture_output=True, timeout=300)
     before = folder_bytes(tmp_path)
     limit = len(before["head.json"]) // 2

@@ -21,7 +21,7 @@ from packaging.specifiers import SpecifierSet
 
 from trac_tasks import _autoload, compat
 from trac_tasks.capture import records_dir
-from trac_tasks.lm_eval_patches import current_output_path, hook_evaluator, refuse_unready_trac_tasks
+from trac_tasks.lm_eval_hooks import current_output_path, hook_evaluator, refuse_unready_trac_tasks
 
 pytestmark = pytest.mark.subprocess
 
@@ -107,7 +107,7 @@ def fresh_state(monkeypatch):
 def test_a_hook_that_raises_is_reported_once_and_never_escapes(fresh_state, monkeypatch):
     monkeypatch.setitem(compat.REQUIRED, "fake.module", ())
     module = SimpleNamespace()  # no TaskManager: the hook raises AttributeError
-    compat.install_hook("fake.module", module, "trac_tasks.lm_eval_patches:index_package_tasks")
+    compat.install_hook("fake.module", module, "trac_tasks.lm_eval_hooks:index_package_tasks")
     assert vars(module) == {} and "fake.module" not in compat.installed
     assert "AttributeError" in compat.failed["fake.module"]
     assert fresh_state.warning.call_count == 1

@@ -11,7 +11,7 @@ from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task
 from transformers import AutoTokenizer
 
 from trac_metrics.records import iter_records
-from trac_tasks.cli import main
+from trac_metrics.cli import main
 from trac_tasks.config import DEFAULT_CUE
 
 pytestmark = pytest.mark.engine

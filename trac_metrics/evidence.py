@@ -92,7 +92,7 @@ class EvidenceOptions:
 
     Building options with an equivalence imports (runs) the code it names, so an equivalence must come from the
     command line, never from a file's content: a saved head stores its spec as data only
-    (:func:`trac_metrics.online.head_options` compares it with the command line's before anything is built).
+    (:func:`trac_metrics.saved_heads.head_options` compares it with the command line's before anything is built).
     """
 
     answer_kind: str | None = None

@@ -374,9 +374,9 @@ class FittedHead:
     @classmethod
     def load(cls, path: str | os.PathLike[str], check: Callable[[FittedHead], None] | None = None) -> FittedHead:
         """Read a head written by :meth:`save`. Loading parses JSON and checks it (:meth:`from_dict`, then
-        ``check``, e.g. :func:`trac_metrics.online.check_head` for the metadata of ``trac fit``); it never imports or
-        runs anything. Unusable content is one :class:`HeadFormatError` "<path>: field 'F': expected ..., got ...";
-        an unreadable file is an OSError."""
+        ``check``, e.g. :func:`trac_metrics.saved_heads.check_head` for the metadata of ``trac fit``); it never
+        imports or runs anything. Unusable content is one :class:`HeadFormatError` "<path>: field 'F': expected ...,
+        got ..."; an unreadable file is an OSError."""
         data = Path(path).read_bytes()
         try:
             head = cls.from_dict(_parse_json(data))

@@ -31,9 +31,9 @@ from importlib.machinery import ModuleSpec, PathFinder
 from importlib.metadata import Distribution, DistributionFinder
 
 _POST_IMPORT_HOOKS = {
-    "lm_eval.tasks.manager": "trac_tasks.lm_eval_patches:index_package_tasks",
-    "lm_eval.evaluator_utils": "trac_tasks.lm_eval_patches:expand_multi_metric_aggregations",
-    "lm_eval.evaluator": "trac_tasks.lm_eval_patches:hook_evaluator",
+    "lm_eval.tasks.manager": "trac_tasks.lm_eval_hooks:index_package_tasks",
+    "lm_eval.evaluator_utils": "trac_tasks.lm_eval_hooks:expand_multi_metric_aggregations",
+    "lm_eval.evaluator": "trac_tasks.lm_eval_hooks:hook_evaluator",
     "lm_eval.models.vllm_causallms": "trac_tasks.vllm_backend:install",
     "lm_eval.models.huggingface": "trac_tasks.hf_backend:install",
 }

@@ -149,7 +149,7 @@ def records_dir() -> Path:
     """Where records go: ``<output path>/trac_records`` of the lm-eval evaluation running now (``--output_path``, or
     the Python API's ``EvaluationTracker(output_path=...)``; the folder of a ``.json`` output path), else
     ``$TRAC_RECORDS_DIR``, else ``./trac_records`` (logged)."""
-    from trac_tasks.lm_eval_patches import current_output_path
+    from trac_tasks.lm_eval_hooks import current_output_path
 
     output_path = current_output_path()
     if output_path:

@@ -5,7 +5,7 @@ Every hook of :mod:`trac_tasks._autoload` is installed through :func:`install_ho
 only when all are as expected does it patch the module. When something differs, or the hook raises, it logs one
 warning (the hook, the installed lm-eval and vLLM versions, ``TRAC_EVAL_DISABLE=1``) and leaves the module
 untouched: plain tasks run exactly as without trac-eval, and a TrAC task stops before generation with the reason
-(:func:`require_trac_hooks`, the backend check of :mod:`trac_tasks.lm_eval_patches`). A test checks ``REQUIRED``
+(:func:`require_trac_hooks`, the backend check of :mod:`trac_tasks.lm_eval_hooks`). A test checks ``REQUIRED``
 and ``FALLBACK`` against the installed releases, so a release that changes one of them fails one clear test.
 
 This module is imported only once lm-eval imports a hooked module; it imports nothing heavy itself.

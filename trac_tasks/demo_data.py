@@ -11,7 +11,7 @@ import json
 import random
 from pathlib import Path
 
-from trac_tasks.datasets import DATA_DIR
+from trac_tasks.dataset_loaders import DATA_DIR
 
 DEMO_FILE = DATA_DIR / "trac_demo.jsonl"
 N_PROBLEMS = 40

@@ -43,7 +43,7 @@ from trac_tasks.capture import (
 from trac_tasks.chunk import ChunkState, ProbeJob
 from trac_tasks.compat import require_trac_hooks
 from trac_tasks.config import PROBE_MAX_TOKENS, TRAC_KEY, TracConfig
-from trac_tasks.lm_eval_patches import HOOKED
+from trac_tasks.lm_eval_hooks import HOOKED
 from trac_tasks.probe import ParsedProbe, parse_probe
 from trac_tasks.progress import LOGGER, RunProgress, TaskSummary
 from trac_tasks.thinking import AUTO, ThinkingMarker, detect_marker

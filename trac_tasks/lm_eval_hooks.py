@@ -1,4 +1,5 @@
-"""Small, targeted patches of lm-eval 0.4.13 internals, applied right after lm-eval imports the patched module.
+"""The hooks trac-eval installs on lm-eval 0.4.13 (task indexing, multi-metric expansion, evaluation guard, output
+path): small, targeted patches applied right after lm-eval imports the patched module.
 
 Each patch wraps lm-eval functions and leaves lm-eval's behaviour unchanged for everything that is not trac-eval's.
 A wrapper accepts every calling form its function accepts: it finds the arguments it needs by binding the call to

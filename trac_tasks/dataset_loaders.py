@@ -1,7 +1,11 @@
-"""Dataset glue for the benchmark task YAMLs (docs/method.md#benchmarks-and-datasets, ``task_configs/trac_*.yaml``).
+"""The dataset loaders task YAMLs name with ``!function`` (docs/method.md#benchmarks-and-datasets,
+``task_configs/trac_*.yaml``):
 
-Hub ids, configs, splits, field names and answer formats are those of docs/method.md#dataset-sources. Each YAML names
-one of these functions with ``!function``:
+- ``local_jsonl`` (``custom_dataset``) reads a JSON Lines file instead of the Hugging Face hub: the bundled offline
+  demo, a user's own data, or test fixtures written in a hub dataset's exact schema.
+
+The benchmark loaders use the hub ids, configs, splits, field names and answer formats of
+docs/method.md#dataset-sources:
 
 - ``process_docs`` functions (``olympiadbench_docs``, ``aime24_docs``, ``aime25_docs``) map one split of a hub
   dataset to the fields the YAML's prompt and reference templates read;
@@ -16,17 +20,53 @@ The row mappings are pure: the same rows give the same documents (GPQA's option 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from trac_metrics.answers import normalize_answer
-from trac_tasks.datasets import local_jsonl
 
 # ----------------------------------------------------------------------------------------------------------
 # Loading
 # ----------------------------------------------------------------------------------------------------------
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+def resolve_data_file(data_file: str) -> Path:
+    """An absolute path, a path relative to the working directory, or a file name in ``trac_tasks/data``."""
+    for candidate in (Path(data_file), DATA_DIR / data_file):
+        if candidate.is_file():
+            return candidate.resolve()
+    raise FileNotFoundError(
+        f"dataset file {data_file!r} not found (looked in the working directory and in {DATA_DIR})"
+    )
+
+
+def local_jsonl(data_file: str | None = None, split: str = "test", **_: Any) -> dict[str, Any]:
+    """``{split: datasets.Dataset}`` from a JSON Lines file, one document per line.
+
+    lm-eval passes the task's ``metadata`` and ``dataset_kwargs`` as keyword arguments; only ``data_file`` and
+    ``split`` are used here.
+    """
+    import datasets
+
+    if not data_file:
+        raise ValueError("custom_dataset local_jsonl needs dataset_kwargs.data_file")
+    path = resolve_data_file(data_file)
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{path}:{line_number}: not valid JSON ({error})") from error
+    if not rows:
+        raise ValueError(f"dataset file {path} has no rows")
+    return {split: datasets.Dataset.from_list(rows)}
 
 
 def load_split(source: str, name: str | None, split: str) -> Any:

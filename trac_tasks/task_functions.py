@@ -16,7 +16,7 @@ from typing import Any
 
 from trac_metrics.evaluate import evaluate_task
 from trac_metrics.evidence import document_accuracy, question_evidence
-from trac_tasks.lm_eval_patches import MultiMetricResult
+from trac_tasks.lm_eval_hooks import MultiMetricResult
 
 
 def keep_all_samples(resps: Iterable[Sequence[str]], docs: Iterable[Any]) -> list[list[str]]:

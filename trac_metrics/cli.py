@@ -35,7 +35,7 @@ from trac_metrics.features import LOW_THRESHOLD, N_BINS, TAIL_WINDOW
 from trac_metrics.files import atomic_write
 from trac_metrics.heads import newton_memory
 from trac_metrics.limits import require_memory
-from trac_metrics.online import (
+from trac_metrics.saved_heads import (
     DEFAULT_TARGET_RISK,
     ONLINE_METHODS,
     fit_online_head,

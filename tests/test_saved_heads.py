@@ -13,7 +13,7 @@ from run_factory import PairSpec, pair_specs, write_runs
 from trac_metrics.evidence import EvidenceOptions
 from trac_metrics.features import PCE_FEATURE_NAMES, tup_feature_names
 from trac_metrics.heads import FittedHead, fit_head
-from trac_metrics.online import (
+from trac_metrics.saved_heads import (
     CONSENSUS_FUSION_NAMES,
     NoThresholdError,
     choose_threshold,
