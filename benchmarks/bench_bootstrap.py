@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from trac_metrics import selective  # noqa: E402
-from trac_metrics.bootstrap import PairData, hierarchical_bootstrap  # noqa: E402
+from trac_metrics.selective.bootstrap import PairData, hierarchical_bootstrap  # noqa: E402
 
 
 def synthetic_pairs(n_pairs: int, n_questions: int, n_methods: int, responses: int, seed: int) -> list[PairData]:

@@ -26,9 +26,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from run_factory import pair_specs, write_runs  # noqa: E402
 
-from trac_metrics.report import write_report  # noqa: E402
-from trac_metrics.report_data import build_report_data  # noqa: E402
-from trac_metrics.runs import load_pairs  # noqa: E402
+from trac_metrics.reporting.report_data import build_report_data  # noqa: E402
+from trac_metrics.reporting.report_writer import write_report  # noqa: E402
+from trac_metrics.reporting.runs import load_pairs  # noqa: E402
 
 
 def timed(stages: dict[str, dict[str, float]], name: str, work: Callable[[], Any]) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from trac_metrics import selective
-from trac_metrics.bootstrap import PairData, hierarchical_bootstrap
+from trac_metrics.selective.bootstrap import PairData, hierarchical_bootstrap
 
 METRICS = {"auroc": selective.auroc, "aurc": selective.aurc}
 

@@ -1,5 +1,5 @@
-"""The paper's analysis tables of ``trac report`` (trac_metrics.analyses), each checked against values recomputed
-here from the records' evidence with the lower-level functions (selective, heads)."""
+"""The paper's analysis tables of ``trac report`` (trac_metrics.reporting.analyses), each checked against values
+recomputed here from the records' evidence with the lower-level functions (selective, heads)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from bootstrap_reference import percentile_interval, reference_samples
 from record_factory import synthetic_question
 from run_factory import pair_specs, write_runs
 
-from trac_metrics import analyses, selective
+from trac_metrics import selective
 from trac_metrics._warnings import TracWarning
 from trac_metrics.heads import cross_fit, fit_head, oof_metric, transfer_scores
 from trac_metrics.records import RecordWriter
-from trac_metrics.report_data import build_report_data
-from trac_metrics.runs import decoding_label, load_pairs
+from trac_metrics.reporting import analyses
+from trac_metrics.reporting.report_data import build_report_data
+from trac_metrics.reporting.runs import decoding_label, load_pairs
 
 GREEDY = {"temperature": 0.0, "top_p": 1.0, "probe_temperature": 0.0}
 STAMP = "2026-01-01T00-00-00"

@@ -1,5 +1,5 @@
-"""Tests of trac_metrics.baselines (docs/method.md#baselines): hand-checked values, naive re-implementations and
-orientation."""
+"""Tests of trac_metrics.features.baselines (docs/method.md#baselines): hand-checked values, naive re-implementations
+and orientation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from trac_metrics import TracWarning
-from trac_metrics.baselines import (
+from trac_metrics.features.baselines import (
     SELFDOUBT_HEDGE_MARKERS,
     SELFDOUBT_VERIFY_MARKERS,
     _marker_pattern,

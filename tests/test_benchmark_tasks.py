@@ -22,8 +22,8 @@ from lm_eval_runs import README_TEMPLATE_PATH, readme_example_blocks
 from record_factory import synthetic_task
 
 from trac_metrics.answers import equivalent, extract_answer, normalize_answer
-from trac_metrics.evaluate import evaluate_task
-from trac_metrics.evidence import question_evidence
+from trac_metrics.features.evidence import question_evidence
+from trac_metrics.heads.evaluate import evaluate_task
 from trac_tasks import dataset_loaders
 from trac_tasks.config import TracConfig
 from trac_tasks.lm_eval_hooks import task_config_dir

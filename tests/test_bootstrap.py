@@ -1,5 +1,5 @@
-"""Tests for trac_metrics.bootstrap (docs/method.md#hierarchical-bootstrap): macro, hierarchical bootstrap, paired
-differences."""
+"""Tests for trac_metrics.selective.bootstrap (docs/method.md#hierarchical-bootstrap): macro, hierarchical bootstrap,
+paired differences."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from trac_metrics import TracWarning, selective
-from trac_metrics.bootstrap import BootstrapResult, PairData, hierarchical_bootstrap, macro
+from trac_metrics.selective.bootstrap import BootstrapResult, PairData, hierarchical_bootstrap, macro
 
 
 def _synthetic_pairs(

@@ -17,15 +17,15 @@ import pytest
 from run_factory import PairSpec, pair_specs, write_runs
 from test_heads_hardening import fill_disk_after, folder_bytes
 
-from trac_metrics import limits
-from trac_metrics.bootstrap import bootstrap_memory
-from trac_metrics.heads import FittedHead
-from trac_metrics.limits import size_text
-from trac_metrics.saved_heads import feature_rows
-from trac_metrics.records import iter_records
-from trac_metrics.runs import evaluate_pairs, load_pairs
 from trac_metrics import cli
+from trac_metrics._util import limits
+from trac_metrics._util.limits import size_text
 from trac_metrics.cli import main
+from trac_metrics.heads import FittedHead
+from trac_metrics.heads.saved_heads import feature_rows
+from trac_metrics.records import iter_records
+from trac_metrics.reporting.runs import evaluate_pairs, load_pairs
+from trac_metrics.selective.bootstrap import bootstrap_memory
 
 
 @pytest.fixture(scope="module")

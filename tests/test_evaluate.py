@@ -1,4 +1,4 @@
-"""Per-question evidence and the per-task cross-fitted evaluation (trac_metrics.evidence / .evaluate)."""
+"""Per-question evidence and the per-task cross-fitted evaluation (trac_metrics.features.evidence / .evaluate)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import pytest
 from record_factory import synthetic_question, synthetic_task
 
 from trac_metrics import TracWarning
-from trac_metrics.baselines import mean_logprob
-from trac_metrics.evaluate import METRIC_NAMES, evaluate_task
-from trac_metrics.evidence import question_evidence
 from trac_metrics.features import pce_features, tup_features
+from trac_metrics.features.baselines import mean_logprob
+from trac_metrics.features.evidence import question_evidence
 from trac_metrics.heads import cross_fit
+from trac_metrics.heads.evaluate import evaluate_task
+from trac_metrics.selective import METRIC_NAMES
 from trac_metrics.selective import selective_metrics
 
 

@@ -14,8 +14,8 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from trac_metrics import heads
 from trac_metrics._warnings import TracWarning
+from trac_metrics.heads import cross_fitting
 from trac_metrics.heads import (
     FOLD_SEEDS,
     FittedHead,
@@ -79,7 +79,7 @@ def test_grouped_cross_fit_does_not_leak_questions_where_an_ungrouped_split_woul
             folds[test] = fold
         return folds
 
-    monkeypatch.setattr(heads, "fold_assignments", ungrouped_fold_assignments)
+    monkeypatch.setattr(cross_fitting, "fold_assignments", ungrouped_fold_assignments)
     ungrouped_auroc = oof_metric(cross_fit(X, y, groups), y, auroc)
 
     assert abs(grouped_auroc - 0.5) < 0.1
@@ -106,7 +106,7 @@ def test_cross_fit_equals_an_independent_fold_by_fold_fit_using_its_fold_assignm
         used_seeds.append(seed)
         return fold_assignments(labels, group_ids, seed, n_splits)
 
-    monkeypatch.setattr(heads, "fold_assignments", recording_fold_assignments)
+    monkeypatch.setattr(cross_fitting, "fold_assignments", recording_fold_assignments)
     scores = cross_fit(X, y, groups)
     assert tuple(used_seeds) == FOLD_SEEDS
 

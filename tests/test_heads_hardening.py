@@ -29,13 +29,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from run_factory import pair_specs, write_runs
 
-from trac_metrics import files
-from trac_metrics.evidence import EvidenceOptions
-from trac_metrics.features import PCE_FEATURE_NAMES
-from trac_metrics.heads import HEAD_FIELDS, FittedHead, HeadFormatError
-from trac_metrics.saved_heads import METADATA_FIELDS, fit_online_head, load_head
-from trac_metrics.runs import load_pairs
+from trac_metrics._util import files
 from trac_metrics.cli import main
+from trac_metrics.features import PCE_FEATURE_NAMES
+from trac_metrics.features.evidence import EvidenceOptions
+from trac_metrics.heads import HEAD_FIELDS, FittedHead, HeadFormatError
+from trac_metrics.heads.saved_heads import METADATA_FIELDS, fit_online_head, load_head
+from trac_metrics.reporting.runs import load_pairs
 
 
 # ----------------------------------------------------------------------------------------------- atomic writes
@@ -63,7 +63,7 @@ class _FullDisk:
 
 
 def fill_disk_after(monkeypatch: pytest.MonkeyPatch, n_bytes: int = 10, complete_files: int = 0) -> None:
-    """Make the writes of :mod:`trac_metrics.files` run out of disk space after ``n_bytes``, from the file after
+    """Make the writes of :mod:`trac_metrics._util.files` run out of disk space after ``n_bytes``, from the file after
     the first ``complete_files`` on."""
     opened = iter(range(10**9))
 

@@ -14,8 +14,8 @@ from run_factory import pair_specs, write_runs
 
 from trac_metrics import selective
 from trac_metrics._warnings import TracWarning
-from trac_metrics.evaluate import evaluate_task
-from trac_metrics.leaderboard import (
+from trac_metrics.heads.evaluate import evaluate_task
+from trac_metrics.reporting.leaderboard import (
     COMPARISONS,
     SAMPLING,
     SINGLE_TRACE,
@@ -26,9 +26,9 @@ from trac_metrics.leaderboard import (
     paired_table,
     per_pair_table,
 )
-from trac_metrics.report_data import build_report_data
-from trac_metrics.runs import load_pairs
-from trac_metrics.tables import to_markdown
+from trac_metrics.reporting.report_data import build_report_data
+from trac_metrics.reporting.runs import load_pairs
+from trac_metrics.reporting.tables import to_markdown
 
 K = 4
 N_RESAMPLES = 200
@@ -64,7 +64,7 @@ def independent(pairs, data):
             computed = selective.selective_metrics(scores, labels)
             metrics.update({f"{method}_auroc": computed["auroc"], f"{method}_aurc": computed["aurc"],
                             f"{method}_excess_aurc": computed["excess_aurc"],
-                            **{f"{method}_risk_at_{c}": computed[f"risk@{c / 100:g}"] for c in (10, 20, 50)}})
+                            **{f"{method}_risk_at_{c}": computed[f"risk_at_{c}"] for c in (10, 20, 50)}})
         values.append(metrics)
     return values
 

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, run_lm_eval, write_local_math500_task
 
-from trac_metrics.evaluate import METRIC_NAMES
-from trac_metrics.records import iter_records
 from trac_metrics.cli import evaluate_records, main
+from trac_metrics.selective import METRIC_NAMES
+from trac_metrics.records import iter_records
 from trac_tasks.config import DEFAULT_CUE
 from trac_tasks.probe import trace_body
 

@@ -9,10 +9,10 @@ import pytest
 from run_factory import pair_specs, write_runs
 
 from trac_metrics import selective
+from trac_metrics._util.parallel import parallel_map
 from trac_metrics._warnings import TracWarning
-from trac_metrics.bootstrap import PairData, hierarchical_bootstrap, hierarchical_bootstrap_many
-from trac_metrics.parallel import parallel_map
-from trac_metrics.runs import evaluate_pairs, load_pairs
+from trac_metrics.reporting.runs import evaluate_pairs, load_pairs
+from trac_metrics.selective.bootstrap import PairData, hierarchical_bootstrap, hierarchical_bootstrap_many
 
 
 def _square_and_warn(value: int) -> int:

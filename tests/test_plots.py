@@ -10,9 +10,15 @@ from matplotlib.image import imread
 from run_factory import pair_specs, write_runs
 from test_heads_hardening import fill_disk_after, folder_bytes
 
-from trac_metrics.plots import COVERAGE_GRID, cost_quality_plot, macro_risk_coverage, risk_coverage_plot, spread_labels
-from trac_metrics.report_data import build_report_data
-from trac_metrics.runs import load_pairs
+from trac_metrics.reporting.plots import (
+    COVERAGE_GRID,
+    cost_quality_plot,
+    macro_risk_coverage,
+    risk_coverage_plot,
+    spread_labels,
+)
+from trac_metrics.reporting.report_data import build_report_data
+from trac_metrics.reporting.runs import load_pairs
 
 
 @pytest.fixture(scope="module")

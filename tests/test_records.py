@@ -10,7 +10,7 @@ import pytest
 from record_factory import synthetic_question
 
 from trac_metrics._warnings import TracWarning
-from trac_metrics.evidence import question_evidence
+from trac_metrics.features.evidence import question_evidence
 from trac_metrics.records import SCHEMA, ProbeRecord, RecordFormatError, RecordWriter, ResponseRecord, iter_records
 
 

@@ -26,9 +26,9 @@ from hypothesis.extra.numpy import arrays
 from record_factory import synthetic_question
 
 from trac_metrics._warnings import TracWarning
-from trac_metrics.records import PROBE_VARIANTS, ProbeRecord, RecordWriter, ResponseRecord, iter_records
-from trac_metrics.runs import NoRecordsError, load_pairs
 from trac_metrics.cli import main
+from trac_metrics.records import PROBE_VARIANTS, ProbeRecord, RecordWriter, ResponseRecord, iter_records
+from trac_metrics.reporting.runs import NoRecordsError, load_pairs
 
 VALID = [json.loads(json.dumps(record.to_dict()))
          for doc_id in range(2) for record in synthetic_question(np.random.default_rng(doc_id), doc_id, True, k=2)]

@@ -12,14 +12,15 @@ import pytest
 from run_factory import pair_specs, write_runs
 from test_heads_hardening import fill_disk_after, folder_bytes
 
-from trac_metrics import limits
-from trac_metrics.analyses import all_analyses
-from trac_metrics.leaderboard import leaderboard_tables, main_table
-from trac_metrics.report import check_table_names, format_table, method_table, write_report
-from trac_metrics.limits import MemoryLimitError
-from trac_metrics.report_data import bootstrap, build_report_data
-from trac_metrics.runs import load_pairs
-from trac_metrics.tables import ReportTable, format_value, rank_marks, to_latex, to_markdown, write_csv
+from trac_metrics._util import limits
+from trac_metrics._util.limits import MemoryLimitError
+from trac_metrics.reporting.analyses import all_analyses
+from trac_metrics.reporting.leaderboard import leaderboard_tables, main_table
+from trac_metrics.reporting.report_data import bootstrap, build_report_data
+from trac_metrics.reporting.report_writer import check_table_names, write_report
+from trac_metrics.reporting.runs import load_pairs
+from trac_metrics.reporting.summary_table import format_table, method_table
+from trac_metrics.reporting.tables import ReportTable, format_value, rank_marks, to_latex, to_markdown, write_csv
 
 # ----------------------------------------------------------------------------------------------------- renderers
 

@@ -15,11 +15,11 @@ from record_factory import synthetic_question
 from trac_metrics import answers, selective
 from trac_metrics._warnings import TracWarning
 from trac_metrics.answers import equivalent, use_equivalence
-from trac_metrics.evidence import EvidenceOptions, question_evidence, resolve_equivalence
 from trac_metrics.features import tup_features
+from trac_metrics.features.evidence import EvidenceOptions, question_evidence, resolve_equivalence
 from trac_metrics.records import RecordWriter, iter_records
-from trac_metrics.rescore import MAIN_METHODS, MAIN_METRICS, changes_to_json, format_changes, rescore
-from trac_metrics.runs import load_pairs
+from trac_metrics.reporting.rescore import MAIN_METHODS, MAIN_METRICS, changes_to_json, format_changes, rescore
+from trac_metrics.reporting.runs import load_pairs
 
 N_QUESTIONS = 60
 REWRITTEN = set(range(0, N_QUESTIONS, 3))

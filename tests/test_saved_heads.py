@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from run_factory import PairSpec, pair_specs, write_runs
 
-from trac_metrics.evidence import EvidenceOptions
 from trac_metrics.features import PCE_FEATURE_NAMES, tup_feature_names
+from trac_metrics.features.evidence import EvidenceOptions
 from trac_metrics.heads import FittedHead, fit_head
-from trac_metrics.saved_heads import (
+from trac_metrics.heads.saved_heads import (
     CONSENSUS_FUSION_NAMES,
     NoThresholdError,
     choose_threshold,
@@ -25,7 +25,7 @@ from trac_metrics.saved_heads import (
     score_lines,
     score_pairs,
 )
-from trac_metrics.runs import PairRun, load_pairs
+from trac_metrics.reporting.runs import PairRun, load_pairs
 
 TARGET_RISK = 0.2
 

@@ -66,7 +66,7 @@ def test_hand_computed_example() -> None:
     # oracle (c, c, w, w): R = 0, 0, 1/3, 2/4 -> AURC* = (5/6)/4 = 10/48, so E-AURC = 3/48
     # base error = 2/4, so excess AURC = (13/48)/(1/2) = 13/24
     # AUROC over (pos, neg) pairs: (.9,.8)=1, (.9,.3)=1, (.8,.8)=1/2, (.8,.3)=1 -> 3.5/4 = 0.875
-    # risk@0.1: k=⌈0.4⌉=1 -> 0; risk@0.2: k=⌈0.8⌉=1 -> 0; risk@0.5: k=2 -> 1/4
+    # risk_at_10: k=⌈0.4⌉=1 -> 0; risk_at_20: k=⌈0.8⌉=1 -> 0; risk_at_50: k=2 -> 1/4
     _, risk = selective.risk_coverage_curve(scores, labels)
     np.testing.assert_allclose(risk, [0, 1 / 4, 1 / 3, 1 / 2])
     metrics = selective.selective_metrics(scores, labels)
@@ -75,9 +75,9 @@ def test_hand_computed_example() -> None:
         "aurc": 13 / 48,
         "e_aurc": 3 / 48,
         "excess_aurc": 13 / 24,
-        "risk@0.1": 0.0,
-        "risk@0.2": 0.0,
-        "risk@0.5": 0.25,
+        "risk_at_10": 0.0,
+        "risk_at_20": 0.0,
+        "risk_at_50": 0.25,
     }
     assert list(metrics) == list(expected)  # the key names are a contract
     assert metrics == pytest.approx(expected, abs=1e-12)
@@ -92,7 +92,7 @@ def test_single_metric_functions_agree_with_selective_metrics() -> None:
     assert metrics["aurc"] == selective.aurc(scores, labels)
     assert metrics["e_aurc"] == selective.e_aurc(scores, labels)
     assert metrics["excess_aurc"] == selective.excess_aurc(scores, labels)
-    assert metrics["risk@0.3"] == selective.risk_at_coverage(scores, labels, 0.3)
+    assert metrics["risk_at_30"] == selective.risk_at_coverage(scores, labels, 0.3)
 
 
 def test_constant_score_gives_base_error_rate_in_any_input_order() -> None:
@@ -182,7 +182,7 @@ def test_all_wrong_pair() -> None:
     assert metrics["aurc"] == 1.0
     assert metrics["e_aurc"] == 0.0
     assert metrics["excess_aurc"] == 1.0
-    assert metrics["risk@0.5"] == 1.0
+    assert metrics["risk_at_50"] == 1.0
 
 
 def test_empty_input_warns_and_returns_nan() -> None:

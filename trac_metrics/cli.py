@@ -28,14 +28,14 @@ from typing import TypeVar
 
 from tqdm import tqdm
 
+from trac_metrics._util.files import atomic_write
+from trac_metrics._util.limits import require_memory
 from trac_metrics.answers import ANSWER_KINDS
-from trac_metrics.bootstrap import bootstrap_memory
-from trac_metrics.evidence import DEFAULT_OPTIONS, EvidenceOptions, task_accuracy
 from trac_metrics.features import LOW_THRESHOLD, N_BINS, TAIL_WINDOW
-from trac_metrics.files import atomic_write
+from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, task_accuracy
 from trac_metrics.heads import newton_memory
-from trac_metrics.limits import require_memory
-from trac_metrics.saved_heads import (
+from trac_metrics.selective.bootstrap import bootstrap_memory
+from trac_metrics.heads.saved_heads import (
     DEFAULT_TARGET_RISK,
     ONLINE_METHODS,
     fit_online_head,
@@ -47,10 +47,11 @@ from trac_metrics.saved_heads import (
     score_pairs,
 )
 from trac_metrics.records import iter_records
-from trac_metrics.report import format_table, method_table, write_report
-from trac_metrics.report_data import BOOTSTRAP_METRICS, build_report_data
-from trac_metrics.rescore import changes_to_json, format_changes, rescore
-from trac_metrics.runs import PairRun, evaluate_pairs, load_pairs
+from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, build_report_data
+from trac_metrics.reporting.report_writer import write_report
+from trac_metrics.reporting.rescore import changes_to_json, format_changes, rescore
+from trac_metrics.reporting.runs import PairRun, evaluate_pairs, load_pairs
+from trac_metrics.reporting.summary_table import format_table, method_table
 
 T = TypeVar("T")
 
@@ -210,7 +211,8 @@ EQUIVALENCE_HELP = ("f(answer, other, kind) -> bool replacing the built-in answe
 
 
 def _evidence_arguments() -> argparse.ArgumentParser:
-    """Options of :class:`~trac_metrics.evidence.EvidenceOptions`, shared by ``report``, ``rescore`` and ``fit``."""
+    """Options of :class:`~trac_metrics.features.evidence.EvidenceOptions`, shared by ``report``, ``rescore`` and
+    ``fit``."""
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("evidence options (default: the paper's configuration)")
     group.add_argument("--answer-kind", choices=ANSWER_KINDS, help="normalize and compare answers as this kind "

@@ -1,9 +1,9 @@
 """The functions TrAC task YAMLs name with ``!function``: filter, per-document results and the aggregation.
 
 Per document, ``process_results`` returns ``acc`` (the primary sample is correct), ``maj_acc`` (the majority answer
-of the K samples is correct, K > 1) and ``trac`` (the question's evidence dict, :mod:`trac_metrics.evidence`). The
-``trac`` aggregation cross-fits every head on the task's documents and returns all metrics at once
-(``trac_auroc``, ``sc_modal_aurc`` ...: :mod:`trac_metrics.evaluate`); it also writes each document's
+of the K samples is correct, K > 1) and ``trac`` (the question's evidence dict, :mod:`trac_metrics.features.evidence`).
+The ``trac`` aggregation cross-fits every head on the task's documents and returns all metrics at once
+(``trac_auroc``, ``sc_modal_aurc`` ...: :mod:`trac_metrics.heads.evaluate`); it also writes each document's
 out-of-fold scores into its evidence dict (``scores``), so lm-eval's samples file (``--log_samples``) carries the
 TrAC score, probe answer, agreement and primary answer of every document.
 """
@@ -14,8 +14,8 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from trac_metrics.evaluate import evaluate_task
-from trac_metrics.evidence import document_accuracy, question_evidence
+from trac_metrics.features.evidence import document_accuracy, question_evidence
+from trac_metrics.heads.evaluate import evaluate_task
 from trac_tasks.lm_eval_hooks import MultiMetricResult
 
 

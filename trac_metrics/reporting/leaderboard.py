@@ -4,8 +4,8 @@ docs/method.md#hierarchical-bootstrap).
 
 Every point number is the pair-equal macro of the per-pair ``TaskEvaluation.metrics`` (the numbers lm-eval's
 aggregation reports for each task); intervals and p-values come from the shared hierarchical bootstrap of
-:class:`~trac_metrics.report_data.ReportData`. A pair where a method's metric is undefined (one class only, too
-few questions of a class to cross-fit the learned heads, a method the pair did not record) keeps its NaN in the
+:class:`~trac_metrics.reporting.report_data.ReportData`. A pair where a method's metric is undefined (one class only,
+too few questions of a class to cross-fit the learned heads, a method the pair did not record) keeps its NaN in the
 per-pair table, is left out of that method's macro, and is named with the reason in the table's note.
 """
 
@@ -20,11 +20,12 @@ import numpy as np
 import pandas as pd
 
 from trac_metrics._warnings import TracWarning
-from trac_metrics.bootstrap import mean_of_defined
-from trac_metrics.evaluate import TaskEvaluation
-from trac_metrics.report_data import ReportData
-from trac_metrics.runs import PairRun
-from trac_metrics.tables import ReportTable
+from trac_metrics.heads.evaluate import TaskEvaluation
+from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, ReportData
+from trac_metrics.reporting.runs import PairRun
+from trac_metrics.reporting.tables import ReportTable
+from trac_metrics.selective import DEFAULT_COVERAGES, METRIC_LABELS, risk_key
+from trac_metrics.selective.bootstrap import mean_of_defined
 
 SINGLE_TRACE = ("mean_logprob", "self_certainty", "deepconf_bottom", "p_true", "selfdoubt", "tup", "pce", "trac")
 SAMPLING = ("selfcheck", "sup_consensus", "sc_primary", "sc_modal", "semantic_entropy", "cw_vote", "cf")
@@ -134,12 +135,12 @@ def main_table(data: ReportData) -> ReportTable:
     k = k_label(data.pairs)
     columns: dict[str, list[float]] = {}
     for task in tasks(data):
-        for metric, shown in (("auroc", "AUROC"), ("aurc", "AURC")):
-            columns[f"{task} {shown}"] = [task_mean(data, method, metric, task) for _, method in rows]
-    macro_columns = {"macro AUROC": "auroc", "macro AURC": "aurc", "excess AURC": "excess_aurc",
-                     "risk@10": "risk_at_10", "risk@20": "risk_at_20", "risk@50": "risk_at_50"}
-    for column, metric in macro_columns.items():
-        columns[column] = [data.macro(method, metric) for _, method in rows]
+        for metric in BOOTSTRAP_METRICS:
+            columns[f"{task} {METRIC_LABELS[metric]}"] = [task_mean(data, method, metric, task) for _, method in rows]
+    for metric in (*BOOTSTRAP_METRICS, "excess_aurc", *map(risk_key, DEFAULT_COVERAGES)):
+        label = METRIC_LABELS[metric]
+        columns[f"macro {label}" if metric in BOOTSTRAP_METRICS else label] = [data.macro(method, metric)
+                                                                               for _, method in rows]
     columns["latency ×"] = [mean_latency(data, method) for _, method in rows]
     index = pd.MultiIndex.from_tuples([(block, method_label(method, k)) for block, method in rows],
                                       names=["block", "method"])
@@ -198,7 +199,8 @@ def ci_table(data: ReportData, level: float = 0.95) -> ReportTable:
     k = k_label(data.pairs)
     columns: dict[str, list[float]] = {}
     nan_counts: dict[str, int] = {}
-    for metric, shown in (("auroc", "AUROC"), ("aurc", "AURC")):
+    for metric in BOOTSTRAP_METRICS:
+        shown = METRIC_LABELS[metric]
         bootstrap = data.bootstraps[metric]
         columns[f"macro {shown}"] = [data.macro(method, metric) for _, method in rows]
         with _nan_samples_in_note():
@@ -226,7 +228,8 @@ def paired_table(data: ReportData, level: float = 0.95) -> ReportTable:
     bootstrap p-value and wins / ties / losses over pairs, for AUROC and AURC."""
     k = k_label(data.pairs)
     records, index, nan_counts = [], [], {}
-    for metric, shown in (("auroc", "AUROC"), ("aurc", "AURC")):
+    for metric in BOOTSTRAP_METRICS:
+        shown = METRIC_LABELS[metric]
         for a, b in COMPARISONS:
             index.append((shown, f"{method_label(a, k)} − {method_label(b, k)}"))
             records.append(paired_row(data, a, b, metric, level))

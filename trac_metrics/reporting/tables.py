@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from trac_metrics.files import atomic_write
+from trac_metrics._util.files import atomic_write
 
 
 @dataclass(frozen=True)

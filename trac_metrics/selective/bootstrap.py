@@ -33,9 +33,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from trac_metrics import selective
+from trac_metrics._util.limits import require_memory
+from trac_metrics._util.parallel import parallel_map
 from trac_metrics._warnings import TracWarning
-from trac_metrics.limits import require_memory
-from trac_metrics.parallel import parallel_map
 
 Metric = Callable[[np.ndarray, np.ndarray], float]
 
@@ -203,7 +203,7 @@ def hierarchical_bootstrap_many(
     the same seed), the pairs' resampled metrics computed on ``jobs`` processes (None: every CPU; the result does
     not depend on it; the metrics must then be picklable, e.g. module-level functions). AUROC and AURC of a
     method share one ordering and one pass over the draws. A request larger than the memory available
-    (:func:`bootstrap_memory`) is refused up front with a :class:`~trac_metrics.limits.MemoryLimitError`."""
+    (:func:`bootstrap_memory`) is refused up front with a :class:`~trac_metrics._util.limits.MemoryLimitError`."""
     methods = tuple(methods)
     checked = _checked_pairs(pairs, methods)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:

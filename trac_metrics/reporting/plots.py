@@ -21,9 +21,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from trac_metrics.files import atomic_write
-from trac_metrics.leaderboard import k_label, leaderboard_methods, mean_latency, method_label
-from trac_metrics.report_data import ReportData
+from trac_metrics._util.files import atomic_write
+from trac_metrics.reporting.leaderboard import k_label, leaderboard_methods, mean_latency, method_label
+from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.selective import risk_coverage_curve
 
 RISK_COVERAGE_METHODS = ("trac", "sc_modal", "p_true", "mean_logprob")

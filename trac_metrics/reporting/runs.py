@@ -4,8 +4,8 @@
 ``lm_eval ... --output_path OUT`` writes the records of each TrAC task to ``OUT/trac_records/<task>.<stamp>.jsonl``.
 :func:`find_record_files` finds them under any number of folders (or takes the files themselves);
 :func:`load_pairs` streams every file once, turns each question into its evidence dict
-(:func:`trac_metrics.evidence.question_evidence`) as soon as its K records have been read (records carry K), and
-keeps only those small dicts and the timing sums: the per-token arrays of a question are dropped when it is
+(:func:`trac_metrics.features.evidence.question_evidence`) as soon as its K records have been read (records carry K),
+and keeps only those small dicts and the timing sums: the per-token arrays of a question are dropped when it is
 complete, so memory grows with the number of questions, not with the number of generated tokens. A question with
 fewer records than its K (a run cut short) is dropped with a warning: see :func:`load_pairs`.
 
@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from trac_metrics._util.parallel import Progress, parallel_map
 from trac_metrics._warnings import TracWarning
-from trac_metrics.evaluate import HEADS, FeatureRow, TaskEvaluation, evaluate_task
-from trac_metrics.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence
-from trac_metrics.parallel import Progress, parallel_map
+from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence
+from trac_metrics.heads.evaluate import HEADS, FeatureRow, TaskEvaluation, evaluate_task
 from trac_metrics.records import ResponseRecord, iter_records
 
 RECORDS_FOLDER = "trac_records"
@@ -226,7 +226,7 @@ def load_pairs(
 
     Files are read on ``jobs`` processes (default: every CPU this process may use; the result does not depend on
     it). ``progress`` wraps the stream of finished files (e.g. ``tqdm``). ``options`` say how each question's
-    evidence is computed (:class:`~trac_metrics.evidence.EvidenceOptions`; ``trac rescore``).
+    evidence is computed (:class:`~trac_metrics.features.evidence.EvidenceOptions`; ``trac rescore``).
 
     A question with fewer records in a file than the K (``num_samples``) its records declare — a run killed before
     it finished the question — is dropped, with a :class:`~trac_metrics._warnings.TracWarning` naming it and how
@@ -292,7 +292,7 @@ def evaluate_pairs(
     pairs: Sequence[PairRun], heads: Mapping[str, FeatureRow] = HEADS, progress: Progress | None = None,
     jobs: int | None = None,
 ) -> list[TaskEvaluation]:
-    """:func:`~trac_metrics.evaluate.evaluate_task` of every pair, on ``jobs`` processes (default: every CPU; the
+    """:func:`~trac_metrics.heads.evaluate.evaluate_task` of every pair, on ``jobs`` processes (default: every CPU; the
     result does not depend on it): for the default ``heads`` exactly the numbers lm-eval's aggregation reports for
     that task (cross-fitted heads, baselines)."""
     return parallel_map(partial(_evaluate_pair, heads=dict(heads)), pairs, jobs, progress)

@@ -1,7 +1,7 @@
 """One task's TrAC evaluation: cross-fitted heads and baselines → selective-prediction metrics
 (docs/method.md#cross-fitting-protocol, docs/method.md#selective-prediction-metrics).
 
-Input: the per-question evidence dicts of :mod:`trac_metrics.evidence` (one row per question: the primary
+Input: the per-question evidence dicts of :mod:`trac_metrics.features.evidence` (one row per question: the primary
 response). Every learned method (TrAC, its PCE / TUP components, Consensus Fusion @K, Supervised Consensus@K and
 the probe-variant ablation heads) is cross-fitted on the same folds, computed once (``heads.cross_fit_many``): its
 metrics are computed per repetition and averaged, its per-question score is the mean out-of-fold score. Baselines
@@ -22,10 +22,8 @@ from threadpoolctl import threadpool_limits
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.heads import FOLD_SEEDS, cross_fit_many, mean_oof_score
-from trac_metrics.selective import selective_metrics
+from trac_metrics.selective import METRIC_NAMES, selective_metrics
 
-COVERAGES = (0.1, 0.2, 0.5)
-METRIC_NAMES = ("auroc", "aurc", "e_aurc", "excess_aurc", *(f"risk_at_{round(c * 100)}" for c in COVERAGES))
 
 FeatureRow = Callable[[Mapping[str, Any]], list[float] | None]
 
@@ -122,16 +120,15 @@ class TaskEvaluation:
 
 
 def _named(metrics: Mapping[str, float], method: str) -> dict[str, float]:
-    values = [metrics["auroc"], metrics["aurc"], metrics["e_aurc"], metrics["excess_aurc"],
-              *(metrics[f"risk@{c:g}"] for c in COVERAGES)]
-    return {f"{method}_{name}": float(value) for name, value in zip(METRIC_NAMES, values, strict=True)}
+    """``<method>_<metric>`` of every metric in :data:`~trac_metrics.selective.METRIC_NAMES`."""
+    return {f"{method}_{name}": float(metrics[name]) for name in METRIC_NAMES}
 
 
 def _head_metrics(scores_by_seed: np.ndarray, labels: np.ndarray, method: str) -> dict[str, float]:
     """docs/method.md#cross-fitting-protocol: a metric is computed per repetition and averaged over repetitions."""
     if np.isnan(scores_by_seed).any():
         return {f"{method}_{name}": float("nan") for name in METRIC_NAMES}
-    per_seed = [_named(selective_metrics(row, labels, COVERAGES), method) for row in scores_by_seed]
+    per_seed = [_named(selective_metrics(row, labels), method) for row in scores_by_seed]
     return {key: float(np.mean([values[key] for values in per_seed])) for key in per_seed[0]}
 
 
@@ -184,7 +181,7 @@ def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_sp
     for method in baseline_names:
         values = np.asarray([evidence["baselines"][method] for evidence in evidences], dtype=np.float64)
         scores[method] = values
-        metrics.update(_named(selective_metrics(values, labels, COVERAGES), method))
+        metrics.update(_named(selective_metrics(values, labels), method))
     return TaskEvaluation(metrics, scores, labels, doc_ids, by_seed)
 
 

@@ -1,9 +1,9 @@
 """The paper's analyses in ``trac report``: ablations, consensus blind spot, transfer, label efficiency, decoding.
 
-Each function reads a :class:`~trac_metrics.report_data.ReportData` and returns one
-:class:`~trac_metrics.tables.ReportTable`; :func:`all_analyses` returns them in the report's order. Every number is a
-pair-equal macro (docs/method.md#pair-equal-macro-average) over the pairs that have the data; a pair or a cell that
-cannot be computed is NaN or left out with the reason in the table's note, never silently. Tables
+Each function reads a :class:`~trac_metrics.reporting.report_data.ReportData` and returns one
+:class:`~trac_metrics.reporting.tables.ReportTable`; :func:`all_analyses` returns them in the report's order. Every
+number is a pair-equal macro (docs/method.md#pair-equal-macro-average) over the pairs that have the data; a pair or a
+cell that cannot be computed is NaN or left out with the reason in the table's note, never silently. Tables
 (docs/method.md#report-analyses):
 
 - ablations (a)–(d) (docs/method.md#report-analyses): :func:`component_ablation`, :func:`trace_controls`,
@@ -28,17 +28,17 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from trac_metrics import selective
-from trac_metrics.bootstrap import mean_of_defined
-from trac_metrics.evaluate import HEADS
 from trac_metrics.heads import MIN_SAMPLES_PER_CLASS, fit_head, transfer_scores
-from trac_metrics.report_data import ReportData
-from trac_metrics.runs import DEFAULT_DECODING, PairRun, decoding_label
-from trac_metrics.tables import ReportTable
+from trac_metrics.heads.evaluate import HEADS
+from trac_metrics.reporting.report_data import ReportData
+from trac_metrics.reporting.runs import DEFAULT_DECODING, PairRun, decoding_label
+from trac_metrics.reporting.tables import ReportTable
+from trac_metrics.selective.bootstrap import mean_of_defined
 
 METHOD_COLUMNS = ("AUROC", "CI lo", "CI hi", "AURC", "pairs")
 REPRESENTATIONS = (("TUP", "tup"), ("PCE", "pce"), ("TrAC", "trac"))
 """Rows of the transfer and label-efficiency tables (docs/method.md#transfer-tables): label and
-:data:`~trac_metrics.evaluate.HEADS` key."""
+:data:`~trac_metrics.heads.evaluate.HEADS` key."""
 
 PROBE_VARIANTS_HOW_TO = ("add `trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced]` to the "
                          "task's generation_kwargs and rerun")

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from trac_metrics._warnings import TracWarning
-from trac_metrics.features import check_primary_index, class_shares, consensus_features, finite_sequence
+from trac_metrics.features.vectors import check_primary_index, class_shares, consensus_features, finite_sequence
 
 DEEPCONF_WINDOW = 2048
 DEEPCONF_BOTTOM_FRACTION = 0.1

@@ -36,9 +36,28 @@ from scipy.stats import rankdata
 from trac_metrics._warnings import TracWarning
 
 DEFAULT_COVERAGES: tuple[float, ...] = (0.1, 0.2, 0.5)
+"""The coverages c of the reported risk at coverage (docs/method.md#risk-at-coverage)."""
+
+
+def risk_key(coverage: float) -> str:
+    """The one name of the risk at ``coverage`` everywhere (keys, results, columns): ``risk_at_10`` for c = 0.1."""
+    return f"risk_at_{round(coverage * 100, 6):g}"
+
+
+METRIC_NAMES: tuple[str, ...] = ("auroc", "aurc", "e_aurc", "excess_aurc", *map(risk_key, DEFAULT_COVERAGES))
+"""The metrics reported per method, in order (docs/method.md#metric-names): the keys of :func:`selective_metrics`
+with the default coverages, and the ``<metric>`` of every ``<method>_<metric>`` result."""
+
+METRIC_LABELS: dict[str, str] = {
+    "auroc": "AUROC", "aurc": "AURC", "e_aurc": "E-AURC", "excess_aurc": "excess AURC",
+    **{risk_key(c): f"risk@{round(c * 100, 6):g}" for c in DEFAULT_COVERAGES},
+}
+"""How rendered report tables name each metric (the one place display labels come from)."""
 
 __all__ = [
     "DEFAULT_COVERAGES",
+    "METRIC_LABELS",
+    "METRIC_NAMES",
     "as_binary_labels",
     "aurc",
     "auroc",
@@ -46,6 +65,7 @@ __all__ = [
     "excess_aurc",
     "risk_at_coverage",
     "risk_coverage_curve",
+    "risk_key",
     "selective_metrics",
 ]
 
@@ -243,13 +263,13 @@ def selective_metrics(
 ) -> dict[str, float]:
     """All per-pair metrics of docs/method.md#selective-prediction-metrics at once.
 
-    Keys (a contract): ``auroc``, ``aurc``, ``e_aurc``, ``excess_aurc`` and ``risk@{c:g}`` per coverage
-    (``risk@0.1``, ``risk@0.2``, ``risk@0.5`` by default). Degenerate input follows the single-metric
+    Keys (a contract): ``auroc``, ``aurc``, ``e_aurc``, ``excess_aurc`` and :func:`risk_key` of each coverage
+    (``risk_at_10``, ``risk_at_20``, ``risk_at_50`` by default). Degenerate input follows the single-metric
     functions: one class → ``auroc`` NaN (and ``excess_aurc`` NaN when all are correct), the others
     defined; empty input or NaN scores → every value NaN; one ``TracWarning`` per cause.
     """
     fractions = [_checked_coverage(c) for c in coverages]
-    risk_keys = [f"risk@{c:g}" for c in fractions]
+    risk_keys = [risk_key(c) for c in fractions]
     keys = ["auroc", "aurc", "e_aurc", "excess_aurc", *risk_keys]
     checked = _checked(scores, labels, "selective_metrics")
     if checked is None:

@@ -1,5 +1,5 @@
-"""Logistic heads, question-grouped cross-fitting and transfer heads (docs/method.md#learned-heads,
-docs/method.md#cross-fitting-protocol).
+"""The logistic head every learned method shares, its JSON file and transfer heads (docs/method.md#learned-heads,
+docs/method.md#preprocessing, docs/method.md#transfer-heads).
 
 Every learned TrAC variant (PCE-only, TUP-only, TrAC, Consensus Fusion, Supervised Consensus) is the same head:
 missingness indicators → mean imputation → standardization → L2 logistic regression (C = 1.0), fitted on a
@@ -7,15 +7,13 @@ training fold only ("Offline Preparation and Training": no test-fold statistic e
 are sklearn's ``SimpleImputer(add_indicator=True, keep_empty_features=True)`` → ``StandardScaler`` →
 ``LogisticRegression(C=1.0)`` computed in numpy; the logistic objective (C·Σ log-loss + ½‖w‖², intercept not
 penalized) is solved by Newton's method to convergence — the optimum lbfgs approaches (it stops at its tolerance,
-~1e-4 away), at a small fraction of the cost, which matters for reports that fit thousands of heads. In-domain scores are out-of-fold over 5 repetitions of a stratified 5-fold split that keeps all
-responses of a question together, with fold seeds 2026, 7, 13, 42, 100 (docs/method.md#cross-fitting-protocol). A metric
-is computed per repetition and averaged (:func:`oof_metric`); the per-response score is the mean out-of-fold score
-(:func:`mean_oof_score`). Transfer heads (LODO / LOMO / global) fit on source rows only (:func:`transfer_scores`).
+~1e-4 away), at a small fraction of the cost, which matters for reports that fit thousands of heads. Cross-fitting
+(out-of-fold scores) lives in :mod:`trac_metrics.heads.cross_fitting`; transfer heads (LODO / LOMO / global) fit
+on source rows only (:func:`transfer_scores`).
 
 A fitted head is stored as plain JSON (:class:`FittedHead`): the missing-value convention, the standardizer and the
 logistic parameters are saved together, as the paper states, and scoring needs numpy only.
 """
-
 from __future__ import annotations
 
 import json
@@ -23,20 +21,16 @@ import math
 import os
 import reprlib
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.special import expit, log_expit
-from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
+from trac_metrics._util.files import atomic_write
 from trac_metrics._warnings import TracWarning
-from trac_metrics.files import atomic_write
-
-FOLD_SEEDS = (2026, 7, 13, 42, 100)
-"""Fold seeds of the 5 cross-fitting repetitions (docs/method.md#cross-fitting-protocol)."""
 
 HEAD_KIND = "trac_metrics.FittedHead"
 HEAD_FORMAT_VERSION = 1
@@ -50,7 +44,7 @@ warning)."""
 # ----------------------------------------------------------------------------------------------- validation
 
 
-def _as_feature_matrix(X: Any, name: str = "X") -> np.ndarray:
+def as_feature_matrix(X: Any, name: str = "X") -> np.ndarray:
     """``X`` as a 2-D float array with at least one row and column; NaN means missing, ±inf is rejected."""
     try:
         matrix = np.asarray(X, dtype=float)
@@ -65,7 +59,7 @@ def _as_feature_matrix(X: Any, name: str = "X") -> np.ndarray:
     return matrix
 
 
-def _as_binary_labels(y: Any, n_rows: int | None = None) -> np.ndarray:
+def as_binary_labels(y: Any, n_rows: int | None = None) -> np.ndarray:
     """``y`` as a 1-D int array of 0/1 (with ``n_rows`` entries when given)."""
     labels = np.asarray(y)
     if labels.ndim != 1 or labels.size == 0 or (n_rows is not None and labels.shape[0] != n_rows):
@@ -81,41 +75,7 @@ def _as_binary_labels(y: Any, n_rows: int | None = None) -> np.ndarray:
     return numeric.astype(int)
 
 
-def _as_group_codes(groups: Any, n_rows: int) -> np.ndarray:
-    """Question ids as integer codes 0..G-1 (same order as ``np.unique`` of the ids, as sklearn uses)."""
-    ids = np.asarray(groups)
-    if ids.ndim != 1 or ids.shape[0] != n_rows:
-        raise ValueError(f"groups must be 1-D with one question id per row ({n_rows}), got shape {ids.shape}")
-    try:
-        _, codes = np.unique(ids, return_inverse=True)
-    except TypeError:
-        raise ValueError("groups must be comparable ids of one type (all str or all int)") from None
-    return codes.reshape(-1)
-
-
-def _check_n_splits(n_splits: Any) -> None:
-    """``n_splits`` must be an integer ≥ 2."""
-    if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or n_splits < 2:
-        raise ValueError(f"n_splits must be an integer ≥ 2, got {n_splits!r}")
-
-
-def _check_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
-    """Fold seeds as a non-empty tuple of integers."""
-    seeds = tuple(seeds)
-    if not seeds or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) for s in seeds):
-        raise ValueError(f"seeds must be a non-empty sequence of integers, got {seeds!r}")
-    return seeds
-
-
-def _as_scores_by_seed(scores_by_seed: Any) -> np.ndarray:
-    """Out-of-fold scores as a 2-D float array (repetitions × responses)."""
-    scores = np.asarray(scores_by_seed, dtype=float)
-    if scores.ndim != 2 or scores.shape[0] == 0:
-        raise ValueError(f"scores_by_seed must be 2-D (seeds × responses), got shape {scores.shape}")
-    return scores
-
-
-def _class_shortage(labels: np.ndarray) -> str | None:
+def class_shortage(labels: np.ndarray) -> str | None:
     """Why ``labels`` cannot train a head (a class with fewer than 2 samples), or None when they can."""
     counts = np.bincount(labels, minlength=2)
     for label, count in enumerate(counts):
@@ -124,19 +84,6 @@ def _class_shortage(labels: np.ndarray) -> str | None:
                 f"{count} sample(s) of class {label} "
                 f"(at least {MIN_SAMPLES_PER_CLASS} of each class are needed to fit a head)"
             )
-    return None
-
-
-def _unsplittable_reason(labels: np.ndarray, group_codes: np.ndarray, n_splits: int) -> str | None:
-    """Why no stratified group split into ``n_splits`` folds exists, or None when one does."""
-    counts = np.bincount(labels, minlength=2)
-    if (counts == 0).any():
-        return f"all {labels.size} labels are {int(labels[0])} (one class only)"
-    n_groups = int(group_codes.max()) + 1
-    if n_groups < n_splits:
-        return f"only {n_groups} question group(s), fewer than n_splits={n_splits}"
-    if (counts < n_splits).all():
-        return f"every class has fewer than n_splits={n_splits} samples (class counts {counts.tolist()})"
     return None
 
 
@@ -310,7 +257,7 @@ class FittedHead:
 
     def predict(self, X: Any) -> np.ndarray:
         """Probability of class 1 (correct) for each row of ``X`` (columns in ``feature_names`` order)."""
-        features = _as_feature_matrix(X)
+        features = as_feature_matrix(X)
         if features.shape[1] != len(self.feature_names):
             raise ValueError(
                 f"X has {features.shape[1]} columns, expected {len(self.feature_names)}: {list(self.feature_names)}"
@@ -367,14 +314,14 @@ class FittedHead:
         )
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the head as JSON, atomically (:func:`trac_metrics.files.atomic_write`: a failed save leaves the
+        """Write the head as JSON, atomically (:func:`trac_metrics._util.files.atomic_write`: a failed save leaves the
         old file as it was). Metadata must hold JSON values; NaN/inf are refused."""
         atomic_write(path, json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], check: Callable[[FittedHead], None] | None = None) -> FittedHead:
         """Read a head written by :meth:`save`. Loading parses JSON and checks it (:meth:`from_dict`, then
-        ``check``, e.g. :func:`trac_metrics.saved_heads.check_head` for the metadata of ``trac fit``); it never
+        ``check``, e.g. :func:`trac_metrics.heads.saved_heads.check_head` for the metadata of ``trac fit``); it never
         imports or runs anything. Unusable content is one :class:`HeadFormatError` "<path>: field 'F': expected ...,
         got ..."; an unreadable file is an OSError."""
         data = Path(path).read_bytes()
@@ -417,18 +364,19 @@ def fit_head(
     Raises ValueError when ``y`` has fewer than 2 samples of a class (no head can be fitted) or when
     ``feature_names`` does not name every column.
     """
-    features = _as_feature_matrix(X)
-    labels = _as_binary_labels(y, features.shape[0])
+    features = as_feature_matrix(X)
+    labels = as_binary_labels(y, features.shape[0])
     if len(feature_names) != features.shape[1]:
         raise ValueError(f"{len(feature_names)} feature names for {features.shape[1]} columns")
-    shortage = _class_shortage(labels)
+    shortage = class_shortage(labels)
     if shortage is not None:
         raise ValueError(f"fit_head: the training rows have {shortage}")
-    return _fit(features, labels, feature_names, C, max_iter, metadata or {})
+    return fit_unchecked(features, labels, feature_names, C, max_iter, metadata or {})
 
 
-def _fit(features: np.ndarray, labels: np.ndarray, feature_names: Sequence[str], C: float = 1.0,
-         max_iter: int = 1000, metadata: dict[str, Any] | None = None) -> FittedHead:
+def fit_unchecked(features: np.ndarray, labels: np.ndarray, feature_names: Sequence[str], C: float = 1.0,
+                  max_iter: int = 1000, metadata: dict[str, Any] | None = None) -> FittedHead:
+    """:func:`fit_head` on rows already validated (cross-fitting checks its folds once for every head)."""
     means, indicators, center, scale = _preprocessing(features)
     coef, intercept = _logistic_newton((_design(features, means, indicators) - center) / scale,
                                        labels.astype(float), C, max_iter)
@@ -444,134 +392,6 @@ def _fit(features: np.ndarray, labels: np.ndarray, feature_names: Sequence[str],
     )
 
 
-# ----------------------------------------------------------------------------------------------- cross-fitting
-
-
-def fold_assignments(y: Any, groups: Any, seed: int, n_splits: int = 5) -> np.ndarray:
-    """Test-fold index (0..n_splits-1) of each row for one repetition (docs/method.md#cross-fitting-protocol).
-
-    ``StratifiedGroupKFold(n_splits, shuffle=True, random_state=seed)``: class-stratified, every row of a question
-    (same ``groups`` id) in one fold. When every question has one row (the per-question evaluation) the grouping
-    constraint is empty and ``StratifiedKFold(n_splits, shuffle=True, random_state=seed)`` splits instead: the same
-    guarantees (stratified, seeded), a different assignment than the group splitter would draw, at a small
-    fraction of its cost. Raises ValueError when no such split exists (one class, fewer groups than
-    folds, every class smaller than ``n_splits``). sklearn's "least populated class" warning is silenced here:
-    :func:`cross_fit` checks the resulting training folds itself.
-    """
-    labels = _as_binary_labels(y)
-    codes = _as_group_codes(groups, labels.size)
-    _check_seeds([seed])
-    _check_n_splits(n_splits)
-    reason = _unsplittable_reason(labels, codes, n_splits)
-    if reason is not None:
-        raise ValueError(f"cannot split into {n_splits} stratified question-grouped folds: {reason}")
-    rows = np.zeros((labels.size, 1))
-    if int(codes.max()) + 1 == labels.size:  # one row per question
-        splits = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed).split(rows, labels)
-    else:
-        splits = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed).split(rows, labels, codes)
-    folds = np.empty(labels.size, dtype=int)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The least populated class in y", category=UserWarning)
-        for fold, (_, test_rows) in enumerate(splits):
-            folds[test_rows] = fold
-    return folds
-
-
-def _degenerate_training_fold(
-    labels: np.ndarray, folds_by_seed: Sequence[np.ndarray], seeds: Sequence[int]
-) -> str | None:
-    """The first training fold that cannot fit a head (docs/method.md#degenerate-data), described; None if all can."""
-    for seed, folds in zip(seeds, folds_by_seed):
-        for fold in np.unique(folds):
-            shortage = _class_shortage(labels[folds != fold])
-            if shortage is not None:
-                return f"with fold seed {seed}, the training rows for test fold {fold} have {shortage}"
-    return None
-
-
-def cross_fit(
-    X: Any, y: Any, groups: Any, seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5
-) -> np.ndarray:
-    """Out-of-fold probabilities of class 1, shape (len(seeds), n rows) (docs/method.md#cross-fitting-protocol).
-
-    For each seed, rows are split by :func:`fold_assignments`; for each fold a fresh head (:func:`fit_head`)
-    is fitted on the other folds only and scores the fold. Degenerate data (one class, fewer question groups than
-    folds, or a training fold with fewer than 2 samples of a class) gives an all-NaN result and a TracWarning
-    naming the cause; nothing is fitted then.
-    """
-    return cross_fit_many({"X": X}, y, groups, seeds, n_splits)["X"]
-
-
-def cross_fit_many(
-    feature_sets: Mapping[str, Any], y: Any, groups: Any, seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5
-) -> dict[str, np.ndarray]:
-    """:func:`cross_fit` of several feature matrices of the same rows (one per head), on the same folds.
-
-    The folds depend only on the labels, the question groups and the seeds, so they are computed once and every
-    head is fitted on identical splits (docs/method.md#cross-fitting-protocol: all learned variants share the folds).
-    Degenerate data gives all-NaN scores for every head and one TracWarning.
-    """
-    if not feature_sets:
-        raise ValueError("cross_fit_many needs at least one feature matrix")
-    matrices = {name: _as_feature_matrix(X, name) for name, X in feature_sets.items()}
-    n_rows = {matrix.shape[0] for matrix in matrices.values()}
-    if len(n_rows) != 1:
-        raise ValueError(f"feature matrices have different numbers of rows: "
-                         f"{ {name: matrix.shape[0] for name, matrix in matrices.items()} }")
-    labels = _as_binary_labels(y, n_rows.pop())
-    codes = _as_group_codes(groups, labels.size)
-    seeds = _check_seeds(seeds)
-    _check_n_splits(n_splits)
-    reason = _unsplittable_reason(labels, codes, n_splits)
-    folds_by_seed = [] if reason else [fold_assignments(labels, codes, seed, n_splits) for seed in seeds]
-    reason = reason or _degenerate_training_fold(labels, folds_by_seed, seeds)
-    if reason is not None:
-        warnings.warn(f"cross_fit: {reason}; every out-of-fold score is NaN", TracWarning, stacklevel=3)
-        return {name: np.full((len(seeds), labels.size), np.nan) for name in matrices}
-    return {name: _out_of_fold(features, labels, folds_by_seed) for name, features in matrices.items()}
-
-
-def _out_of_fold(features: np.ndarray, labels: np.ndarray, folds_by_seed: Sequence[np.ndarray]) -> np.ndarray:
-    """Scores of each fold by a head fitted on the other folds, for each repetition's fold assignment."""
-    scores = np.full((len(folds_by_seed), labels.size), np.nan)
-    for repetition, folds in enumerate(folds_by_seed):
-        for fold in np.unique(folds):
-            test_rows = folds == fold
-            head = _fit(features[~test_rows], labels[~test_rows], [""] * features.shape[1])
-            scores[repetition, test_rows] = head.predict(features[test_rows])
-    return scores
-
-
-def oof_metric(scores_by_seed: Any, labels: Any, metric: Callable[[np.ndarray, np.ndarray], float]) -> float:
-    """Mean over repetitions of ``metric(scores_by_seed[i], labels)`` (docs/method.md#cross-fitting-protocol).
-
-    NaN when a repetition's metric is NaN (the metric warns) or its scores contain NaN (a TracWarning here; the
-    metric is not called on NaN scores).
-    """
-    scores = _as_scores_by_seed(scores_by_seed)
-    labels = np.asarray(labels)
-    if labels.shape != (scores.shape[1],):
-        raise ValueError(f"labels must have shape ({scores.shape[1]},) to match scores_by_seed, got {labels.shape}")
-    values = []
-    for repetition, row in enumerate(scores):
-        if np.isnan(row).any():
-            warnings.warn(
-                f"oof_metric: repetition {repetition} has NaN scores (degenerate cross-fit); the metric is NaN",
-                TracWarning,
-                stacklevel=2,
-            )
-            return float("nan")
-        values.append(float(metric(row, labels)))
-    return float(np.mean(values))
-
-
-def mean_oof_score(scores_by_seed: Any) -> np.ndarray:
-    """Per-response mean of the out-of-fold scores over repetitions: the reported score
-    (docs/method.md#cross-fitting-protocol)."""
-    return _as_scores_by_seed(scores_by_seed).mean(axis=0)
-
-
 # ----------------------------------------------------------------------------------------------- transfer
 
 
@@ -582,15 +402,15 @@ def transfer_scores(X_source: Any, y_source: Any, X_target: Any, feature_names: 
     score depends on its own row only. A source with fewer than 2 samples of a class gives all-NaN scores and a
     TracWarning.
     """
-    source = _as_feature_matrix(X_source, "X_source")
-    target = _as_feature_matrix(X_target, "X_target")
-    labels = _as_binary_labels(y_source, source.shape[0])
+    source = as_feature_matrix(X_source, "X_source")
+    target = as_feature_matrix(X_target, "X_target")
+    labels = as_binary_labels(y_source, source.shape[0])
     if not len(feature_names) == source.shape[1] == target.shape[1]:
         raise ValueError(
             f"column counts differ: {len(feature_names)} feature names, X_source has {source.shape[1]}, "
             f"X_target has {target.shape[1]}"
         )
-    shortage = _class_shortage(labels)
+    shortage = class_shortage(labels)
     if shortage is not None:
         warnings.warn(
             f"transfer_scores: the source rows have {shortage}; every target score is NaN", TracWarning, stacklevel=2

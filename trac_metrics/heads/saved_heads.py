@@ -4,7 +4,7 @@ preprocessing and head score a response without the reference answer, and the sc
 
 :func:`fit_online_head` fits one method's head (``heads.fit_head``: imputation with missingness indicators, scaler,
 L2 logistic regression) on every question of the training runs; the feature rows are those of
-:data:`trac_metrics.evaluate.HEADS`, so the saved head reads exactly what the cross-fitted evaluation reads. With
+:data:`trac_metrics.heads.evaluate.HEADS`, so the saved head reads exactly what the cross-fitted evaluation reads. With
 calibration runs it also chooses an abstention threshold (:func:`choose_threshold`). The head's metadata records
 the method, the evidence options the rows were computed with, the training (and calibration) pairs and the
 threshold, so :func:`score_pairs` can read new runs the same way and compare realized coverage and risk.
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from trac_metrics import selective
-from trac_metrics.evaluate import HEADS
-from trac_metrics.evidence import DEFAULT_OPTIONS, EvidenceOptions
 from trac_metrics.features import PCE_FEATURE_NAMES, tup_feature_names
+from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions
+from trac_metrics.heads.evaluate import HEADS
 from trac_metrics.heads import (
     FittedHead,
     HeadFormatError,
@@ -33,7 +33,7 @@ from trac_metrics.heads import (
     is_finite_number,
     is_number,
 )
-from trac_metrics.runs import PairRun
+from trac_metrics.reporting.runs import PairRun
 
 ONLINE_METHODS = ("trac", "pce", "tup", "cf")
 DEFAULT_TARGET_RISK = 0.1

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from trac_metrics import baselines
 from trac_metrics.answers import ANSWER_KINDS, Equivalence, answer_classes, equivalent, use_equivalence
-from trac_metrics.features import (
+from trac_metrics.features import baselines
+from trac_metrics.features.vectors import (
     LOW_THRESHOLD,
     N_BINS,
     PCE_FEATURE_NAMES,
@@ -92,7 +92,7 @@ class EvidenceOptions:
 
     Building options with an equivalence imports (runs) the code it names, so an equivalence must come from the
     command line, never from a file's content: a saved head stores its spec as data only
-    (:func:`trac_metrics.saved_heads.head_options` compares it with the command line's before anything is built).
+    (:func:`trac_metrics.heads.saved_heads.head_options` compares it with the command line's before anything is built).
     """
 
     answer_kind: str | None = None

@@ -19,11 +19,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from trac_metrics import selective
+from trac_metrics._util.parallel import Progress
 from trac_metrics._warnings import TracWarning
-from trac_metrics.bootstrap import BootstrapResult, Metric, PairData, hierarchical_bootstrap_many, mean_of_defined
-from trac_metrics.evaluate import ANALYSIS_HEADS, HEADS, TaskEvaluation
-from trac_metrics.parallel import Progress
-from trac_metrics.runs import PairRun, evaluate_pairs
+from trac_metrics.heads.evaluate import ANALYSIS_HEADS, HEADS, TaskEvaluation
+from trac_metrics.reporting.runs import PairRun, evaluate_pairs
+from trac_metrics.selective.bootstrap import (
+    BootstrapResult,
+    Metric,
+    PairData,
+    hierarchical_bootstrap_many,
+    mean_of_defined,
+)
 
 BOOTSTRAP_METRICS = {"auroc": selective.auroc, "aurc": selective.aurc}
 

@@ -1,11 +1,11 @@
 """``trac rescore``: labels, features and metrics of stored runs under changed evidence options, with what changed.
 
-Nothing is regenerated: the records stored at generation time are read twice (:func:`trac_metrics.runs.load_pairs`),
-once with the default configuration and once with the given :class:`~trac_metrics.evidence.EvidenceOptions` (answer
-kind, user equivalence relation, TUP's J / W / τ; docs/method.md#answers-and-labels,
-docs/method.md#trace-uncertainty-profile), and every pair is evaluated both ways with the same cross-fitted protocol
-(docs/method.md#cross-fitting-protocol). Per pair the result says which labels flipped (z = 1[a ≡ a*],
-docs/method.md#labels), the accuracy before → after and the change of the main methods' AUROC / AURC.
+Nothing is regenerated: the records stored at generation time are read twice
+(:func:`trac_metrics.reporting.runs.load_pairs`), once with the default configuration and once with the given
+:class:`~trac_metrics.features.evidence.EvidenceOptions` (answer kind, user equivalence relation, TUP's J / W / τ;
+docs/method.md#answers-and-labels, docs/method.md#trace-uncertainty-profile), and every pair is evaluated both ways with
+the same cross-fitted protocol (docs/method.md#cross-fitting-protocol). Per pair the result says which labels flipped (z
+= 1[a ≡ a*], docs/method.md#labels), the accuracy before → after and the change of the main methods' AUROC / AURC.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trac_metrics.evidence import DEFAULT_OPTIONS, EvidenceOptions
-from trac_metrics.runs import PairRun, evaluate_pairs, load_pairs
+from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions
+from trac_metrics.reporting.runs import PairRun, evaluate_pairs, load_pairs
 
 MAIN_METHODS = ("trac", "pce", "tup", "sc_modal", "mean_logprob")
 MAIN_METRICS = ("auroc", "aurc")
@@ -87,8 +87,8 @@ def rescore(
     changes = []
     for old, new, old_eval, new_eval in zip(before, after, evaluations_before, evaluations_after, strict=True):
         changes.append(PairChange(
-            name=old.name, model=old.model, task=old.task, decoding=dict(old.decoding), questions=len(old.evidences), flips=label_flips(old, new),
-            accuracy_before=old.accuracy, accuracy_after=new.accuracy,
+            name=old.name, model=old.model, task=old.task, decoding=dict(old.decoding), questions=len(old.evidences),
+            flips=label_flips(old, new), accuracy_before=old.accuracy, accuracy_after=new.accuracy,
             metrics_before=_main_metrics(old_eval.metrics), metrics_after=_main_metrics(new_eval.metrics),
         ))
     return changes

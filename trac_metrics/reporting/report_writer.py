@@ -1,0 +1,69 @@
+"""The ``trac report`` writer (docs/architecture.md#command-line): the cross-run report's leaderboard tables, the
+paper's analyses and the two figures, written to a folder.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from trac_metrics._util.files import atomic_write
+from trac_metrics.reporting.analyses import all_analyses
+from trac_metrics.reporting.leaderboard import leaderboard_tables
+from trac_metrics.reporting.plots import cost_quality_plot, risk_coverage_plot
+from trac_metrics.reporting.report_data import ReportData
+from trac_metrics.reporting.tables import ReportTable, to_latex, to_markdown, write_csv
+
+FIGURES = (("risk_coverage.png", "Macro risk–coverage curves", risk_coverage_plot),
+           ("cost_quality.png", "Relative latency vs macro AUROC", cost_quality_plot))
+_FILE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def write_report(data: ReportData, out_dir: str | Path, latex: bool = False) -> str:
+    """Write the ``trac report`` folder and return its Markdown (the CLI prints it).
+
+    Files: ``leaderboard.md`` (every table: leaderboard, intervals, paired differences, per pair, then each table of
+    :func:`trac_metrics.reporting.analyses.all_analyses`), ``<name>.csv`` per table (``leaderboard.csv`` is the main
+    table), ``<name>.tex`` per table when ``latex``, ``risk_coverage.png`` and ``cost_quality.png``. Each file is
+    written atomically (:func:`trac_metrics._util.files.atomic_write`): a failure leaves no half-written file.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tables = [*leaderboard_tables(data), *all_analyses(data)]
+    check_table_names(tables)
+    for table in tables:
+        write_csv(table, out / f"{table.name}.csv")
+        if latex:
+            atomic_write(out / f"{table.name}.tex", to_latex(table))
+    for file_name, _, draw in FIGURES:
+        draw(data, out / file_name)
+    markdown = report_markdown(data, tables)
+    atomic_write(out / "leaderboard.md", markdown)
+    return markdown
+
+
+def check_table_names(tables: Sequence[ReportTable]) -> None:
+    """Each table needs its own file stem: a repeated or unusable name would overwrite or misplace a file."""
+    names = [table.name for table in tables]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"report tables must have distinct names (file stems); repeated: {repeated}")
+    unusable = [name for name in names if not _FILE_STEM.fullmatch(name)]
+    if unusable:
+        raise ValueError(f"report table names must be file stems (letters, digits, '_', '.', '-'): {unusable}")
+
+
+def report_header(data: ReportData) -> str:
+    """Title, the pairs (name, questions, accuracy, K) and the bootstrap settings."""
+    lines = ["# TrAC report", "", f"{len(data.pairs)} (model, task) pair(s):", ""]
+    lines += [f"- {pair.name}: n = {len(pair.evidences)}, accuracy {pair.accuracy:.3f}, K = {pair.num_samples}"
+              for pair in data.pairs]
+    lines += ["", f"Bootstrap: {data.n_resamples} hierarchical resamples, seed {data.seed}.", ""]
+    return "\n".join(lines)
+
+
+def report_markdown(data: ReportData, tables: Sequence[ReportTable]) -> str:
+    """The header, every table in order, then the figures (linked by their file names)."""
+    figures = "\n".join(f"![{title}]({file_name})\n" for file_name, title, _ in FIGURES)
+    return "\n".join([report_header(data), *(to_markdown(table) for table in tables), "## Figures", "", figures])
