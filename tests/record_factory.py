@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from trac_metrics.records import ProbeRecord, ResponseRecord
@@ -44,3 +46,20 @@ def synthetic_question(rng: np.random.Generator, doc_id: int, correct: bool, k: 
 def synthetic_task(n_questions: int, seed: int = 0, accuracy: float = 0.5, **kwargs) -> list[list[ResponseRecord]]:
     rng = np.random.default_rng(seed)
     return [synthetic_question(rng, doc_id, rng.random() < accuracy, **kwargs) for doc_id in range(n_questions)]
+
+
+def with_every_input(records: list[ResponseRecord], rng: np.random.Generator) -> list[ResponseRecord]:
+    """The question's records with what the optional methods read added to the primary: P(True) (and its seconds)
+    and the question-only, shuffled-trace and teacher-forced probes (docs/method.md#probe-variants)."""
+    primary, *others = records
+    trace = primary.probes["trace"]
+    probes = dict(primary.probes)
+    for variant in ("question_only", "shuffled_trace", "teacher_forced"):
+        answer = trace.answer if rng.random() < 0.6 else str(int(trace.answer) + 1)
+        probes[variant] = dataclasses.replace(
+            trace, variant=variant, answer=answer, text=answer + "}", seconds=0.003 * (1 + rng.random()),
+            token_logprobs=np.minimum(rng.normal(-0.8, 0.4, 3), 0.0),
+            finish_reason="teacher_forced" if variant == "teacher_forced" else "stop")
+    primary = dataclasses.replace(primary, probes=probes, p_true=float(rng.uniform(0.05, 0.95)),
+                                  timing={**primary.timing, "p_true_seconds": 0.004 * (1 + rng.random())})
+    return [primary, *others]

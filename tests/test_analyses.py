@@ -73,7 +73,7 @@ def extras(tmp_path_factory):
 
 
 def _rows(pair, method):
-    """Feature rows of a head, built here from the evidence (not via evaluate.HEADS)."""
+    """Feature rows of a head, built here from the evidence (not via the method registry)."""
     def row(evidence):
         features = evidence["features"]
         return {"tup": features["tup"], "pce": features["pce"], "trac": [*features["pce"], *features["tup"]],

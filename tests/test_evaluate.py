@@ -14,8 +14,7 @@ from trac_metrics.features.baselines import mean_logprob
 from trac_metrics.features.evidence import question_evidence
 from trac_metrics.heads import cross_fit
 from trac_metrics.heads.evaluate import evaluate_task
-from trac_metrics.selective import METRIC_NAMES
-from trac_metrics.selective import selective_metrics
+from trac_metrics.selective import METRIC_NAMES, selective_metrics
 
 
 @pytest.fixture(scope="module")

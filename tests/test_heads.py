@@ -15,11 +15,11 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from trac_metrics._warnings import TracWarning
-from trac_metrics.heads import cross_fitting
 from trac_metrics.heads import (
     FOLD_SEEDS,
     FittedHead,
     cross_fit,
+    cross_fitting,
     fit_head,
     fold_assignments,
     mean_oof_score,

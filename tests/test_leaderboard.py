@@ -17,8 +17,6 @@ from trac_metrics._warnings import TracWarning
 from trac_metrics.heads.evaluate import evaluate_task
 from trac_metrics.reporting.leaderboard import (
     COMPARISONS,
-    SAMPLING,
-    SINGLE_TRACE,
     ci_table,
     k_label,
     main_table,
@@ -67,6 +65,11 @@ def independent(pairs, data):
                             **{f"{method}_risk_at_{c}": computed[f"risk_at_{c}"] for c in (10, 20, 50)}})
         values.append(metrics)
     return values
+
+
+SINGLE_TRACE = ("mean_logprob", "self_certainty", "deepconf_bottom", "p_true", "selfdoubt", "tup", "pce", "trac")
+SAMPLING = ("selfcheck", "sup_consensus", "sc_primary", "sc_modal", "semantic_entropy", "cw_vote", "cf")
+"""The rows of the paper's Table 1, in its order (the registry's ``leaderboard_row`` must reproduce it)."""
 
 
 def _row(table, method, k=str(K)):

@@ -14,7 +14,6 @@ from trac_metrics.features import PCE_FEATURE_NAMES, tup_feature_names
 from trac_metrics.features.evidence import EvidenceOptions
 from trac_metrics.heads import FittedHead, fit_head
 from trac_metrics.heads.saved_heads import (
-    CONSENSUS_FUSION_NAMES,
     NoThresholdError,
     choose_threshold,
     feature_rows,
@@ -25,6 +24,7 @@ from trac_metrics.heads.saved_heads import (
     score_lines,
     score_pairs,
 )
+from trac_metrics.methods.builtin import CONSENSUS_FUSION_NAMES
 from trac_metrics.reporting.runs import PairRun, load_pairs
 
 TARGET_RISK = 0.2

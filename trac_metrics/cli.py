@@ -34,10 +34,8 @@ from trac_metrics.answers import ANSWER_KINDS
 from trac_metrics.features import LOW_THRESHOLD, N_BINS, TAIL_WINDOW
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, task_accuracy
 from trac_metrics.heads import newton_memory
-from trac_metrics.selective.bootstrap import bootstrap_memory
 from trac_metrics.heads.saved_heads import (
     DEFAULT_TARGET_RISK,
-    ONLINE_METHODS,
     fit_online_head,
     format_scores,
     head_feature_names,
@@ -46,12 +44,14 @@ from trac_metrics.heads.saved_heads import (
     score_lines,
     score_pairs,
 )
+from trac_metrics.methods import saved_head_methods
 from trac_metrics.records import iter_records
 from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, build_report_data
 from trac_metrics.reporting.report_writer import write_report
 from trac_metrics.reporting.rescore import changes_to_json, format_changes, rescore
 from trac_metrics.reporting.runs import PairRun, evaluate_pairs, load_pairs
 from trac_metrics.reporting.summary_table import format_table, method_table
+from trac_metrics.selective.bootstrap import bootstrap_memory
 
 T = TypeVar("T")
 
@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit = commands.add_parser("fit", parents=[evidence_options], help="fit a head on runs and save it")
     fit.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
     fit.add_argument("--out", type=Path, required=True, metavar="HEAD.json")
-    fit.add_argument("--method", choices=ONLINE_METHODS, default="trac")
+    fit.add_argument("--method", choices=saved_head_methods(), default="trac")
     fit.add_argument("--calibration", type=Path, nargs="+", metavar="RUN_DIR",
                      help="held-out runs on which the abstention threshold is chosen")
     fit.add_argument("--target-risk", type=float, metavar="RISK",

@@ -1,5 +1,5 @@
 """Per-question evidence: the label, features and baseline scores of one question's K responses
-(docs/architecture.md#evidence).
+(docs/architecture.md#evidence); the baselines are those of the method registry (:func:`baseline_scores`).
 
 :func:`question_evidence` turns the records of one question (repeat 0 is the primary response) into a plain,
 JSON-serializable dict. It is the unit every consumer works on: the lm-eval aggregation (one per document, also
@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from trac_metrics.answers import ANSWER_KINDS, Equivalence, answer_classes, equivalent, use_equivalence
-from trac_metrics.features import baselines
 from trac_metrics.features.vectors import (
     LOW_THRESHOLD,
     N_BINS,
@@ -37,6 +36,7 @@ from trac_metrics.features.vectors import (
     tup_features,
 )
 from trac_metrics.heads import is_finite_number
+from trac_metrics.methods import Question, scored_methods
 from trac_metrics.records import ResponseRecord
 
 EVIDENCE_VERSION = 1
@@ -212,28 +212,9 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions) -> dict[s
     for variant in primary.probes:
         if variant != "trace":
             features[f"pce_{variant}"] = _pce_of(primary, variant, kind)
-    topk_mean = primary.topk_mean_logprob.astype(np.float64)
-    scores: dict[str, float] = {
-        "mean_logprob": baselines.mean_logprob(primary.token_logprobs),
-        "self_certainty": baselines.self_certainty(topk_mean, primary.top_k),
-        "deepconf_bottom": baselines.deepconf_bottom(topk_mean),
-        "selfdoubt": baselines.selfdoubt(primary.text),
-    }
-    if primary.p_true is not None:
-        scores["p_true"] = float(primary.p_true)
     majority_answer = primary.answer
     if len(ordered) > 1:
-        consensus = consensus_features(answers, kind=kind)
-        features["consensus"] = consensus
-        confidences = [baselines.mean_logprob(record.token_logprobs) for record in ordered]
-        scores.update({
-            "sc_modal": consensus["q_K"],
-            "sc_primary": consensus["q_primary"],
-            "semantic_entropy": -consensus["h_K"],
-            "selfcheck": baselines.selfcheck_unigram(primary.text, [record.text for record in ordered[1:]]),
-            "cw_vote": (float("nan") if np.isnan(confidences).any()
-                        else baselines.confidence_weighted_vote(answers, confidences, kind=kind)),
-        })
+        features["consensus"] = consensus_features(answers, kind=kind)
         majority_answer = _modal_answer(answers, kind)
     probe = primary.probes.get("trace")
     return {
@@ -248,9 +229,22 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions) -> dict[s
         "probe_answer": None if probe is None else probe.answer,
         "agree": None if features["pce"] is None else features["pce"][0],
         "features": features,
-        "baselines": scores,
+        "baselines": baseline_scores(ordered, kind),
         "metadata": dict(primary.metadata),
     }
+
+
+def baseline_scores(responses: Sequence[ResponseRecord], kind: str) -> dict[str, float]:
+    """The score of every registered baseline (:func:`trac_metrics.methods.scored_methods`) on one question's
+    responses, the primary first, oriented so that higher = more likely correct (docs/method.md#baselines); a
+    baseline whose input the records lack (P(True) switched off) is left out."""
+    question = Question(tuple(responses), kind)
+    scores = {}
+    for method in scored_methods(len(responses)):
+        value = method.score(question)
+        if value is not None:
+            scores[method.name] = value if method.higher_is_confident else -value
+    return scores
 
 
 def _modal_answer(answers: Sequence[str | None], kind: str) -> str | None:

@@ -2,106 +2,28 @@
 (docs/method.md#cross-fitting-protocol, docs/method.md#selective-prediction-metrics).
 
 Input: the per-question evidence dicts of :mod:`trac_metrics.features.evidence` (one row per question: the primary
-response). Every learned method (TrAC, its PCE / TUP components, Consensus Fusion @K, Supervised Consensus@K and
-the probe-variant ablation heads) is cross-fitted on the same folds, computed once (``heads.cross_fit_many``): its
-metrics are computed per repetition and averaged, its per-question score is the mean out-of-fold score. Baselines
-are scored directly. Results use one naming scheme: ``<method>_<metric>``, e.g. ``trac_auroc``,
-``sc_modal_aurc``, ``mean_logprob_excess_aurc``, ``trac_risk_at_10``.
+response). Every learned method of the registry (:func:`trac_metrics.methods.head_features`: TrAC, its PCE / TUP
+components, Consensus Fusion @K, Supervised Consensus@K and the probe-variant ablation heads) is cross-fitted on
+the same folds, computed once (``heads.cross_fit_many``): its metrics are computed per repetition and averaged, its
+per-question score is the mean out-of-fold score. Baselines are scored directly from the evidence. Results use one
+naming scheme: ``<method>_<metric>``, e.g. ``trac_auroc``, ``sc_modal_aurc``, ``mean_logprob_excess_aurc``,
+``trac_risk_at_10``.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from trac_metrics._warnings import TracWarning
-from trac_metrics.heads import FOLD_SEEDS, cross_fit_many, mean_oof_score
+from trac_metrics.heads.cross_fitting import FOLD_SEEDS, cross_fit_many, mean_oof_score
+from trac_metrics.methods import FeatureRow, head_features
 from trac_metrics.selective import METRIC_NAMES, selective_metrics
-
-
-FeatureRow = Callable[[Mapping[str, Any]], list[float] | None]
-
-
-def _pce(evidence: Mapping[str, Any]) -> list[float] | None:
-    return evidence["features"]["pce"]
-
-
-def _tup(evidence: Mapping[str, Any]) -> list[float]:
-    return evidence["features"]["tup"]
-
-
-def _consensus(evidence: Mapping[str, Any]) -> Mapping[str, float] | None:
-    return evidence["features"].get("consensus")
-
-
-def _trac(evidence: Mapping[str, Any]) -> list[float] | None:
-    pce = _pce(evidence)
-    return None if pce is None else [*pce, *_tup(evidence)]
-
-
-def _consensus_fusion(evidence: Mapping[str, Any]) -> list[float] | None:
-    """[φ_A; φ_P; q_K; h_K] (docs/method.md#consensus-fusion)."""
-    trac, consensus = _trac(evidence), _consensus(evidence)
-    return None if trac is None or consensus is None else [*trac, consensus["q_K"], consensus["h_K"]]
-
-
-def _supervised_consensus(evidence: Mapping[str, Any]) -> list[float] | None:
-    """[q_K, h_K, vote margin, trace mean logprob, φ_P, answer likelihood ℓ] (docs/method.md#supervised-consensus)."""
-    consensus, pce = _consensus(evidence), _pce(evidence)
-    if consensus is None or pce is None:
-        return None
-    return [consensus["q_K"], consensus["h_K"], consensus["vote_margin"], evidence["baselines"]["mean_logprob"],
-            *_tup(evidence), pce[1]]
-
-
-def _variant(evidence: Mapping[str, Any], name: str) -> list[float] | None:
-    return evidence["features"].get(f"pce_{name}")
-
-
-HEADS: dict[str, FeatureRow] = {
-    "trac": _trac,
-    "pce": _pce,
-    "tup": _tup,
-    "cf": _consensus_fusion,
-    "sup_consensus": _supervised_consensus,
-    "pce_question_only": partial(_variant, name="question_only"),
-    "pce_shuffled_trace": partial(_variant, name="shuffled_trace"),
-    "pce_teacher_forced": partial(_variant, name="teacher_forced"),
-}
-"""Learned methods and the feature row each is fitted on (module-level functions: picklable for worker processes);
-a head whose rows are missing is not reported."""
-
-
-def _pce_agreement(evidence: Mapping[str, Any]) -> list[float] | None:
-    """e alone: does the re-stated answer match the original (paper Table "PCE feature decomposition")."""
-    pce = _pce(evidence)
-    return None if pce is None else pce[:1]
-
-
-def _pce_likelihood(evidence: Mapping[str, Any]) -> list[float] | None:
-    """ℓ, ℓ_min, ℓ_head, c1 without e: how strongly the re-stated answer is produced, not whether it matches."""
-    pce = _pce(evidence)
-    return None if pce is None else pce[1:]
-
-
-def _p_true_pce(evidence: Mapping[str, Any]) -> list[float] | None:
-    """[φ_A; P(True)] (paper Table "Comparison with self-verification")."""
-    pce, p_true = _pce(evidence), evidence["baselines"].get("p_true")
-    return None if pce is None or p_true is None else [*pce, p_true]
-
-
-ANALYSIS_HEADS: dict[str, FeatureRow] = {
-    "pce_agreement": _pce_agreement,
-    "pce_likelihood": _pce_likelihood,
-    "p_true_pce": _p_true_pce,
-}
-"""Heads only a cross-run report fits (paper appendix diagnostics); never part of lm-eval's per-task results."""
 
 
 @dataclass(frozen=True)
@@ -134,19 +56,20 @@ def _head_metrics(scores_by_seed: np.ndarray, labels: np.ndarray, method: str) -
 
 def evaluate_task(
     evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5,
-    heads: Mapping[str, FeatureRow] = HEADS,
+    heads: Mapping[str, FeatureRow] | None = None,
 ) -> TaskEvaluation:
     """Cross-fitted metrics of every method computable from ``evidences`` (one dict per question).
 
-    ``heads`` (default :data:`HEADS`) names the learned methods; a report adds its analysis heads here so they share
-    the folds. Each head is fitted on its own, so adding heads never changes another head's numbers.
+    ``heads`` (default: the registry's task heads, :func:`trac_metrics.methods.head_features`) names the learned
+    methods and their feature rows; a report adds its analysis heads here so they share the folds. Each head is
+    fitted on its own, so adding heads never changes another head's numbers.
 
     Degenerate data (one class, too few questions to split) gives NaN metrics with a TracWarning, never an error;
     accuracy is reported by the caller independently of this function. BLAS runs single-threaded here: the many
     small logistic fits are several times faster that way, with identical results.
     """
     with threadpool_limits(limits=1, user_api="blas"):
-        return _evaluate(evidences, seeds, n_splits, heads)
+        return _evaluate(evidences, seeds, n_splits, head_features() if heads is None else heads)
 
 
 def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_splits: int,

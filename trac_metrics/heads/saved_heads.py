@@ -4,7 +4,7 @@ preprocessing and head score a response without the reference answer, and the sc
 
 :func:`fit_online_head` fits one method's head (``heads.fit_head``: imputation with missingness indicators, scaler,
 L2 logistic regression) on every question of the training runs; the feature rows are those of
-:data:`trac_metrics.heads.evaluate.HEADS`, so the saved head reads exactly what the cross-fitted evaluation reads. With
+:func:`trac_metrics.methods.head_features`, so the saved head reads exactly what the cross-fitted evaluation reads. With
 calibration runs it also chooses an abstention threshold (:func:`choose_threshold`). The head's metadata records
 the method, the evidence options the rows were computed with, the training (and calibration) pairs and the
 threshold, so :func:`score_pairs` can read new runs the same way and compare realized coverage and risk.
@@ -21,9 +21,7 @@ from typing import Any
 import numpy as np
 
 from trac_metrics import selective
-from trac_metrics.features import PCE_FEATURE_NAMES, tup_feature_names
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions
-from trac_metrics.heads.evaluate import HEADS
 from trac_metrics.heads import (
     FittedHead,
     HeadFormatError,
@@ -33,31 +31,31 @@ from trac_metrics.heads import (
     is_finite_number,
     is_number,
 )
+from trac_metrics.methods import Method, get, saved_head_methods
 from trac_metrics.reporting.runs import PairRun
 
-ONLINE_METHODS = ("trac", "pce", "tup", "cf")
 DEFAULT_TARGET_RISK = 0.1
 """The target risk ``trac fit --calibration`` uses when none is given."""
-CONSENSUS_FUSION_NAMES = ("consensus_q_K", "consensus_h_K")
-"""Names of the two vote statistics Consensus Fusion @K appends to [φ_A; φ_P] (docs/method.md#consensus-fusion)."""
+
+
+def _saved_head(method: str) -> Method:
+    """The registered head ``method`` when ``trac fit`` can save it (its columns are named), else a ValueError."""
+    if method not in saved_head_methods():
+        raise ValueError(f"online heads are {saved_head_methods()}, got {method!r}")
+    return get(method)
 
 
 def head_feature_names(method: str, n_bins: int) -> tuple[str, ...]:
-    """Column names of ``HEADS[method]``'s rows with TUP's J = ``n_bins``: φ_A, φ_P, [φ_A; φ_P], [φ_A; φ_P; q_K; h_K]."""
-    if method not in ONLINE_METHODS:
-        raise ValueError(f"online heads are {ONLINE_METHODS}, got {method!r}")
-    if method == "pce":
-        return PCE_FEATURE_NAMES
-    tup = tup_feature_names(n_bins)
-    return {"tup": tup, "trac": PCE_FEATURE_NAMES + tup, "cf": PCE_FEATURE_NAMES + tup + CONSENSUS_FUSION_NAMES}[method]
+    """Column names of ``method``'s feature rows with TUP's J = ``n_bins`` (``Method.feature_names``): φ_A, φ_P,
+    [φ_A; φ_P], [φ_A; φ_P; q_K; h_K] for the built-in pce, tup, trac and cf heads."""
+    return _saved_head(method).feature_names(n_bins)
 
 
 def feature_rows(pair: PairRun, method: str) -> np.ndarray:
-    """The ``HEADS[method]`` row of every question of ``pair`` (NaN = missing value); a question without the row
+    """``method``'s feature row of every question of ``pair`` (NaN = missing value); a question without the row
     (``cf`` with K = 1) is a ValueError naming the pair."""
-    if method not in ONLINE_METHODS:
-        raise ValueError(f"online heads are {ONLINE_METHODS}, got {method!r}")
-    rows = [HEADS[method](evidence) for evidence in pair.evidences]
+    row_of = _saved_head(method).features
+    rows = [row_of(evidence) for evidence in pair.evidences]
     missing = [str(evidence["doc_id"]) for evidence, row in zip(pair.evidences, rows, strict=True) if row is None]
     if missing:
         raise ValueError(f"{pair.name}: {len(missing)} of {len(rows)} questions have no {method} features (e.g. doc "
@@ -208,8 +206,8 @@ def check_head(head: FittedHead) -> None:
     imported (:func:`head_options`)."""
     metadata = head.metadata
     method = metadata.get("method")
-    expect(method in ONLINE_METHODS, "metadata.method", f"one of {ONLINE_METHODS} (the head was not written by trac "
-           "fit)", method)
+    expect(method in saved_head_methods(), "metadata.method", f"one of {saved_head_methods()} (the head was not "
+           "written by trac fit)", method)
     check_fields(metadata, METADATA_FIELDS, "metadata.")
     options = metadata["evidence_options"]
     expect(isinstance(options, dict), "metadata.evidence_options", "a JSON object", options)

@@ -29,7 +29,7 @@ from threadpoolctl import threadpool_limits
 
 from trac_metrics import selective
 from trac_metrics.heads import MIN_SAMPLES_PER_CLASS, fit_head, transfer_scores
-from trac_metrics.heads.evaluate import HEADS
+from trac_metrics.methods import get
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.runs import DEFAULT_DECODING, PairRun, decoding_label
 from trac_metrics.reporting.tables import ReportTable
@@ -38,7 +38,7 @@ from trac_metrics.selective.bootstrap import mean_of_defined
 METHOD_COLUMNS = ("AUROC", "CI lo", "CI hi", "AURC", "pairs")
 REPRESENTATIONS = (("TUP", "tup"), ("PCE", "pce"), ("TrAC", "trac"))
 """Rows of the transfer and label-efficiency tables (docs/method.md#transfer-tables): label and
-:data:`~trac_metrics.heads.evaluate.HEADS` key."""
+registered head (:mod:`trac_metrics.methods`)."""
 
 PROBE_VARIANTS_HOW_TO = ("add `trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced]` to the "
                          "task's generation_kwargs and rerun")
@@ -208,8 +208,8 @@ leave-one-pair-out; it also holds out the target's other decodings, which share 
 
 
 def _feature_rows(data: ReportData, method: str) -> list[np.ndarray | None]:
-    """Each pair's feature matrix of the head ``method`` (``evaluate.HEADS``), None where a question lacks it."""
-    row_of = HEADS[method]
+    """Each pair's feature matrix of the registered head ``method``, None where a question lacks it."""
+    row_of = get(method).features
     matrices: list[np.ndarray | None] = []
     for pair in data.pairs:
         rows = [row_of(evidence) for evidence in pair.evidences]

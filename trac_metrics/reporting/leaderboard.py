@@ -21,23 +21,12 @@ import pandas as pd
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.heads.evaluate import TaskEvaluation
+from trac_metrics.methods import get, leaderboard_rows
 from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, ReportData
 from trac_metrics.reporting.runs import PairRun
 from trac_metrics.reporting.tables import ReportTable
 from trac_metrics.selective import DEFAULT_COVERAGES, METRIC_LABELS, risk_key
 from trac_metrics.selective.bootstrap import mean_of_defined
-
-SINGLE_TRACE = ("mean_logprob", "self_certainty", "deepconf_bottom", "p_true", "selfdoubt", "tup", "pce", "trac")
-SAMPLING = ("selfcheck", "sup_consensus", "sc_primary", "sc_modal", "semantic_entropy", "cw_vote", "cf")
-"""Rows of paper Table 1, in its order: one-generation methods, then methods that read K samples."""
-
-_LABELS = {
-    "mean_logprob": "Mean log-probability", "self_certainty": "Self-certainty", "deepconf_bottom": "DeepConf-bottom",
-    "p_true": "P(True)", "selfdoubt": "SelfDoubt", "tup": "TUP", "pce": "PCE", "trac": "TrAC",
-    "selfcheck": "SelfCheckGPT@{k}", "sup_consensus": "Supervised Consensus@{k}", "sc_primary": "SC@{k} (primary answer)",
-    "sc_modal": "SC@{k} (modal answer)", "semantic_entropy": "Semantic entropy@{k}", "cw_vote": "CW vote@{k}",
-    "cf": "TrAC+CF@{k}",
-}
 
 COMPARISONS = (("trac", "sc_modal"), ("trac", "sc_primary"), ("cf", "sc_modal"), ("cf", "sc_primary"))
 """Paired differences (docs/method.md#paired-differences): TrAC − SC@K and Consensus Fusion@K − SC@K (modal and
@@ -55,16 +44,17 @@ def k_label(pairs: Sequence[PairRun]) -> str:
 
 
 def method_label(method: str, k: str) -> str:
-    """Display name of a leaderboard method (paper Table 1 wording), ``@k`` filled in for sampling methods."""
-    return _LABELS[method].format(k=k)
+    """Display label of a registered method (paper Table 1 wording), ``@k`` filled in for sampling methods."""
+    return get(method).display(k)
 
 
 def leaderboard_methods(data: ReportData) -> list[tuple[str, str]]:
-    """``(block, method)`` of every Table 1 method evaluated on at least one pair, in Table 1 order."""
+    """``(block, method)`` of every leaderboard method of the registry (:func:`trac_metrics.methods.leaderboard_rows`,
+    paper Table 1 order) evaluated on at least one pair."""
     evaluated = {method for evaluation in data.evaluations for method in evaluation.scores}
     k = k_label(data.pairs)
-    blocks = (("single-trace", SINGLE_TRACE), (f"sampling (K={k})" if k != "K" else "sampling (K per pair)", SAMPLING))
-    return [(block, method) for block, methods in blocks for method in methods if method in evaluated]
+    blocks = {"single-trace": "single-trace", "sampling": f"sampling (K={k})" if k != "K" else "sampling (K per pair)"}
+    return [(blocks[method.block], method.name) for method in leaderboard_rows() if method.name in evaluated]
 
 
 def mean_latency(data: ReportData, method: str) -> float:
@@ -161,7 +151,7 @@ def _missing_methods_note(data: ReportData, methods: Sequence[str]) -> str:
     k = k_label(data.pairs)
     partial = [f"{method_label(method, k)} ({count} of {len(data.pairs)} pairs)" for method in methods
                if (count := sum(method in evaluation.scores for evaluation in data.evaluations)) < len(data.pairs)]
-    absent = [method_label(method, k) for method in (*SINGLE_TRACE, *SAMPLING) if method not in methods]
+    absent = [method.display(k) for method in leaderboard_rows() if method.name not in methods]
     return _notes(
         f"Evaluated on some pairs only (means over those, no bootstrap interval): {', '.join(partial)}." if partial
         else "",

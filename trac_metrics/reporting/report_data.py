@@ -21,7 +21,8 @@ import numpy as np
 from trac_metrics import selective
 from trac_metrics._util.parallel import Progress
 from trac_metrics._warnings import TracWarning
-from trac_metrics.heads.evaluate import ANALYSIS_HEADS, HEADS, TaskEvaluation
+from trac_metrics.heads.evaluate import TaskEvaluation
+from trac_metrics.methods import Scope, head_features
 from trac_metrics.reporting.runs import PairRun, evaluate_pairs
 from trac_metrics.selective.bootstrap import (
     BootstrapResult,
@@ -94,7 +95,7 @@ def build_report_data(
     ``jobs`` processes (default: every CPU; the numbers do not depend on it)."""
     if not pairs:
         raise ValueError("a report needs at least one (model, task) pair")
-    evaluations = evaluate_pairs(pairs, heads={**HEADS, **ANALYSIS_HEADS}, progress=progress, jobs=jobs)
+    evaluations = evaluate_pairs(pairs, heads=head_features(Scope.TASK, Scope.REPORT), progress=progress, jobs=jobs)
     bootstraps = bootstrap(pairs, evaluations, common_methods(evaluations), BOOTSTRAP_METRICS, n_resamples, seed,
                            jobs)
     return ReportData(tuple(pairs), tuple(evaluations), bootstraps, n_resamples, seed)

@@ -30,18 +30,11 @@ import numpy as np
 from trac_metrics._util.parallel import Progress, parallel_map
 from trac_metrics._warnings import TracWarning
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence
-from trac_metrics.heads.evaluate import HEADS, FeatureRow, TaskEvaluation, evaluate_task
+from trac_metrics.heads.evaluate import TaskEvaluation, evaluate_task
+from trac_metrics.methods import FeatureRow, get, head_features
 from trac_metrics.records import ResponseRecord, iter_records
 
 RECORDS_FOLDER = "trac_records"
-
-SINGLE_TRACE_METHODS = ("mean_logprob", "self_certainty", "deepconf_bottom", "selfdoubt", "tup")
-"""Methods that read only the primary trace's own tokens: they cost one generation (relative latency 1)."""
-PROBE_METHODS = ("pce", "trac")
-SAMPLING_METHODS = ("sc_modal", "sc_primary", "semantic_entropy", "selfcheck", "cw_vote")
-SAMPLING_PROBE_METHODS = ("cf", "sup_consensus")
-"""K generations plus the primary's trace probe (Supervised Consensus@K reads the probe's answer likelihood)."""
-
 
 class NoRecordsError(ValueError):
     """The paths given to a report hold no TrAC records: no record files, or files without one complete question."""
@@ -87,12 +80,11 @@ class PairRun:
         return float(self.labels.mean())
 
     def relative_latency(self, method: str) -> float:
-        """Cost of ``method`` per question in units of one generation, from this run's own engine timings.
-
-        Single-trace methods cost 1; probe methods 1 + (trace-probe seconds / generation seconds); P(True) 1 +
-        (its extra step / generation); sampling methods K; Consensus Fusion and Supervised Consensus K + probe;
-        an ablation head 1 + its own probe. The probe share is NaN when the run stored no (or zero) generation timings.
-        """
+        """Cost of ``method`` per question in units of one generation, from this run's own engine timings
+        (docs/method.md#relative-latency): the registered method's :class:`~trac_metrics.methods.Cost`, one
+        generation or K, plus its extra engine seconds (a probe, P(True)) over one generation's seconds. An extra
+        share is NaN when the run stored no (or zero) generation timings; an unregistered method is a ValueError."""
+        cost = get(method).cost
         per_generation = self.seconds.get("generation", math.nan) / max(self.responses, 1)
         questions = len(self.evidences)
 
@@ -101,20 +93,7 @@ class PairRun:
                 return math.nan
             return self.seconds.get(key, math.nan) / questions / per_generation
 
-        k = self.num_samples
-        if method in SINGLE_TRACE_METHODS:
-            return 1.0
-        if method in PROBE_METHODS:
-            return 1.0 + extra("probe_trace")
-        if method == "p_true":
-            return 1.0 + extra("p_true")
-        if method in SAMPLING_METHODS:
-            return float(k)
-        if method in SAMPLING_PROBE_METHODS:
-            return k + extra("probe_trace")
-        if method.startswith("pce_"):
-            return 1.0 + extra(f"probe_{method[len('pce_'):]}")
-        raise ValueError(f"no cost model for method {method!r}")
+        return cost.relative_latency(self.num_samples, extra)
 
 
 DEFAULT_DECODING: Mapping[str, float] = {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}
@@ -289,12 +268,13 @@ def _doc_order(doc_id: str) -> tuple[int, int, str]:
 
 
 def evaluate_pairs(
-    pairs: Sequence[PairRun], heads: Mapping[str, FeatureRow] = HEADS, progress: Progress | None = None,
+    pairs: Sequence[PairRun], heads: Mapping[str, FeatureRow] | None = None, progress: Progress | None = None,
     jobs: int | None = None,
 ) -> list[TaskEvaluation]:
     """:func:`~trac_metrics.heads.evaluate.evaluate_task` of every pair, on ``jobs`` processes (default: every CPU; the
-    result does not depend on it): for the default ``heads`` exactly the numbers lm-eval's aggregation reports for
-    that task (cross-fitted heads, baselines)."""
+    result does not depend on it): for the default ``heads`` (the registry's task heads) exactly the numbers
+    lm-eval's aggregation reports for that task (cross-fitted heads, baselines)."""
+    heads = head_features() if heads is None else heads
     return parallel_map(partial(_evaluate_pair, heads=dict(heads)), pairs, jobs, progress)
 
 

@@ -9,26 +9,22 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from trac_metrics.methods import task_methods
 from trac_metrics.selective import METRIC_NAMES
-
-METHOD_ORDER = (
-    "trac", "pce", "tup", "cf", "sup_consensus", "mean_logprob", "self_certainty", "deepconf_bottom", "p_true",
-    "selfdoubt", "sc_modal", "sc_primary", "semantic_entropy", "selfcheck", "cw_vote",
-    "pce_question_only", "pce_shuffled_trace", "pce_teacher_forced",
-)
-"""Display order: TrAC and its components, single-trace baselines, sampling baselines, ablation heads."""
 
 
 def method_table(metrics: Mapping[str, float]) -> pd.DataFrame:
-    """A method × metric frame from ``{"<method>_<metric>": value}``; keys that are not such metrics are ignored."""
+    """A method × metric frame from ``{"<method>_<metric>": value}``, one row per registered task method present, in
+    registry order (:func:`trac_metrics.methods.task_methods`); keys that are not such metrics are ignored."""
+    order = [method.name for method in task_methods()]
     rows: dict[str, dict[str, float]] = {}
     for key, value in metrics.items():
         for name in METRIC_NAMES:
             if key.endswith(f"_{name}"):
                 method = key[: -len(name) - 1]
-                if method in METHOD_ORDER:
+                if method in order:
                     rows.setdefault(method, {})[name] = float(value)
-    ordered = [method for method in METHOD_ORDER if method in rows]
+    ordered = [method for method in order if method in rows]
     return pd.DataFrame([rows[method] for method in ordered], index=pd.Index(ordered, name="method"),
                         columns=list(METRIC_NAMES))
 

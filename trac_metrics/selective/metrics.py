@@ -54,21 +54,6 @@ METRIC_LABELS: dict[str, str] = {
 }
 """How rendered report tables name each metric (the one place display labels come from)."""
 
-__all__ = [
-    "DEFAULT_COVERAGES",
-    "METRIC_LABELS",
-    "METRIC_NAMES",
-    "as_binary_labels",
-    "aurc",
-    "auroc",
-    "e_aurc",
-    "excess_aurc",
-    "risk_at_coverage",
-    "risk_coverage_curve",
-    "risk_key",
-    "selective_metrics",
-]
-
 
 def as_binary_labels(labels: ArrayLike) -> np.ndarray:
     """Return ``labels`` as a 1-D bool array (True = correct); ``ValueError`` for anything but 0/1 values."""

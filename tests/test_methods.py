@@ -1,0 +1,292 @@
+"""The method registry's common tests (docs/architecture.md#method-registry), in the spirit of scikit-learn's common
+estimator checks: every registered method appears in every place derived from the registry (lm-eval's results and
+samples, ``trac summary``, the leaderboard, the ``trac_math`` group, latency, saved heads), a method registered
+the README's way shows up everywhere with no other edit, and every metric function passes the same generic checks
+(orientation, ties, NaN handling, determinism)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+import re
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from record_factory import synthetic_question, with_every_input
+
+from trac_metrics import TracWarning, selective
+from trac_metrics.cli import summary
+from trac_metrics.features.evidence import question_evidence
+from trac_metrics.methods import Family, Method, Question, Scope, all_methods, get, group_methods, register, unregister
+from trac_metrics.methods.group_yaml import GROUP_FILE, group_yaml
+from trac_metrics.records import RecordWriter, iter_records
+from trac_metrics.reporting.leaderboard import main_table
+from trac_metrics.reporting.report_data import build_report_data
+from trac_metrics.reporting.runs import load_pairs
+from trac_metrics.reporting.summary_table import method_table
+from trac_metrics.selective import METRIC_NAMES
+from trac_tasks.task_functions import aggregate_trac, process_results
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+K, N_QUESTIONS, TASK = 4, 30, "trac_gsm8k"
+METHODS = [method.name for method in all_methods()]
+
+
+def write_runs(root: Path) -> list[Path]:
+    """Two models' records of one task, every optional input present (P(True), the ablation probes)."""
+    rng = np.random.default_rng(7)
+    folders = []
+    for model in ("model-a", "model-b"):
+        writer = RecordWriter(root / model / "trac_records" / f"{TASK}.2026-01-01T00-00-00.jsonl")
+        for doc_id in range(N_QUESTIONS):
+            question = synthetic_question(rng, doc_id, rng.random() < 0.5, k=K, signal=0.5, task=TASK, model=model)
+            writer.write_batch(with_every_input(question, rng))
+        folders.append(root / model)
+    return folders
+
+
+def derived_outputs(root: Path) -> SimpleNamespace:
+    """Everything the registry feeds, computed from the runs under ``root`` with the methods registered now: the
+    lm-eval aggregation (results keys, samples' scores), ``trac summary`` of that results file, the leaderboard of
+    ``trac report`` and the report's evaluation."""
+    folders = write_runs(root)
+    records = sorted(iter_records(next(folders[0].rglob("*.jsonl"))), key=lambda record: (record.doc_id, record.repeat))
+    per_doc = [process_results({}, [[SimpleNamespace(record=record) for record in records[i:i + K]]])
+               for i in range(0, len(records), K)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        results = aggregate_trac([document["trac"] for document in per_doc])
+        data = build_report_data(load_pairs(folders, jobs=1), n_resamples=20, jobs=1)
+    out = root / "lm_eval_out"
+    (out / "model").mkdir(parents=True)
+    (out / "model" / "results_2026-01-01T00-00-00.json").write_text(json.dumps(
+        {"results": {TASK: {"acc,none": 0.5, **{f"{key},none": value for key, value in results.items()}}}}))
+    return SimpleNamespace(results=dict(results), samples=per_doc[0]["trac"]["scores"], summary=summary(out),
+                           leaderboard=main_table(data).frame.index.tolist(), evaluation=data.evaluations[0],
+                           pair=data.pairs[0])
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    return derived_outputs(tmp_path_factory.mktemp("registry"))
+
+
+def summary_rows(text: str) -> list[str]:
+    return re.findall(r"^\s*(\w+) \|\s+(?:-?\d|nan)", text, flags=re.MULTILINE)
+
+
+# ------------------------------------------------------------------------------- every method, every consumer
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_every_task_method_is_in_lm_evals_results_and_samples(outputs: SimpleNamespace, name: str) -> None:
+    reported = get(name).scope is Scope.TASK
+    assert all((f"{name}_{metric}" in outputs.results) == reported for metric in METRIC_NAMES)
+    assert (name in outputs.samples) == reported
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_every_task_method_is_a_row_of_trac_summary_in_registry_order(outputs: SimpleNamespace, name: str) -> None:
+    rows = summary_rows(outputs.summary)
+    assert (name in rows) == (get(name).scope is Scope.TASK)
+    assert rows == [method.name for method in all_methods() if method.scope is Scope.TASK]
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_every_ranked_method_is_a_leaderboard_row_of_its_block(outputs: SimpleNamespace, name: str) -> None:
+    method = get(name)
+    rows = [(block, label) for block, label in outputs.leaderboard if label == method.display(str(K))]
+    if method.leaderboard_row is None:
+        assert rows == []
+    else:
+        assert len(rows) == 1 and rows[0][0].startswith(method.block)
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_every_method_is_evaluated_by_a_report_and_has_a_finite_latency(outputs: SimpleNamespace, name: str) -> None:
+    assert name in outputs.evaluation.scores
+    assert math.isfinite(outputs.pair.relative_latency(name))
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_every_method_without_a_switch_is_averaged_by_the_math_group(name: str) -> None:
+    method = get(name)
+    in_group = method.scope is Scope.TASK and method.switch is None
+    committed = GROUP_FILE.read_text(encoding="utf-8")
+    assert all((f"{{metric: {name}_{metric}," in committed) == in_group for metric in METRIC_NAMES)
+    assert (method in group_methods()) == in_group
+
+
+@pytest.mark.parametrize("name", [method.name for method in all_methods() if method.feature_names is not None])
+def test_a_saved_heads_columns_name_its_feature_row(outputs: SimpleNamespace, name: str) -> None:
+    method = get(name)
+    for n_bins in (8, 3):
+        assert len(set(method.feature_names(n_bins))) == len(method.feature_names(n_bins))
+    evidence = next(iter(outputs.pair.evidences))
+    assert len(method.features(evidence)) == len(method.feature_names(8))
+
+
+def test_the_committed_group_yaml_is_the_generated_one() -> None:
+    assert GROUP_FILE.read_text(encoding="utf-8") == group_yaml(), (
+        "task_configs/trac_math.yaml is out of date: run python -m trac_metrics.methods.group_yaml")
+
+
+def test_method_declarations_are_checked() -> None:
+    score = get("mean_logprob").score
+    with pytest.raises(ValueError, match="lowercase"):
+        Method("Mean", "Mean", Family.SINGLE_TRACE, get("mean_logprob").cost, score=score)
+    with pytest.raises(ValueError, match="a head has features"):
+        Method("odd", "Odd", Family.HEAD, get("tup").cost, score=score)
+    with pytest.raises(ValueError, match="registered already"):
+        register(get("trac"))
+    with pytest.raises(ValueError, match="no registered method 'nope'"):
+        get("nope")
+
+
+# ------------------------------------------------------------------------- the README's "Adding a method" example
+
+
+def readme_example() -> str:
+    """The Python block of the README section "Adding an uncertainty method"."""
+    section = README.read_text(encoding="utf-8").split("## Adding an uncertainty method", 1)[1].split("\n## ", 1)[0]
+    return re.search(r"```python\n(.*?)```", section, flags=re.DOTALL).group(1)
+
+
+@pytest.fixture
+def readme_method():
+    """The README's method, registered for one test by exactly the README's code, then removed."""
+    before = set(METHODS)
+    exec(readme_example(), {})  # noqa: S102 - the repository's own README
+    (name,) = [method.name for method in all_methods() if method.name not in before]
+    try:
+        yield get(name)
+    finally:
+        unregister(name)
+
+
+def test_a_method_registered_the_readme_way_shows_up_everywhere(readme_method: Method, tmp_path: Path) -> None:
+    name = readme_method.name
+    assert readme_method.family is Family.SINGLE_TRACE and not readme_method.higher_is_confident
+    found = derived_outputs(tmp_path)
+    assert {f"{name}_{metric}" for metric in METRIC_NAMES} <= set(found.results)
+    assert name in found.samples and summary_rows(found.summary)[-1] == name
+    single_trace = [label for block, label in found.leaderboard if block == "single-trace"]
+    assert single_trace[-1] == readme_method.display(str(K))
+    assert f"{{metric: {name}_auroc, filter_list: none, weight_by_size: false}}" in group_yaml()
+    assert found.pair.relative_latency(name) == 1.0
+
+
+def test_a_lower_is_confident_score_is_stored_negated(readme_method: Method) -> None:
+    records = synthetic_question(np.random.default_rng(3), 0, True, k=K)
+    raw = readme_method.score(Question(tuple(records), "math"))
+    assert question_evidence(records)["baselines"][readme_method.name] == -raw != 0
+
+
+def test_an_unregistered_method_is_gone_from_every_consumer() -> None:
+    copy = register(dataclasses.replace(get("selfdoubt"), name="selfdoubt_copy"))
+    metrics = {f"{copy.name}_{metric}": 0.5 for metric in METRIC_NAMES}
+    try:
+        assert method_table(metrics).index.tolist() == [copy.name] and copy in group_methods()
+    finally:
+        unregister(copy.name)
+    assert method_table(metrics).empty and copy not in group_methods() and copy.name not in group_yaml()
+
+
+# ------------------------------------------------------------------- generic checks of every metric function
+
+COVERAGE = {selective.risk_key(c): c for c in selective.DEFAULT_COVERAGES}
+HIGHER_IS_BETTER = {"auroc": True, **dict.fromkeys(("aurc", "e_aurc", "excess_aurc", *COVERAGE), False)}
+
+
+def single_metric(name: str):
+    """The stand-alone function of metric ``name`` (``risk_at_coverage`` at its coverage)."""
+    if name in COVERAGE:
+        return lambda scores, labels: selective.risk_at_coverage(scores, labels, COVERAGE[name])
+    return getattr(selective, name)
+
+
+def from_all_metrics(name: str):
+    return lambda scores, labels: selective.selective_metrics(scores, labels)[name]
+
+
+METRIC_FUNCTIONS = [pytest.param(name, factory(name), id=f"{factory.__name__}-{name}")
+                    for name in METRIC_NAMES for factory in (single_metric, from_all_metrics)]
+
+
+def sample(seed: int, n: int = 60, ties: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    labels = rng.random(n) < 0.55
+    scores = labels * 0.8 + rng.normal(0, 1, n)
+    return (np.round(scores * ties) / ties if ties else scores), labels.astype(int)
+
+
+def test_metric_names_cover_exactly_the_metrics_checked_here() -> None:
+    assert set(HIGHER_IS_BETTER) == set(METRIC_NAMES) == set(selective.selective_metrics([1.0, 0.0], [1, 0]))
+
+
+@pytest.mark.parametrize(("name", "metric"), METRIC_FUNCTIONS)
+def test_orientation_perfect_ranking_is_best_and_reversed_is_worst(name: str, metric) -> None:
+    scores, labels = sample(1)
+    perfect, reversed_ = labels + 0.0, -(labels + 0.0)
+    values = [metric(s, labels) for s in (perfect, scores, reversed_)]
+    ordered = values[::-1] if HIGHER_IS_BETTER[name] else values  # ascending: worst to best or best to worst
+    assert ordered[0] <= ordered[1] + 1e-12 and ordered[1] <= ordered[2] + 1e-12
+    if name == "auroc":
+        assert metric(-scores, labels) == pytest.approx(1 - metric(scores, labels), abs=1e-12)
+        assert (values[0], values[2]) == (1.0, 0.0)
+
+
+@pytest.mark.parametrize(("name", "metric"), METRIC_FUNCTIONS)
+def test_ties_are_averaged_so_the_order_of_tied_rows_never_matters(name: str, metric) -> None:
+    scores, labels = sample(2, ties=2)
+    rng = np.random.default_rng(0)
+    values = {round(metric(scores[order], labels[order]), 12) for order in (rng.permutation(labels.size)
+                                                                           for _ in range(5))}
+    assert len(values) == 1
+    constant = np.zeros(labels.size)
+    base_error = 1 - labels.mean()
+    expected = {"auroc": 0.5, "excess_aurc": 1.0, "e_aurc": base_error - selective.aurc(labels + 0.0, labels)}
+    assert metric(constant, labels) == pytest.approx(expected.get(name, base_error), abs=1e-12)
+
+
+@pytest.mark.parametrize(("name", "metric"), METRIC_FUNCTIONS)
+def test_a_nan_score_gives_an_explicit_nan_with_a_warning(name: str, metric) -> None:
+    scores, labels = sample(3)
+    scores[5] = np.nan
+    with pytest.warns(TracWarning, match="NaN"):
+        assert math.isnan(metric(scores, labels))
+
+
+@pytest.mark.parametrize(("name", "metric"), METRIC_FUNCTIONS)
+def test_metrics_are_deterministic_and_leave_their_inputs_alone(name: str, metric) -> None:
+    scores, labels = sample(4, ties=3)
+    kept_scores, kept_labels = scores.copy(), labels.copy()
+    first = metric(scores, labels)
+    assert metric(scores, labels) == first == metric(list(scores), list(labels))
+    np.testing.assert_array_equal(scores, kept_scores)
+    np.testing.assert_array_equal(labels, kept_labels)
+
+
+@pytest.mark.parametrize("name", METRIC_NAMES)
+def test_the_two_ways_of_computing_a_metric_agree(name: str) -> None:
+    scores, labels = sample(5, ties=4)
+    assert single_metric(name)(scores, labels) == pytest.approx(from_all_metrics(name)(scores, labels), abs=1e-15)
+
+
+# ----------------------------------------------------------------------------- former module paths still import
+
+FORMER_PUBLIC_NAMES = [("trac_metrics.answers", "extract_answer"), ("trac_metrics.answers", "equivalent"),
+                       ("trac_metrics.features", "tup_features"), ("trac_metrics.heads", "cross_fit"),
+                       *(("trac_metrics.selective", name) for name in (
+                           "DEFAULT_COVERAGES", "as_binary_labels", "aurc", "auroc", "e_aurc", "excess_aurc",
+                           "risk_at_coverage", "risk_coverage_curve", "selective_metrics"))]
+
+
+@pytest.mark.parametrize(("module", "name"), FORMER_PUBLIC_NAMES)
+def test_public_names_import_from_their_former_paths(module: str, name: str) -> None:
+    assert getattr(importlib.import_module(module), name) is not None

@@ -1,0 +1,199 @@
+"""The built-in uncertainty methods, each declared once (docs/architecture.md#method-registry): TrAC and its
+components, the baselines of docs/method.md#baselines, the probe-variant ablation heads and the report's
+diagnostic heads. Registry order is the ``trac summary`` order; ``leaderboard_row`` is the paper's Table 1 order.
+
+A baseline is a function of one :class:`~trac_metrics.methods.registry.Question` returning a float (or None when
+the records lack its input); a head is a function of one evidence dict returning its feature row
+(docs/method.md#head-feature-sets). Every function is module-level, so worker processes can receive it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from trac_metrics.features import baselines
+from trac_metrics.features.vectors import PCE_FEATURE_NAMES, tup_feature_names
+from trac_metrics.methods.registry import (
+    K_GENERATIONS,
+    ONE_GENERATION,
+    Cost,
+    Family,
+    Method,
+    Question,
+    Scope,
+    register,
+    with_probe,
+)
+
+CONSENSUS_FUSION_NAMES = ("consensus_q_K", "consensus_h_K")
+"""Names of the two vote statistics Consensus Fusion @K appends to [φ_A; φ_P] (docs/method.md#consensus-fusion)."""
+PROBE_VARIANTS_SWITCH = "trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced]"
+P_TRUE_SWITCH = "trac: p_true: true"
+
+# ------------------------------------------------------------------------------ baselines (docs/method.md#baselines)
+
+
+def _mean_logprob(question: Question) -> float:
+    return baselines.mean_logprob(question.primary.token_logprobs)
+
+
+def _self_certainty(question: Question) -> float:
+    primary = question.primary
+    return baselines.self_certainty(primary.topk_mean_logprob.astype(np.float64), primary.top_k)
+
+
+def _deepconf_bottom(question: Question) -> float:
+    return baselines.deepconf_bottom(question.primary.topk_mean_logprob.astype(np.float64))
+
+
+def _p_true(question: Question) -> float | None:
+    """P(True) of the primary, stored at generation time (docs/method.md#ptrue); None when it was not asked for."""
+    return None if question.primary.p_true is None else float(question.primary.p_true)
+
+
+def _selfdoubt(question: Question) -> float:
+    return baselines.selfdoubt(question.primary.text)
+
+
+def _sc_modal(question: Question) -> float:
+    return baselines.sc_modal(question.answers, kind=question.kind)
+
+
+def _sc_primary(question: Question) -> float:
+    return baselines.sc_primary(question.answers, kind=question.kind)
+
+
+def _semantic_entropy(question: Question) -> float:
+    return baselines.semantic_entropy(question.answers, kind=question.kind)
+
+
+def _selfcheck(question: Question) -> float:
+    return baselines.selfcheck_unigram(question.primary.text, [response.text for response in question.responses[1:]])
+
+
+def _cw_vote(question: Question) -> float:
+    """The confidence-weighted vote; NaN when a sample has no mean logprob (no tokens)."""
+    confidences = [baselines.mean_logprob(response.token_logprobs) for response in question.responses]
+    if np.isnan(confidences).any():
+        return math.nan
+    return baselines.confidence_weighted_vote(question.answers, confidences, kind=question.kind)
+
+
+# ------------------------------------------------------------ head feature rows (docs/method.md#head-feature-sets)
+
+
+def _pce(evidence: Mapping[str, Any]) -> list[float] | None:
+    return evidence["features"]["pce"]
+
+
+def _tup(evidence: Mapping[str, Any]) -> list[float]:
+    return evidence["features"]["tup"]
+
+
+def _consensus(evidence: Mapping[str, Any]) -> Mapping[str, float] | None:
+    return evidence["features"].get("consensus")
+
+
+def _trac(evidence: Mapping[str, Any]) -> list[float] | None:
+    pce = _pce(evidence)
+    return None if pce is None else [*pce, *_tup(evidence)]
+
+
+def _consensus_fusion(evidence: Mapping[str, Any]) -> list[float] | None:
+    """[φ_A; φ_P; q_K; h_K] (docs/method.md#consensus-fusion)."""
+    trac, consensus = _trac(evidence), _consensus(evidence)
+    return None if trac is None or consensus is None else [*trac, consensus["q_K"], consensus["h_K"]]
+
+
+def _supervised_consensus(evidence: Mapping[str, Any]) -> list[float] | None:
+    """[q_K, h_K, vote margin, trace mean logprob, φ_P, answer likelihood ℓ] (docs/method.md#supervised-consensus)."""
+    consensus, pce = _consensus(evidence), _pce(evidence)
+    if consensus is None or pce is None:
+        return None
+    return [consensus["q_K"], consensus["h_K"], consensus["vote_margin"], evidence["baselines"]["mean_logprob"],
+            *_tup(evidence), pce[1]]
+
+
+def _variant(evidence: Mapping[str, Any], name: str) -> list[float] | None:
+    """φ_A of the primary's probe variant ``name`` (docs/method.md#probe-variants)."""
+    return evidence["features"].get(f"pce_{name}")
+
+
+def _pce_agreement(evidence: Mapping[str, Any]) -> list[float] | None:
+    """e alone: does the re-stated answer match the original (docs/method.md#pce-decomposition)."""
+    pce = _pce(evidence)
+    return None if pce is None else pce[:1]
+
+
+def _pce_likelihood(evidence: Mapping[str, Any]) -> list[float] | None:
+    """ℓ, ℓ_min, ℓ_head, c1 without e: how strongly the re-stated answer is produced, not whether it matches."""
+    pce = _pce(evidence)
+    return None if pce is None else pce[1:]
+
+
+def _p_true_pce(evidence: Mapping[str, Any]) -> list[float] | None:
+    """[φ_A; P(True)] (docs/method.md#comparison-with-self-verification)."""
+    pce, p_true = _pce(evidence), evidence["baselines"].get("p_true")
+    return None if pce is None or p_true is None else [*pce, p_true]
+
+
+def _pce_names(n_bins: int) -> tuple[str, ...]:
+    return PCE_FEATURE_NAMES
+
+
+def _trac_names(n_bins: int) -> tuple[str, ...]:
+    return PCE_FEATURE_NAMES + tup_feature_names(n_bins)
+
+
+def _consensus_fusion_names(n_bins: int) -> tuple[str, ...]:
+    return _trac_names(n_bins) + CONSENSUS_FUSION_NAMES
+
+
+# ------------------------------------------------------------------------------------------------- the registry
+
+PROBED = with_probe(ONE_GENERATION)
+K_PROBED = with_probe(K_GENERATIONS)
+HEAD, SINGLE, SAMPLED = Family.HEAD, Family.SINGLE_TRACE, Family.SAMPLING
+
+BUILTIN_METHODS = (
+    Method("trac", "TrAC", HEAD, PROBED, features=_trac, feature_names=_trac_names, leaderboard_row=8),
+    Method("pce", "PCE", HEAD, PROBED, features=_pce, feature_names=_pce_names, leaderboard_row=7),
+    Method("tup", "TUP", HEAD, ONE_GENERATION, features=_tup, feature_names=tup_feature_names, leaderboard_row=6),
+    Method("cf", "TrAC+CF@{k}", HEAD, K_PROBED, features=_consensus_fusion, feature_names=_consensus_fusion_names,
+           leaderboard_row=7),
+    Method("sup_consensus", "Supervised Consensus@{k}", HEAD, K_PROBED, features=_supervised_consensus,
+           leaderboard_row=2),
+    Method("mean_logprob", "Mean log-probability", SINGLE, ONE_GENERATION, score=_mean_logprob, leaderboard_row=1),
+    Method("self_certainty", "Self-certainty", SINGLE, ONE_GENERATION, score=_self_certainty, leaderboard_row=2),
+    Method("deepconf_bottom", "DeepConf-bottom", SINGLE, ONE_GENERATION, score=_deepconf_bottom, leaderboard_row=3),
+    Method("p_true", "P(True)", SINGLE, Cost(extra_seconds=("p_true",)), score=_p_true, leaderboard_row=4,
+           switch=P_TRUE_SWITCH),
+    Method("selfdoubt", "SelfDoubt", SINGLE, ONE_GENERATION, score=_selfdoubt, leaderboard_row=5),
+    Method("sc_modal", "SC@{k} (modal answer)", SAMPLED, K_GENERATIONS, score=_sc_modal, leaderboard_row=4),
+    Method("sc_primary", "SC@{k} (primary answer)", SAMPLED, K_GENERATIONS, score=_sc_primary, leaderboard_row=3),
+    Method("semantic_entropy", "Semantic entropy@{k}", SAMPLED, K_GENERATIONS, score=_semantic_entropy,
+           leaderboard_row=5),
+    Method("selfcheck", "SelfCheckGPT@{k}", SAMPLED, K_GENERATIONS, score=_selfcheck, leaderboard_row=1),
+    Method("cw_vote", "CW vote@{k}", SAMPLED, K_GENERATIONS, score=_cw_vote, leaderboard_row=6),
+    *(Method(f"pce_{variant}", label, HEAD, with_probe(ONE_GENERATION, variant),
+             features=partial(_variant, name=variant), leaderboard_row=None, switch=PROBE_VARIANTS_SWITCH)
+      for variant, label in (("question_only", "PCE (question-only probe)"),
+                             ("shuffled_trace", "PCE (shuffled-trace probe)"),
+                             ("teacher_forced", "PCE (teacher-forced support)"))),
+    Method("pce_agreement", "PCE agreement only", HEAD, PROBED, features=_pce_agreement, leaderboard_row=None,
+           scope=Scope.REPORT),
+    Method("pce_likelihood", "PCE likelihood only", HEAD, PROBED, features=_pce_likelihood, leaderboard_row=None,
+           scope=Scope.REPORT),
+    Method("p_true_pce", "P(True) + PCE", HEAD, Cost(extra_seconds=("probe_trace", "p_true")), features=_p_true_pce,
+           leaderboard_row=None, scope=Scope.REPORT, switch=P_TRUE_SWITCH),
+)
+"""Every built-in method, in registry order (TrAC and its components, single-trace then sampling baselines, the
+ablation heads, then the report-only diagnostic heads)."""
+
+for method in BUILTIN_METHODS:
+    register(method)

@@ -1,0 +1,212 @@
+"""The method registry: every uncertainty method declared once (docs/architecture.md#method-registry).
+
+A :class:`Method` says what a method is called and shown as, how its score is computed (a function of one
+question's responses, or the feature row of a learned head), which way its score points, what it costs, where the
+leaderboard shows it and whether a task switch must enable it. Everything else is derived from the registry, in
+registry order: the baseline scores of the evidence dict, the heads that are cross-fitted, the columns of a saved
+head, the relative latency, the leaderboard rows and labels, the ``trac summary`` order, the results keys
+``<method>_<metric>`` and the ``trac_math`` group's metric list.
+
+The built-in methods are declared in :mod:`trac_metrics.methods.builtin`; :func:`register` adds one more.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from trac_metrics.records import ResponseRecord
+
+
+class Family(Enum):
+    """How a method computes its score (docs/method.md#baselines, docs/method.md#learned-heads)."""
+
+    SINGLE_TRACE = "single-trace"
+    """An unsupervised score of the primary response alone."""
+    SAMPLING = "sampling@K"
+    """An unsupervised score of the K responses of a question; computed only when K > 1."""
+    HEAD = "learned head"
+    """A logistic head on a feature row of the evidence dict, cross-fitted within each task."""
+
+
+class Scope(Enum):
+    """Where a method is evaluated."""
+
+    TASK = "task"
+    """Everywhere: lm-eval's per-task results, ``trac summary``, ``trac evaluate`` and ``trac report``."""
+    REPORT = "report"
+    """Only in a cross-run report (the ablation diagnostics of docs/method.md#report-analyses)."""
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A method's cost per question in generations (docs/method.md#relative-latency): one generation, or the K of
+    the question, plus the engine seconds recorded under each ``extra_seconds`` timing key (``probe_<variant>``,
+    ``p_true``) in units of one generation's seconds."""
+
+    k_samples: bool = False
+    extra_seconds: tuple[str, ...] = ()
+
+    def relative_latency(self, k: int, extra: Callable[[str], float]) -> float:
+        """The cost of a question with ``k`` samples; ``extra(key)`` converts the seconds of one timing key."""
+        latency = float(k) if self.k_samples else 1.0
+        for key in self.extra_seconds:
+            latency += extra(key)
+        return latency
+
+
+ONE_GENERATION = Cost()
+K_GENERATIONS = Cost(k_samples=True)
+
+
+def with_probe(cost: Cost, variant: str = "trace") -> Cost:
+    """``cost`` plus the probe ``variant`` of the primary response."""
+    return Cost(cost.k_samples, (*cost.extra_seconds, f"probe_{variant}"))
+
+
+@dataclass(frozen=True)
+class Question:
+    """What a baseline's score function reads: one question's responses in repeat order (the primary first) and the
+    answer kind every comparison uses (the records' kind unless ``trac rescore --answer-kind`` overrides it)."""
+
+    responses: tuple[ResponseRecord, ...]
+    kind: str
+
+    @property
+    def primary(self) -> ResponseRecord:
+        return self.responses[0]
+
+    @property
+    def answers(self) -> list[str | None]:
+        return [response.answer for response in self.responses]
+
+
+Score = Callable[[Question], "float | None"]
+"""A baseline's score of one question; None when the records do not hold what it needs (P(True) switched off)."""
+FeatureRow = Callable[[Mapping[str, Any]], "list[float] | None"]
+"""A head's feature row of one evidence dict; None when the question lacks it (an ablation probe not run)."""
+
+LAST_ROW = math.inf
+"""The default :attr:`Method.leaderboard_row`: after the paper's rows of the block."""
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Method:
+    """One uncertainty method.
+
+    ``name``: its key in evidence dicts and results (``<name>_<metric>``). ``label``: how tables and figures show it,
+    ``{k}`` standing for K. ``score`` (baselines) or ``features`` (heads) computes it; a head's ``feature_names(J)``,
+    when given, names its columns for TUP's J and lets ``trac fit`` save it. ``higher_is_confident``: False when a
+    larger raw score means a less likely correct answer; the evidence then stores the negated score, so every stored
+    score and every metric reads higher = more confident. ``leaderboard_row``: its place in its leaderboard block
+    (the paper's Table 1 order; None keeps it out of the leaderboard); the block is single-trace or sampling by its
+    cost. ``switch``: the task switch that enables it (None: every TrAC task computes it, so the ``trac_math`` group
+    averages it).
+    """
+
+    name: str
+    label: str
+    family: Family
+    cost: Cost
+    score: Score | None = None
+    features: FeatureRow | None = None
+    feature_names: Callable[[int], tuple[str, ...]] | None = None
+    higher_is_confident: bool = True
+    leaderboard_row: float | None = LAST_ROW
+    scope: Scope = Scope.TASK
+    switch: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _NAME.fullmatch(self.name):
+            raise ValueError(f"method name {self.name!r} must be lowercase letters, digits and '_'")
+        if not self.label:
+            raise ValueError(f"method {self.name!r} needs a display label")
+        is_head = self.family is Family.HEAD
+        if is_head != (self.features is not None) or is_head == (self.score is not None):
+            raise ValueError(f"method {self.name!r}: a head has features and no score, a baseline a score and no "
+                             "features")
+        if is_head and not self.higher_is_confident:
+            raise ValueError(f"method {self.name!r}: a head's score is P(correct), higher is always more confident")
+        if self.feature_names is not None and not is_head:
+            raise ValueError(f"method {self.name!r}: only a head has feature names")
+
+    @property
+    def block(self) -> str | None:
+        """Its leaderboard block: ``single-trace`` or ``sampling`` (None when it is not in the leaderboard)."""
+        if self.leaderboard_row is None:
+            return None
+        return "sampling" if self.cost.k_samples else "single-trace"
+
+    def display(self, k: str) -> str:
+        """:attr:`label` with K filled in."""
+        return self.label.format(k=k)
+
+
+_REGISTRY: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    """Add ``method`` after the methods registered so far; a name taken already is a ValueError."""
+    if method.name in _REGISTRY:
+        raise ValueError(f"a method named {method.name!r} is registered already")
+    _REGISTRY[method.name] = method
+    return method
+
+
+def unregister(name: str) -> Method:
+    """Remove a method added by :func:`register` (tests and experiments); returns it."""
+    return _REGISTRY.pop(get(name).name)
+
+
+def get(name: str) -> Method:
+    """The registered method ``name``; ValueError naming the registered ones when there is none."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"no registered method {name!r} (registered: {', '.join(_REGISTRY)})") from None
+
+
+def all_methods() -> tuple[Method, ...]:
+    """Every registered method, in registry order: the ``trac summary`` order."""
+    return tuple(_REGISTRY.values())
+
+
+def task_methods() -> tuple[Method, ...]:
+    """The methods of lm-eval's per-task results, ``trac summary`` and ``trac evaluate``, in registry order."""
+    return tuple(method for method in _REGISTRY.values() if method.scope is Scope.TASK)
+
+
+def scored_methods(k: int) -> tuple[Method, ...]:
+    """The baselines a question with ``k`` responses is scored by (sampling methods need k > 1)."""
+    families = (Family.SINGLE_TRACE, Family.SAMPLING) if k > 1 else (Family.SINGLE_TRACE,)
+    return tuple(method for method in _REGISTRY.values() if method.family in families)
+
+
+def head_features(*scopes: Scope) -> dict[str, FeatureRow]:
+    """Name → feature row of the heads evaluated in ``scopes`` (default: the task's), in registry order."""
+    wanted = scopes or (Scope.TASK,)
+    return {method.name: method.features for method in _REGISTRY.values()
+            if method.family is Family.HEAD and method.scope in wanted}
+
+
+def saved_head_methods() -> tuple[str, ...]:
+    """The heads ``trac fit`` can save: those whose columns are named."""
+    return tuple(method.name for method in _REGISTRY.values() if method.feature_names is not None)
+
+
+def leaderboard_rows() -> list[Method]:
+    """The leaderboard's methods: the single-trace block, then the sampling block, each in its row order (ties and
+    :data:`LAST_ROW` in registry order)."""
+    ranked = [method for method in _REGISTRY.values() if method.leaderboard_row is not None]
+    order = ("single-trace", "sampling")
+    return sorted(ranked, key=lambda method: (order.index(method.block), method.leaderboard_row))
+
+
+def group_methods() -> tuple[Method, ...]:
+    """The methods every TrAC task reports without a switch: the ``trac_math`` group averages their metrics."""
+    return tuple(method for method in task_methods() if method.switch is None)
