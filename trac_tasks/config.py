@@ -33,6 +33,9 @@ TRAC_KEY = "trac"
 DEFAULT_CUE = "\n\nThe final answer is \\boxed{"
 PROBE_MAX_TOKENS = 16
 
+NEXT_TOKEN_LOGPROBS = 20
+"""P(True) reads its letters among the 20 most likely next tokens (a letter outside them has probability ≈ 0)."""
+
 _JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from trac_tasks.config import PROBE_MAX_TOKENS, TracConfig, strip_trac
 from trac_tasks.probe import trace_body
 from trac_tasks.chunk import ChunkState, ProbeJob
-from trac_tasks.runner import ProbeOutput, Trace, TracRunner, hook_generate_until
+from trac_tasks.runner import BatchTracRunner, ProbeOutput, Trace, hook_generate_until
 
 
 def install(module: ModuleType) -> None:
@@ -59,7 +59,7 @@ class _PrefixCache:
         return self.cache, shared
 
 
-class HfTracRunner(TracRunner):
+class HfTracRunner(BatchTracRunner):
     """The runner's engine primitives on an lm-eval ``HFLM`` object (a causal transformers model)."""
 
     chunk_size = 16

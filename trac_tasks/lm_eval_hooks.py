@@ -131,7 +131,7 @@ def refuse_unready_trac_tasks(lm: Any, task_dict: Any) -> None:
         why = (f"trac-eval's hook on {type(lm).__module__} is not installed: {reason}" if reason
                else f"the {type(lm).__name__} backend has neither")
         raise ValueError(f"TrAC tasks {trac_tasks} need token logprobs and an answer probe, which trac-eval provides "
-                         f"for --model vllm and --model hf; {why}")
+                         f"for --model vllm, hf and local-completions; {why}")
 
 
 def hook_evaluator(evaluator: ModuleType) -> None:

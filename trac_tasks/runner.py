@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,30 @@ from trac_tasks.progress import LOGGER, RunProgress, TaskSummary
 from trac_tasks.thinking import AUTO, ThinkingMarker, detect_marker
 
 P_TRUE_CANDIDATES = ("A", "B")
+
+
+def p_true_logprobs(entries: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """The logprob of each P(True) candidate letter among an engine's most likely next tokens (decoded text,
+    logprob): the most likely token that reads as the letter counts; a letter not among them is absent."""
+    found: dict[str, float] = {}
+    for text, logprob in sorted(entries, key=lambda entry: -entry[1]):
+        letter = (text or "").strip()
+        if letter in P_TRUE_CANDIDATES and letter not in found:
+            found[letter] = logprob
+    return found
+
+
+def finish_reason_of(engine_reason: str | None, stop_reason: str | int | None) -> str:
+    """A generation's finish reason in the records' terms, from vLLM's (in-process and served alike): ``"eos"`` (an
+    end-of-sequence or stop token id, kept as the last token id), ``"stop:<string>"`` (an lm-eval stop sequence) or
+    ``"length"`` (cut at the token limit)."""
+    if engine_reason == "length":
+        return "length"
+    if engine_reason != "stop":
+        raise RuntimeError(f"trac-eval: vLLM ended a generation with finish reason {engine_reason!r}")
+    if stop_reason is None or isinstance(stop_reason, int):
+        return "eos"
+    return f"stop:{stop_reason}"
 
 
 @dataclass
@@ -99,7 +123,7 @@ class ProbeOutput:
 
 
 class TracRunner(ABC):
-    """Runs TrAC requests on one lm-eval model object; subclasses implement the engine primitives.
+    """Runs TrAC requests on one lm-eval model object; subclasses implement :meth:`execute` on their engine.
 
     The decoded trace probe runs for every sample (it is cheap: its prefix is cached); the ablation probes, the
     teacher-forced scoring and P(True) only for the primary sample (repeat 0), the only one they are used for.
@@ -108,55 +132,27 @@ class TracRunner(ABC):
     chunk_size: int = 256
     """Requests handed to the engine together (their records are still written question by question)."""
 
-    def __init__(self, lm: Any, tokenizer: Any, model_name: str, max_length: int) -> None:
+    def __init__(self, lm: Any, tokenizer: Any, model_name: str, max_length: int, sink: Any = None) -> None:
+        """``sink`` receives each complete question's records; by default the run's records file, shared by every
+        call on the same model object while the records folder stays the same."""
         self.lm = lm
         self.tokenizer = tokenizer
         self.model_name = model_name
         self.max_length = max_length
-        directory = records_dir()
-        if getattr(lm, "_trac_sink", None) is None or lm._trac_sink.directory != directory:
-            lm._trac_sink = RecordSink(directory)
-        self.sink: RecordSink = lm._trac_sink
+        if sink is None:
+            directory = records_dir()
+            if getattr(lm, "_trac_sink", None) is None or lm._trac_sink.directory != directory:
+                lm._trac_sink = RecordSink(directory)
+            sink = lm._trac_sink
+        self.sink = sink
         self._encoded: dict[str, list[int]] = {}
         self._markers: dict[str, ThinkingMarker] = {}
         self.progress: RunProgress | None = None
 
-    # ----------------------------------------------------------------------------------------- engine primitives
     @abstractmethod
-    def generate(self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]) -> list[Trace]:
-        """Sample one response per request exactly as lm-eval would, keeping token ids and logprobs."""
-
-    @abstractmethod
-    def greedy_probes(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[ProbeOutput]:
-        """Greedy ≤ 16-token continuation of each job's prompt, with per-token top-k logprobs."""
-
-    @abstractmethod
-    def score_tokens(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[ProbeOutput]:
-        """Logprobs of ``job.tokens`` placed right after ``job.prompt_ids`` (teacher forcing)."""
-
-    @abstractmethod
-    def next_token_logprobs(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob],
-                            candidates: Sequence[str]) -> list[dict[str, float]]:
-        """Logprob of each candidate string as the next token after each job's prompt (absent when unknown)."""
-
     def execute(self, chunk: ChunkState) -> None:
         """Generate the chunk's responses and run the jobs they unlock, reporting each result to
-        :meth:`trace_finished` / :meth:`job_finished`. This default generates the whole chunk, then runs the jobs
-        in one batch per kind; engines that can interleave override it."""
-        traces = self.generate(chunk.requests, chunk.repeats, chunk.configs)
-        jobs = [job for index, trace in enumerate(traces) for job in self.trace_finished(chunk, index, trace)]
-        batches = {
-            "decode": lambda batch: self.greedy_probes(chunk.traces, batch),
-            "score": lambda batch: self.score_tokens(chunk.traces, batch),
-            "next_token": lambda batch: self.next_token_logprobs(chunk.traces, batch, P_TRUE_CANDIDATES),
-        }
-        for kind, run_batch in batches.items():
-            batch = [job for job in jobs if job.kind == kind]
-            started = time.perf_counter()
-            outputs = run_batch(batch) if batch else []
-            share = (time.perf_counter() - started) / max(len(batch), 1)
-            for job, output in zip(batch, outputs, strict=True):
-                self.job_finished(chunk, job, output, share)
+        :meth:`trace_finished` / :meth:`job_finished` (which write every question the moment it is complete)."""
 
     # ------------------------------------------------------------------------------------------------ the flow
     def encode(self, text: str) -> list[int]:
@@ -196,11 +192,15 @@ class TracRunner(ABC):
         # lm-eval's stop strings apply to the answer part, as they do to the text lm-eval scores
         return extract_answer(postprocess_generated_text(tail, list(trace.until), None), kind=trace.kind)
 
+    def before_generation(self, requests: Sequence[Any], configs: Sequence[TracConfig]) -> None:
+        """Checks an engine makes once the documents are validated and before anything is generated (none here)."""
+
     def run(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[GenerationText]:
         """Generate, probe and record ``requests`` chunk by chunk; returns the texts in request order."""
         repeats = repeat_indices(requests)
         configs = [TracConfig.from_gen_kwargs(request.args[1], request.task_name) for request in requests]
         validate_documents(requests, configs)
+        self.before_generation(requests, configs)
         self.summaries: dict[str, TaskSummary] = {}
         self.progress = RunProgress(len(requests), disable=disable_tqdm)
         texts: list[GenerationText] = []
@@ -252,12 +252,16 @@ class TracRunner(ABC):
         self.progress.job_finished()
         self._write_complete(chunk)
 
+    def write_question(self, task: str, records: list[Any]) -> None:
+        """Append and flush one complete question's records; count them for the task's summary line."""
+        path = self.sink.write(records)
+        self.summaries.setdefault(task, TaskSummary(task)).add_question(records, path)
+
     def _write_complete(self, chunk: ChunkState) -> None:
         """Build, write and flush the records of every question that just became complete."""
         for (task, _), indices in chunk.complete_questions():
             records = [self._record(chunk, index) for index in indices]
-            path = self.sink.write(records)
-            self.summaries.setdefault(task, TaskSummary(task)).add_question(records, path)
+            self.write_question(task, records)
             for index, record in zip(indices, records, strict=True):
                 chunk.texts[index] = GenerationText(record.text, record)
 
@@ -354,6 +358,44 @@ class TracRunner(ABC):
         return job if self._fits(job, trace) else None
 
 
+class BatchTracRunner(TracRunner):
+    """A runner whose engine offers four batch primitives; :meth:`execute` generates the whole chunk, then runs the
+    jobs in one batch per kind (engines that can interleave override it and use the primitives as a fallback)."""
+
+    @abstractmethod
+    def generate(self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]) -> list[Trace]:
+        """Sample one response per request exactly as lm-eval would, keeping token ids and logprobs."""
+
+    @abstractmethod
+    def greedy_probes(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[ProbeOutput]:
+        """Greedy ≤ 16-token continuation of each job's prompt, with per-token top-k logprobs."""
+
+    @abstractmethod
+    def score_tokens(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[ProbeOutput]:
+        """Logprobs of ``job.tokens`` placed right after ``job.prompt_ids`` (teacher forcing)."""
+
+    @abstractmethod
+    def next_token_logprobs(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob],
+                            candidates: Sequence[str]) -> list[dict[str, float]]:
+        """Logprob of each candidate string as the next token after each job's prompt (absent when unknown)."""
+
+    def execute(self, chunk: ChunkState) -> None:
+        traces = self.generate(chunk.requests, chunk.repeats, chunk.configs)
+        jobs = [job for index, trace in enumerate(traces) for job in self.trace_finished(chunk, index, trace)]
+        batches = {
+            "decode": lambda batch: self.greedy_probes(chunk.traces, batch),
+            "score": lambda batch: self.score_tokens(chunk.traces, batch),
+            "next_token": lambda batch: self.next_token_logprobs(chunk.traces, batch, P_TRUE_CANDIDATES),
+        }
+        for kind, run_batch in batches.items():
+            batch = [job for job in jobs if job.kind == kind]
+            started = time.perf_counter()
+            outputs = run_batch(batch) if batch else []
+            share = (time.perf_counter() - started) / max(len(batch), 1)
+            for job, output in zip(batch, outputs, strict=True):
+                self.job_finished(chunk, job, output, share)
+
+
 def _question_aligned_chunks(repeats: Sequence[int], size: int) -> list[slice]:
     """Consecutive slices of about ``size`` requests that never split a question's K samples (lm-eval passes them
     in a row, repeat 0 first) and hold at least two questions where there are two (the shuffled-trace probe borrows
@@ -433,11 +475,11 @@ def route_trac_requests(lm: Any, requests: list[Any], original: Any, runner_clas
     if not any(is_trac):
         return original(lm, requests, *args, **kwargs)
     require_trac_hooks(only_failed=True)
-    if getattr(lm, "data_parallel_size", 1) > 1 or getattr(lm, "world_size", 1) > 1:
+    if getattr(lm, "world_size", 1) > 1:
         raise ValueError(
-            "TrAC tasks need token logprobs and probes on one engine: data parallelism (data_parallel_size > 1 or "
-            "several processes) is not supported by the trac-eval hook; use tensor parallelism, or run the TrAC "
-            "tasks without data parallelism"
+            "TrAC tasks need each probe on the engine that generated its trace: several lm-eval processes "
+            "(accelerate / torchrun) are not supported by the trac-eval hook; use data_parallel_size=N with --model "
+            "vllm, or a vLLM server with --data-parallel-size and --model local-completions"
         )
     results: list[str] = [""] * len(requests)
     plain = [index for index, flag in enumerate(is_trac) if not flag]

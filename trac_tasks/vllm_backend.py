@@ -17,29 +17,40 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from trac_tasks.config import PROBE_MAX_TOKENS, TracConfig, strip_trac
+from trac_tasks.config import NEXT_TOKEN_LOGPROBS, PROBE_MAX_TOKENS, TracConfig, strip_trac
 from trac_tasks.chunk import ChunkState, ProbeJob
-from trac_tasks.runner import P_TRUE_CANDIDATES, ProbeOutput, Trace, TracRunner, hook_generate_until
-
-NEXT_TOKEN_LOGPROBS = 20
-"""P(True) reads its letters among the 20 most likely next tokens (a letter outside them has probability ≈ 0)."""
-
+from trac_tasks.runner import (
+    BatchTracRunner,
+    ProbeOutput,
+    Trace,
+    finish_reason_of,
+    hook_generate_until,
+    p_true_logprobs,
+)
 
 def install(module: ModuleType) -> None:
     """Wrap ``module.VLLM.generate_until`` so TrAC requests are captured and probed."""
     hook_generate_until(module.VLLM, VllmTracRunner)
 
 
-class VllmTracRunner(TracRunner):
+class VllmTracRunner(BatchTracRunner):
     """The runner's engine primitives on an lm-eval ``VLLM`` object (one in-process ``vllm.LLM``)."""
 
-    def __init__(self, lm: Any) -> None:
+    def __init__(self, lm: Any, sink: Any = None) -> None:
         from vllm import SamplingParams, TokensPrompt
 
-        super().__init__(lm, lm.tokenizer, str(lm.model_args.get("model")), lm.max_length)
+        super().__init__(lm, lm.tokenizer, str(lm.model_args.get("model")), lm.max_length, sink)
         self.sampling_params = SamplingParams
         self.tokens_prompt = TokensPrompt
         self.request_counter = itertools.count()
+
+    def run(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[Any]:
+        """With lm-eval's ``data_parallel_size > 1``, on that many Ray replicas (:mod:`trac_tasks.data_parallel`)."""
+        if int(getattr(self.lm, "data_parallel_size", 1) or 1) > 1:
+            from trac_tasks.data_parallel import run_on_replicas
+
+            return run_on_replicas(self, requests)
+        return super().run(requests, disable_tqdm)
 
     def _generate(self, prompts: Sequence[list[int]], params: Any) -> list[Any]:
         return self.lm.model.generate([self.tokens_prompt(prompt_token_ids=ids) for ids in prompts],
@@ -120,12 +131,8 @@ class VllmTracRunner(TracRunner):
     def _job_result(self, job: ProbeJob, output: Any, seconds: float) -> ProbeOutput | dict[str, float]:
         """A job's engine output in the runner's terms."""
         if job.kind == "next_token":
-            found: dict[str, float] = {}
-            for entry in sorted(output.outputs[0].logprobs[0].values(), key=lambda item: -item.logprob):
-                text = (entry.decoded_token or "").strip()
-                if text in P_TRUE_CANDIDATES and text not in found:
-                    found[text] = entry.logprob
-            return found
+            return p_true_logprobs((entry.decoded_token, entry.logprob)
+                                   for entry in output.outputs[0].logprobs[0].values())
         if job.kind == "score":
             chosen, top = _logprob_arrays(job.tokens, output.prompt_logprobs[len(job.prompt_ids):])
             return ProbeOutput(token_ids=list(job.tokens), chosen=chosen, top=top,
@@ -145,7 +152,7 @@ class VllmTracRunner(TracRunner):
 
         completion = output.outputs[0]
         chosen, top = _logprob_arrays(completion.token_ids, completion.logprobs)
-        finish_reason = _finish_reason(completion)
+        finish_reason = finish_reason_of(completion.finish_reason, completion.stop_reason)
         generated = list(completion.token_ids)
         return Trace(
             request=request, repeat=repeat, config=config, prompt_ids=prompt_ids, generated_ids=generated,
@@ -251,15 +258,3 @@ def _logprob_arrays(token_ids: Sequence[int], logprobs: Sequence[Any]) -> tuple[
         chosen.append(position[token_id].logprob)
         top.append([entry.logprob for entry in position.values()])
     return chosen, top
-
-
-def _finish_reason(completion: Any) -> str:
-    """``"eos"`` (an end-of-sequence or stop token id, kept as the last token id), ``"stop:<string>"`` (an lm-eval
-    stop sequence) or ``"length"`` (cut at the token limit)."""
-    if completion.finish_reason == "length":
-        return "length"
-    if completion.finish_reason != "stop":
-        raise RuntimeError(f"trac-eval: vLLM ended a generation with finish reason {completion.finish_reason!r}")
-    if completion.stop_reason is None or isinstance(completion.stop_reason, int):
-        return "eos"
-    return f"stop:{completion.stop_reason}"
