@@ -51,8 +51,10 @@ def main() -> None:
     pairs = synthetic_pairs(args.pairs, args.questions, args.methods, args.responses, args.seed)
     methods = list(pairs[0].scores)
     wall, cpu = {}, {}
-    print(f"{args.pairs} pairs x {args.questions} questions x {args.responses} responses, "
-          f"{args.resamples} resamples, {args.methods} methods")
+    print(
+        f"{args.pairs} pairs x {args.questions} questions x {args.responses} responses, "
+        f"{args.resamples} resamples, {args.methods} methods"
+    )
     print(f"{'metric':<8} {'wall s':>7} {'CPU s':>7} {'best macro':>11} {'95% CI':>17}")
     for metric in (selective.auroc, selective.aurc):
         name = metric.__name__

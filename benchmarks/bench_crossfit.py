@@ -69,8 +69,10 @@ def main() -> None:
     X, y, groups = synthetic_data(args.rows, args.features, args.group_size, args.missing_rate, args.seed)
     seeds = FOLD_SEEDS[: args.n_seeds]
     fits = len(seeds) * args.folds
-    print(f"{'repeat':>6} {'rows':>7} {'feats':>5} {'groups':>6} {'fits':>4} "
-          f"{'split s':>8} {'total s':>8} {'fit ms':>7} {'AUROC':>6}")
+    print(
+        f"{'repeat':>6} {'rows':>7} {'feats':>5} {'groups':>6} {'fits':>4} "
+        f"{'split s':>8} {'total s':>8} {'fit ms':>7} {'AUROC':>6}"
+    )
     split_times, total_times = [], []
     for repeat in range(args.repeats):
         with threadpool_limits(limits=args.blas_threads, user_api="blas"):
@@ -83,8 +85,10 @@ def main() -> None:
             total_times.append(time.perf_counter() - start)
         auroc = oof_metric(scores, y, binary_auroc)
         fit_ms = 1000 * (total_times[-1] - split_times[-1]) / fits
-        print(f"{repeat:>6} {args.rows:>7} {args.features:>5} {groups.max() + 1:>6} {fits:>4} "
-              f"{split_times[-1]:>8.3f} {total_times[-1]:>8.3f} {fit_ms:>7.1f} {auroc:>6.3f}")
+        print(
+            f"{repeat:>6} {args.rows:>7} {args.features:>5} {groups.max() + 1:>6} {fits:>4} "
+            f"{split_times[-1]:>8.3f} {total_times[-1]:>8.3f} {fit_ms:>7.1f} {auroc:>6.3f}"
+        )
     best = int(np.argmin(total_times))
     summary = {
         "benchmark": "cross_fit",

@@ -50,20 +50,33 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        specs = pair_specs([f"model-{i}" for i in range(args.models)], [f"task-{j}" for j in range(args.tasks)],
-                           args.questions, args.seed)
+        specs = pair_specs(
+            [f"model-{i}" for i in range(args.models)],
+            [f"task-{j}" for j in range(args.tasks)],
+            args.questions,
+            args.seed,
+        )
         folders = write_runs(root / "runs", specs, k=args.k, seed=args.seed)
         record_bytes = sum(path.stat().st_size for path in (root / "runs").rglob("*.jsonl"))
         stages: dict[str, dict[str, float]] = {}
         pairs = timed(stages, "load_records", lambda: load_pairs(folders))
-        data = timed(stages, "evaluate_and_bootstrap",
-                     lambda: build_report_data(pairs, n_resamples=args.resamples, seed=args.seed))
+        data = timed(
+            stages,
+            "evaluate_and_bootstrap",
+            lambda: build_report_data(pairs, n_resamples=args.resamples, seed=args.seed),
+        )
         timed(stages, "tables_and_plots", lambda: write_report(data, root / "report"))
     total = {key: sum(stage[key] for stage in stages.values()) for key in ("wall_s", "cpu_s")}
     result = {
-        "pairs": len(specs), "questions_per_pair": args.questions, "k": args.k, "resamples": args.resamples,
-        "responses": len(specs) * args.questions * args.k, "record_megabytes": record_bytes / 1e6,
-        "stages": stages, "total_wall_s": total["wall_s"], "total_cpu_s": total["cpu_s"],
+        "pairs": len(specs),
+        "questions_per_pair": args.questions,
+        "k": args.k,
+        "resamples": args.resamples,
+        "responses": len(specs) * args.questions * args.k,
+        "record_megabytes": record_bytes / 1e6,
+        "stages": stages,
+        "total_wall_s": total["wall_s"],
+        "total_cpu_s": total["cpu_s"],
         "peak_rss_megabytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "cpu_count": os.cpu_count(),
     }

@@ -4,4 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh
 source scripts/cpu_env.sh
+python3 -m ruff check .            # lint (rules in pyproject.toml)
+python3 -m ruff format --check .   # formatting
 python3 -m pytest -q tests "$@"

@@ -55,7 +55,8 @@ def thinking_model(tiny_model: Path, tmp_path_factory) -> Path:
     opener = "{{ '<|im_start|>assistant\n' }}"
     assert opener in tokenizer.chat_template
     tokenizer.chat_template = tokenizer.chat_template.replace(
-        opener, "{{ '<|im_start|>assistant\n" + THINKING_TEMPLATE_OPENER + "' }}")
+        opener, "{{ '<|im_start|>assistant\n" + THINKING_TEMPLATE_OPENER + "' }}"
+    )
     model = AutoModelForCausalLM.from_pretrained(tiny_model)
     model.resize_token_embeddings(len(tokenizer))
     model.save_pretrained(target)

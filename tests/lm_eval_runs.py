@@ -25,8 +25,9 @@ def write_local_math500_task(root: Path, n_rows: int, repeats: int, max_gen_toks
     data.write_text(render(demo_rows()[:n_rows]), encoding="utf-8")
     tasks = root / "tasks"
     tasks.mkdir()
-    (tasks / f"{LOCAL_TASK}.yaml").write_text(f"""
-include: {REPO / 'task_configs' / 'trac_math500.yaml'}
+    (tasks / f"{LOCAL_TASK}.yaml").write_text(
+        f"""
+include: {REPO / "task_configs" / "trac_math500.yaml"}
 task: {LOCAL_TASK}
 custom_dataset: !function trac_tasks.dataset_loaders.local_jsonl
 dataset_kwargs:
@@ -43,9 +44,12 @@ generation_kwargs:
     reference: "{{{{answer}}}}"
     metadata_fields: [subject, level, unique_id]
 {extra_trac}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     # a task without TrAC switches on the same rows: it must run as in plain lm-eval, beside the TrAC task
-    (tasks / f"{PLAIN_TASK}.yaml").write_text(f"""
+    (tasks / f"{PLAIN_TASK}.yaml").write_text(
+        f"""
 task: {PLAIN_TASK}
 custom_dataset: !function trac_tasks.dataset_loaders.local_jsonl
 dataset_kwargs:
@@ -62,7 +66,9 @@ metric_list:
   - metric: exact_match
     aggregation: mean
     higher_is_better: true
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return tasks
 
 
@@ -104,14 +110,34 @@ class LmEvalRun:
         return sorted((self.out / "trac_records").glob(f"{task}.*.jsonl"))
 
 
-def run_lm_eval(root: Path, tasks_dir: Path, model_args: str, model: str = "vllm", *extra: str,
-                tasks: str = LOCAL_TASK, timeout: int = 2400) -> LmEvalRun:
+def run_lm_eval(
+    root: Path,
+    tasks_dir: Path,
+    model_args: str,
+    model: str = "vllm",
+    *extra: str,
+    tasks: str = LOCAL_TASK,
+    timeout: int = 2400,
+) -> LmEvalRun:
     """``lm_eval`` as a user types it (plus ``--include_path`` for the local-data tasks), run in ``root``; fails
     with the log."""
     out = root / "out"
-    command = [shutil.which("lm_eval"), "--tasks", tasks, "--include_path", str(tasks_dir), "--model", model,
-               "--model_args", model_args, "--apply_chat_template", "--output_path", str(out), "--log_samples",
-               *extra]
+    command = [
+        shutil.which("lm_eval"),
+        "--tasks",
+        tasks,
+        "--include_path",
+        str(tasks_dir),
+        "--model",
+        model,
+        "--model_args",
+        model_args,
+        "--apply_chat_template",
+        "--output_path",
+        str(out),
+        "--log_samples",
+        *extra,
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=engine_env(), cwd=root)
     log = result.stdout + result.stderr
     if result.returncode != 0:

@@ -9,9 +9,16 @@ import numpy as np
 from trac_metrics.records import ProbeRecord, ResponseRecord
 
 
-def synthetic_question(rng: np.random.Generator, doc_id: int, correct: bool, k: int = 4, signal: float = 1.0,
-                       task: str = "synthetic", model: str = "synthetic",
-                       decoding: dict[str, float] | None = None) -> list[ResponseRecord]:
+def synthetic_question(
+    rng: np.random.Generator,
+    doc_id: int,
+    correct: bool,
+    k: int = 4,
+    signal: float = 1.0,
+    task: str = "synthetic",
+    model: str = "synthetic",
+    decoding: dict[str, float] | None = None,
+) -> list[ResponseRecord]:
     """K records of one question: the primary is right iff ``correct``; probes agree and logprobs are higher for
     correct primaries, by an amount that grows with ``signal`` (0 = no signal)."""
     reference = str(doc_id + 10)
@@ -26,20 +33,42 @@ def synthetic_question(rng: np.random.Generator, doc_id: int, correct: bool, k: 
         probe_answer = answer if agree else str(int(answer) + 7)
         probe_logprobs = np.minimum(rng.normal(-0.5 + shift, 0.3, 3), 0.0)
         probe = ProbeRecord(
-            variant="trace", appended_text="\n\nThe final answer is \\boxed{", text=f"{probe_answer}}}",
-            answer=probe_answer, token_ids=np.arange(3), token_logprobs=probe_logprobs,
-            top_logprobs=np.full((3, 5), -4.0), answer_token_count=2, finish_reason="stop",
-            num_prompt_tokens=100 + n_tokens, num_cached_tokens=96, seconds=0.002 * (1 + rng.random()),
+            variant="trace",
+            appended_text="\n\nThe final answer is \\boxed{",
+            text=f"{probe_answer}}}",
+            answer=probe_answer,
+            token_ids=np.arange(3),
+            token_logprobs=probe_logprobs,
+            top_logprobs=np.full((3, 5), -4.0),
+            answer_token_count=2,
+            finish_reason="stop",
+            num_prompt_tokens=100 + n_tokens,
+            num_cached_tokens=96,
+            seconds=0.002 * (1 + rng.random()),
         )
-        records.append(ResponseRecord(
-            task=task, doc_id=doc_id, repeat=repeat, model=model, answer_kind="math", prompt_token_count=50,
-            text=f"Let me think. maybe {answer}. The answer is \\boxed{{{answer}}}", answer=answer,
-            reference=reference, finish_reason="eos", top_k=5, token_ids=np.arange(n_tokens),
-            token_logprobs=logprobs, topk_entropy=rng.uniform(0.1, 1.5, n_tokens),
-            topk_mean_logprob=logprobs - rng.uniform(1.0, 4.0, n_tokens), probes={"trace": probe},
-            num_samples=k, decoding=dict(decoding or {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}),
-            timing={"generation_seconds": 0.01 * n_tokens},
-        ))
+        records.append(
+            ResponseRecord(
+                task=task,
+                doc_id=doc_id,
+                repeat=repeat,
+                model=model,
+                answer_kind="math",
+                prompt_token_count=50,
+                text=f"Let me think. maybe {answer}. The answer is \\boxed{{{answer}}}",
+                answer=answer,
+                reference=reference,
+                finish_reason="eos",
+                top_k=5,
+                token_ids=np.arange(n_tokens),
+                token_logprobs=logprobs,
+                topk_entropy=rng.uniform(0.1, 1.5, n_tokens),
+                topk_mean_logprob=logprobs - rng.uniform(1.0, 4.0, n_tokens),
+                probes={"trace": probe},
+                num_samples=k,
+                decoding=dict(decoding or {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}),
+                timing={"generation_seconds": 0.01 * n_tokens},
+            )
+        )
     return records
 
 
@@ -57,9 +86,18 @@ def with_every_input(records: list[ResponseRecord], rng: np.random.Generator) ->
     for variant in ("question_only", "shuffled_trace", "teacher_forced"):
         answer = trace.answer if rng.random() < 0.6 else str(int(trace.answer) + 1)
         probes[variant] = dataclasses.replace(
-            trace, variant=variant, answer=answer, text=answer + "}", seconds=0.003 * (1 + rng.random()),
+            trace,
+            variant=variant,
+            answer=answer,
+            text=answer + "}",
+            seconds=0.003 * (1 + rng.random()),
             token_logprobs=np.minimum(rng.normal(-0.8, 0.4, 3), 0.0),
-            finish_reason="teacher_forced" if variant == "teacher_forced" else "stop")
-    primary = dataclasses.replace(primary, probes=probes, p_true=float(rng.uniform(0.05, 0.95)),
-                                  timing={**primary.timing, "p_true_seconds": 0.004 * (1 + rng.random())})
+            finish_reason="teacher_forced" if variant == "teacher_forced" else "stop",
+        )
+    primary = dataclasses.replace(
+        primary,
+        probes=probes,
+        p_true=float(rng.uniform(0.05, 0.95)),
+        timing={**primary.timing, "p_true_seconds": 0.004 * (1 + rng.random())},
+    )
     return [primary, *others]

@@ -51,8 +51,13 @@ def _with_extras(records, rng):
     variants = {}
     for variant in ("question_only", "shuffled_trace", "teacher_forced"):
         answer = primary.answer if rng.random() < (0.65 if correct else 0.4) else str(int(primary.answer) + 5)
-        variants[variant] = replace(trace, variant=variant, answer=answer, text=f"{answer}}}",
-                                    token_logprobs=np.minimum(rng.normal(-0.8, 0.4, 3), 0.0))
+        variants[variant] = replace(
+            trace,
+            variant=variant,
+            answer=answer,
+            text=f"{answer}}}",
+            token_logprobs=np.minimum(rng.normal(-0.8, 0.4, 3), 0.0),
+        )
     p_true = float(np.clip(rng.normal(0.65 if correct else 0.45, 0.15), 0.01, 0.99))
     return [replace(primary, probes={**primary.probes, **variants}, p_true=p_true), *records[1:]]
 
@@ -74,10 +79,17 @@ def extras(tmp_path_factory):
 
 def _rows(pair, method):
     """Feature rows of a head, built here from the evidence (not via the method registry)."""
+
     def row(evidence):
         features = evidence["features"]
-        return {"tup": features["tup"], "pce": features["pce"], "trac": [*features["pce"], *features["tup"]],
-                "pce_agreement": features["pce"][:1], "pce_question_only": features.get("pce_question_only")}[method]
+        return {
+            "tup": features["tup"],
+            "pce": features["pce"],
+            "trac": [*features["pce"], *features["tup"]],
+            "pce_agreement": features["pce"][:1],
+            "pce_question_only": features.get("pce_question_only"),
+        }[method]
+
     return np.asarray([row(evidence) for evidence in pair.evidences], dtype=np.float64)
 
 
@@ -109,7 +121,8 @@ def test_pce_decomposition_agreement_only_is_a_head_on_e_alone(data):
     expected = np.mean([_cross_fitted_auroc(pair, "pce_agreement") for pair in data.pairs])
     assert table.frame.loc["Agreement only", "AUROC"] == pytest.approx(expected)
     assert table.frame.loc["Agreement + likelihood (= PCE)", "AUROC"] == pytest.approx(
-        np.mean([_cross_fitted_auroc(pair, "pce") for pair in data.pairs]))
+        np.mean([_cross_fitted_auroc(pair, "pce") for pair in data.pairs])
+    )
 
 
 def test_tables_without_probe_variants_or_p_true_are_empty_and_say_how_to_get_them(data):
@@ -122,8 +135,12 @@ def test_tables_without_probe_variants_or_p_true_are_empty_and_say_how_to_get_th
 
 def test_trace_controls_cover_only_the_pairs_with_the_probes(extras):
     table = analyses.trace_controls(extras)
-    assert list(table.frame.index) == ["Question-only probe", "Shuffled-trace probe", "Teacher-forced support",
-                                       "PCE with completed trace"]
+    assert list(table.frame.index) == [
+        "Question-only probe",
+        "Shuffled-trace probe",
+        "Teacher-forced support",
+        "PCE with completed trace",
+    ]
     with_probes = [i for i, pair in enumerate(extras.pairs) if pair.model != "m3"]
     assert len(with_probes) == 2
     question_only = np.mean([_cross_fitted_auroc(extras.pairs[i], "pce_question_only") for i in with_probes])
@@ -134,10 +151,17 @@ def test_trace_controls_cover_only_the_pairs_with_the_probes(extras):
     assert (table.frame["pairs"] == 2).all()
     # the interval comes from the same bootstrap restricted to those pairs (the shared one has no interval here)
     methods = ["pce_question_only", "pce_shuffled_trace", "pce_teacher_forced", "pce"]
-    samples = reference_samples([extras.pairs[i] for i in with_probes], [extras.evaluations[i] for i in with_probes],
-                                methods, "auroc", extras.n_resamples, extras.seed)
+    samples = reference_samples(
+        [extras.pairs[i] for i in with_probes],
+        [extras.evaluations[i] for i in with_probes],
+        methods,
+        "auroc",
+        extras.n_resamples,
+        extras.seed,
+    )
     assert tuple(table.frame.loc["Question-only probe", ["CI lo", "CI hi"]]) == pytest.approx(
-        percentile_interval(samples["pce_question_only"]), abs=1e-12)
+        percentile_interval(samples["pce_question_only"]), abs=1e-12
+    )
     lo, hi = table.frame.loc["Question-only probe", ["CI lo", "CI hi"]]
     assert lo <= table.frame.loc["Question-only probe", "AUROC"] <= hi
     assert math.isnan(extras.ci("pce_question_only", "auroc")[0])
@@ -148,8 +172,9 @@ def test_p_true_fusion_macro_of_raw_p_true(extras):
     table = analyses.p_true_fusion(extras)
     assert list(table.frame.index) == ["P(True)", "PCE", "P(True) + PCE"]
     pairs = [pair for pair in extras.pairs if pair.model != "m3"]
-    expected = np.mean([selective.auroc([e["baselines"]["p_true"] for e in pair.evidences], pair.labels)
-                        for pair in pairs])
+    expected = np.mean(
+        [selective.auroc([e["baselines"]["p_true"] for e in pair.evidences], pair.labels) for pair in pairs]
+    )
     assert table.frame.loc["P(True)", "AUROC"] == pytest.approx(expected)
     assert "m3 / t9" in table.note
 
@@ -224,7 +249,8 @@ def test_one_task_makes_lodo_nan_with_the_reason(extras):
     by_target = analyses.transfer_by_target(extras)
     assert math.isnan(by_target.frame.loc["t9", "Transfer"]) and math.isnan(by_target.frame.loc["t9", "Δ"])
     assert by_target.frame.loc["t9", "In-domain"] == pytest.approx(
-        np.mean([e.metrics["pce_auroc"] for e in extras.evaluations]))
+        np.mean([e.metrics["pce_auroc"] for e in extras.evaluations])
+    )
     assert "LODO is NaN: it needs at least 2 tasks" in by_target.note
     representations = analyses.transfer_representations(extras)
     assert representations.frame["LODO"].isna().all()
@@ -267,7 +293,8 @@ def test_label_efficiency_recomputed_and_small_fractions_nan(data):
             expected[label, fraction] = np.mean(values)
             assert table.frame.loc[f"{fraction * 100:g}%", label] == pytest.approx(expected[label, fraction])
         assert table.frame.loc["25%", f"{label} retention"] == pytest.approx(
-            expected[label, 0.25] / expected[label, 1.0])
+            expected[label, 0.25] / expected[label, 1.0]
+        )
         assert math.isnan(table.frame.loc["1%", label])
     assert table.frame.loc["1%", "pairs"] == 0 and table.frame.loc["100%", "pairs"] == len(data.pairs)
     assert "1%: 7 of 7 pair(s) NaN" in table.note and "at least 2 of each" in table.note
@@ -305,9 +332,17 @@ def test_decoding_symmetry_empty_without_variants(extras):
 
 def test_all_analyses_in_paper_order(extras):
     names = [table.name for table in analyses.all_analyses(extras)]
-    assert names == ["ablation_components", "ablation_trace_controls", "ablation_pce_decomposition",
-                     "ablation_p_true", "consensus_blind_spot", "transfer_lodo", "transfer_representations",
-                     "label_efficiency", "decoding_symmetry"]
+    assert names == [
+        "ablation_components",
+        "ablation_trace_controls",
+        "ablation_pce_decomposition",
+        "ablation_p_true",
+        "consensus_blind_spot",
+        "transfer_lodo",
+        "transfer_representations",
+        "label_efficiency",
+        "decoding_symmetry",
+    ]
 
 
 def test_blind_spot_without_votes(tmp_path):
@@ -319,6 +354,10 @@ def test_blind_spot_without_votes(tmp_path):
 
 def test_decodings_that_differ_only_in_top_p_get_distinct_labels():
     default = {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}
-    labels = {decoding_label(default), decoding_label({**default, "top_p": 0.9}),
-              decoding_label({**default, "temperature": 0.0, "top_p": 1.0}), decoding_label({})}
+    labels = {
+        decoding_label(default),
+        decoding_label({**default, "top_p": 0.9}),
+        decoding_label({**default, "temperature": 0.0, "top_p": 1.0}),
+        decoding_label({}),
+    }
     assert labels == {"T=0.7→greedy", "T=0.7,top-p=0.9→greedy", "greedy→greedy", "?→?"}

@@ -29,8 +29,10 @@ from trac_tasks.config import TracConfig
 from trac_tasks.lm_eval_hooks import task_config_dir
 
 SOLVE = "Solve the following problem step by step. End your response with the final answer in \\boxed{}."
-CHOOSE = ("Solve the following multiple-choice problem step by step. End your response with the letter of the correct "
-          "option in \\boxed{}.")
+CHOOSE = (
+    "Solve the following multiple-choice problem step by step. End your response with the letter of the correct "
+    "option in \\boxed{}."
+)
 MATH_TASKS = ["trac_gsm8k", "trac_math500", "trac_minerva", "trac_olympiadbench", "trac_aime"]
 
 
@@ -56,43 +58,89 @@ class Case:
 
 
 def local_jsonl_source(file_name: str, split: str = "test") -> str:
-    return (f"custom_dataset: !function trac_tasks.dataset_loaders.local_jsonl\n"
-            f"dataset_kwargs:\n  data_file: {{data}}/{file_name}\n  split: {split}\n")
+    return (
+        f"custom_dataset: !function trac_tasks.dataset_loaders.local_jsonl\n"
+        f"dataset_kwargs:\n  data_file: {{data}}/{file_name}\n  split: {split}\n"
+    )
 
 
 AIME24_ROWS = [  # Maxwell-Jia/AIME_2024: ID, Problem, Solution, Answer (an int)
-    {"ID": "2024-I-1", "Problem": "Every morning Aya goes for a 9-kilometer-long walk. Find the number of minutes.",
-     "Solution": "... so the walk takes 204 minutes.", "Answer": 204},
-    {"ID": "2024-II-4", "Problem": "Let x, y and z be positive real numbers. Find m+n.",
-     "Solution": "... giving 33.", "Answer": 33},
+    {
+        "ID": "2024-I-1",
+        "Problem": "Every morning Aya goes for a 9-kilometer-long walk. Find the number of minutes.",
+        "Solution": "... so the walk takes 204 minutes.",
+        "Answer": 204,
+    },
+    {
+        "ID": "2024-II-4",
+        "Problem": "Let x, y and z be positive real numbers. Find m+n.",
+        "Solution": "... giving 33.",
+        "Answer": 33,
+    },
 ]
 AIME25_ROWS = [  # math-ai/aime25: id, problem, answer (a string)
-    {"id": "0", "problem": "Find the sum of all integer bases b > 9 for which 17_b is a divisor of 97_b.",
-     "answer": "70"},
+    {
+        "id": "0",
+        "problem": "Find the sum of all integer bases b > 9 for which 17_b is a divisor of 97_b.",
+        "answer": "70",
+    },
 ]
 AIME24_DOCS = [Doc("9-kilometer-long walk", "204", "204", "240"), Doc("positive real numbers", "33", "33.0", "34")]
 AIME25_DOCS = [Doc("integer bases b > 9", "70", "70", "7")]
 
 GPQA_ROWS = [  # Idavidrein/gpqa, gpqa_diamond
-    {"Question": "Which particle mediates the electromagnetic force?\n", "Correct Answer": "the photon",
-     "Incorrect Answer 1": "the gluon", "Incorrect Answer 2": "the W boson", "Incorrect Answer 3": "the graviton",
-     "Explanation": "QED.", "Record ID": "rec06pnAkLOr2t2mp", "High-level domain": "Physics",
-     "Subdomain": "Particle physics"},
-    {"Question": "What is the oxidation state of Mn in KMnO4?", "Correct Answer": "+7", "Incorrect Answer 1": "+5",
-     "Incorrect Answer 2": "+2", "Incorrect Answer 3": "+4", "Explanation": "K is +1, O is -2.",
-     "Record ID": "recZ13cwgDQb9jRd9", "High-level domain": "Chemistry", "Subdomain": "Inorganic Chemistry"},
+    {
+        "Question": "Which particle mediates the electromagnetic force?\n",
+        "Correct Answer": "the photon",
+        "Incorrect Answer 1": "the gluon",
+        "Incorrect Answer 2": "the W boson",
+        "Incorrect Answer 3": "the graviton",
+        "Explanation": "QED.",
+        "Record ID": "rec06pnAkLOr2t2mp",
+        "High-level domain": "Physics",
+        "Subdomain": "Particle physics",
+    },
+    {
+        "Question": "What is the oxidation state of Mn in KMnO4?",
+        "Correct Answer": "+7",
+        "Incorrect Answer 1": "+5",
+        "Incorrect Answer 2": "+2",
+        "Incorrect Answer 3": "+4",
+        "Explanation": "K is +1, O is -2.",
+        "Record ID": "recZ13cwgDQb9jRd9",
+        "High-level domain": "Chemistry",
+        "Subdomain": "Inorganic Chemistry",
+    },
 ]
 
 BBH_TARGETS = {  # one row per subtask, targets in the formats of docs/method.md#bbh-target-formats
-    "boolean_expressions": "True", "causal_judgement": "No", "date_understanding": "(B)",
-    "disambiguation_qa": "(A)", "dyck_languages": "] ]", "formal_fallacies": "invalid", "geometric_shapes": "(J)",
-    "hyperbaton": "(B)", "logical_deduction_five_objects": "(C)", "logical_deduction_seven_objects": "(G)",
-    "logical_deduction_three_objects": "(A)", "movie_recommendation": "(D)", "multistep_arithmetic_two": "-24",
-    "navigate": "Yes", "object_counting": "8", "penguins_in_a_table": "(E)",
-    "reasoning_about_colored_objects": "(O)", "ruin_names": "(C)", "salient_translation_error_detection": "(F)",
-    "snarks": "(A)", "sports_understanding": "no", "temporal_sequences": "(D)",
-    "tracking_shuffled_objects_five_objects": "(E)", "tracking_shuffled_objects_seven_objects": "(F)",
-    "tracking_shuffled_objects_three_objects": "(B)", "web_of_lies": "Yes", "word_sorting": "apple banana cherry",
+    "boolean_expressions": "True",
+    "causal_judgement": "No",
+    "date_understanding": "(B)",
+    "disambiguation_qa": "(A)",
+    "dyck_languages": "] ]",
+    "formal_fallacies": "invalid",
+    "geometric_shapes": "(J)",
+    "hyperbaton": "(B)",
+    "logical_deduction_five_objects": "(C)",
+    "logical_deduction_seven_objects": "(G)",
+    "logical_deduction_three_objects": "(A)",
+    "movie_recommendation": "(D)",
+    "multistep_arithmetic_two": "-24",
+    "navigate": "Yes",
+    "object_counting": "8",
+    "penguins_in_a_table": "(E)",
+    "reasoning_about_colored_objects": "(O)",
+    "ruin_names": "(C)",
+    "salient_translation_error_detection": "(F)",
+    "snarks": "(A)",
+    "sports_understanding": "no",
+    "temporal_sequences": "(D)",
+    "tracking_shuffled_objects_five_objects": "(E)",
+    "tracking_shuffled_objects_seven_objects": "(F)",
+    "tracking_shuffled_objects_three_objects": "(B)",
+    "web_of_lies": "Yes",
+    "word_sorting": "apple banana cherry",
 }
 # a non-letter target of a letter subtask (docs/method.md#bbh-target-formats)
 BBH_EXTRA = {"movie_recommendation": "Monsters, Inc"}
@@ -104,10 +152,13 @@ def bbh_input(subtask: str) -> str:
 
 
 def bbh_files() -> dict[str, list[dict]]:
-    files = {f"bbh/{subtask}.jsonl": [{"input": bbh_input(subtask), "target": target}]
-             for subtask, target in BBH_TARGETS.items()}
-    files["bbh/movie_recommendation.jsonl"].append({"input": "Find a movie similar to Toy Story.",
-                                                    "target": BBH_EXTRA["movie_recommendation"]})
+    files = {
+        f"bbh/{subtask}.jsonl": [{"input": bbh_input(subtask), "target": target}]
+        for subtask, target in BBH_TARGETS.items()
+    }
+    files["bbh/movie_recommendation.jsonl"].append(
+        {"input": "Find a movie similar to Toy Story.", "target": BBH_EXTRA["movie_recommendation"]}
+    )
     return files
 
 
@@ -142,58 +193,121 @@ def gpqa_docs() -> list[Doc]:
 
 
 CASES = [
-    Case("trac_gsm8k",
-         {"gsm8k.jsonl": [  # openai/gsm8k main: question, answer (worked solution ending in "#### <number>")
-             {"question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in "
-                          "May. How many clips did Natalia sell altogether in April and May?",
-              "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips "
-                        "altogether in April and May.\n#### 72"},
-             {"question": "A farm sells 1200 eggs a week. How many eggs does it sell in a week?",
-              "answer": "It sells 1,200 eggs.\n#### 1,200"}]},
-         local_jsonl_source("gsm8k.jsonl"),
-         [Doc("Natalia sold clips to 48", "72", "72", "24"), Doc("1200 eggs a week", "1,200", "1200", "120")]),
-    Case("trac_math500",
-         {"math500.jsonl": [  # HuggingFaceH4/MATH-500
-             {"problem": "Convert the point $(0,3)$ in rectangular coordinates to polar coordinates.",
-              "solution": "... $\\boxed{\\left( 3, \\frac{\\pi}{2} \\right)}$", "answer":
-                  "\\left( 3, \\frac{\\pi}{2} \\right)", "subject": "Precalculus", "level": 2,
-              "unique_id": "test/precalculus/807.json"}]},
-         local_jsonl_source("math500.jsonl"),
-         [Doc("rectangular coordinates", "\\left( 3, \\frac{\\pi}{2} \\right)", "(3, \\pi/2)", "(3, \\pi)")]),
-    Case("trac_minerva",
-         {"minerva.jsonl": [  # math-ai/minervamath: question, answer
-             {"question": "Each of the two Magellan telescopes has a diameter of $6.5 \\mathrm{~m}$. Compute the "
-                          "diffraction limit in arcseconds.", "answer": "1.6"},
-             {"question": "Preamble: a star has luminosity L. Find its radius in units of $10^{9}$ m.",
-              "answer": "7.5"}]},
-         local_jsonl_source("minerva.jsonl"),
-         [Doc("Magellan telescopes", "1.6", "1.60", "16"), Doc("luminosity L", "7.5", "7.50", "0.75")]),
-    Case("trac_olympiadbench",
-         {"olympiadbench.jsonl": [  # Hothan/OlympiadBench OE_TO_maths_en_COMP
-             {"id": 2231, "question": "Find the smallest positive integer $n$ with the property.", "solution":
-                 ["We show that $n=2$ works."], "final_answer": ["2"], "is_multiple_answer": False, "unit": None,
-              "answer_type": "Numerical", "context": None, "subfield": "Number Theory", "language": "English",
-              "image_1": None},
-             {"id": 2233, "question": "Find all triples $(a,b,c)$ with $a+b+c=28$.", "solution": ["..."],
-              "final_answer": ["$(1,8,19), (2,7,13)$"], "is_multiple_answer": True, "unit": None,
-              "answer_type": "Tuple", "context": None, "subfield": "Algebra", "language": "English",
-              "image_1": None},
-             {"id": 2240, "question": "Compute the value of $x$.", "solution": ["..."],
-              "final_answer": ["$\\frac{1}{2}$"], "is_multiple_answer": False, "unit": None,
-              "answer_type": "Numerical", "context": "Let $x$ satisfy $2x = 1$.", "subfield": "Algebra",
-              "language": "English", "image_1": None}]},
-         local_jsonl_source("olympiadbench.jsonl", split="train"),
-         [Doc("smallest positive integer", "2", "2", "3"),
-          Doc("Let $x$ satisfy $2x = 1$.\n\nCompute the value of $x$.", "\\frac{1}{2}", "0.5", "\\frac{1}{3}")]),
-    Case("trac_aime", {"aime24.jsonl": AIME24_ROWS, "aime25.jsonl": AIME25_ROWS},
-         "dataset_kwargs:\n  aime24_path: {data}/aime24.jsonl\n  aime25_path: {data}/aime25.jsonl\n",
-         AIME24_DOCS + AIME25_DOCS),
-    Case("trac_aime24", {"aime24.jsonl": AIME24_ROWS}, local_jsonl_source("aime24.jsonl", split="train"),
-         AIME24_DOCS),
+    Case(
+        "trac_gsm8k",
+        {
+            "gsm8k.jsonl": [  # openai/gsm8k main: question, answer (worked solution ending in "#### <number>")
+                {
+                    "question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many "
+                    "clips in May. How many clips did Natalia sell altogether in April and May?",
+                    "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 "
+                    "clips altogether in April and May.\n#### 72",
+                },
+                {
+                    "question": "A farm sells 1200 eggs a week. How many eggs does it sell in a week?",
+                    "answer": "It sells 1,200 eggs.\n#### 1,200",
+                },
+            ]
+        },
+        local_jsonl_source("gsm8k.jsonl"),
+        [Doc("Natalia sold clips to 48", "72", "72", "24"), Doc("1200 eggs a week", "1,200", "1200", "120")],
+    ),
+    Case(
+        "trac_math500",
+        {
+            "math500.jsonl": [  # HuggingFaceH4/MATH-500
+                {
+                    "problem": "Convert the point $(0,3)$ in rectangular coordinates to polar coordinates.",
+                    "solution": "... $\\boxed{\\left( 3, \\frac{\\pi}{2} \\right)}$",
+                    "answer": "\\left( 3, \\frac{\\pi}{2} \\right)",
+                    "subject": "Precalculus",
+                    "level": 2,
+                    "unique_id": "test/precalculus/807.json",
+                }
+            ]
+        },
+        local_jsonl_source("math500.jsonl"),
+        [Doc("rectangular coordinates", "\\left( 3, \\frac{\\pi}{2} \\right)", "(3, \\pi/2)", "(3, \\pi)")],
+    ),
+    Case(
+        "trac_minerva",
+        {
+            "minerva.jsonl": [  # math-ai/minervamath: question, answer
+                {
+                    "question": "Each of the two Magellan telescopes has a diameter of $6.5 \\mathrm{~m}$. Compute the "
+                    "diffraction limit in arcseconds.",
+                    "answer": "1.6",
+                },
+                {
+                    "question": "Preamble: a star has luminosity L. Find its radius in units of $10^{9}$ m.",
+                    "answer": "7.5",
+                },
+            ]
+        },
+        local_jsonl_source("minerva.jsonl"),
+        [Doc("Magellan telescopes", "1.6", "1.60", "16"), Doc("luminosity L", "7.5", "7.50", "0.75")],
+    ),
+    Case(
+        "trac_olympiadbench",
+        {
+            "olympiadbench.jsonl": [  # Hothan/OlympiadBench OE_TO_maths_en_COMP
+                {
+                    "id": 2231,
+                    "question": "Find the smallest positive integer $n$ with the property.",
+                    "solution": ["We show that $n=2$ works."],
+                    "final_answer": ["2"],
+                    "is_multiple_answer": False,
+                    "unit": None,
+                    "answer_type": "Numerical",
+                    "context": None,
+                    "subfield": "Number Theory",
+                    "language": "English",
+                    "image_1": None,
+                },
+                {
+                    "id": 2233,
+                    "question": "Find all triples $(a,b,c)$ with $a+b+c=28$.",
+                    "solution": ["..."],
+                    "final_answer": ["$(1,8,19), (2,7,13)$"],
+                    "is_multiple_answer": True,
+                    "unit": None,
+                    "answer_type": "Tuple",
+                    "context": None,
+                    "subfield": "Algebra",
+                    "language": "English",
+                    "image_1": None,
+                },
+                {
+                    "id": 2240,
+                    "question": "Compute the value of $x$.",
+                    "solution": ["..."],
+                    "final_answer": ["$\\frac{1}{2}$"],
+                    "is_multiple_answer": False,
+                    "unit": None,
+                    "answer_type": "Numerical",
+                    "context": "Let $x$ satisfy $2x = 1$.",
+                    "subfield": "Algebra",
+                    "language": "English",
+                    "image_1": None,
+                },
+            ]
+        },
+        local_jsonl_source("olympiadbench.jsonl", split="train"),
+        [
+            Doc("smallest positive integer", "2", "2", "3"),
+            Doc("Let $x$ satisfy $2x = 1$.\n\nCompute the value of $x$.", "\\frac{1}{2}", "0.5", "\\frac{1}{3}"),
+        ],
+    ),
+    Case(
+        "trac_aime",
+        {"aime24.jsonl": AIME24_ROWS, "aime25.jsonl": AIME25_ROWS},
+        "dataset_kwargs:\n  aime24_path: {data}/aime24.jsonl\n  aime25_path: {data}/aime25.jsonl\n",
+        AIME24_DOCS + AIME25_DOCS,
+    ),
+    Case("trac_aime24", {"aime24.jsonl": AIME24_ROWS}, local_jsonl_source("aime24.jsonl", split="train"), AIME24_DOCS),
     Case("trac_aime25", {"aime25.jsonl": AIME25_ROWS}, local_jsonl_source("aime25.jsonl"), AIME25_DOCS),
     Case("trac_bbh", bbh_files(), "dataset_kwargs:\n  data_dir: {data}/bbh\n", bbh_docs()),
-    Case("trac_gpqa_diamond", {"gpqa.jsonl": GPQA_ROWS}, "dataset_kwargs:\n  path: {data}/gpqa.jsonl\n",
-         gpqa_docs()),
+    Case("trac_gpqa_diamond", {"gpqa.jsonl": GPQA_ROWS}, "dataset_kwargs:\n  path: {data}/gpqa.jsonl\n", gpqa_docs()),
 ]
 
 
@@ -260,8 +374,10 @@ def test_gpqa_prompt_lists_the_shuffled_options_and_its_letter_names_the_correct
     for doc, row in zip(task.test_docs(), GPQA_ROWS, strict=True):
         prompt = task.doc_to_text(doc)
         options = re.findall(r"^\(([A-D])\) (.*)$", prompt, flags=re.MULTILINE)
-        assert sorted(text for _, text in options) == sorted(row[field].strip() for field in (
-            "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3"))
+        assert sorted(text for _, text in options) == sorted(
+            row[field].strip()
+            for field in ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")
+        )
         assert dict(options)[doc["answer"]] == row["Correct Answer"]
 
 
@@ -289,10 +405,14 @@ def gated_errors():
     from datasets.exceptions import DatasetNotFoundError
     from huggingface_hub.utils import GatedRepoError
 
-    return [DatasetNotFoundError("Dataset 'Idavidrein/gpqa' is a gated dataset on the Hub. You must be "
-                                 "authenticated to access it."),
-            GatedRepoError("Access to dataset Idavidrein/gpqa is restricted.",
-                           response=SimpleNamespace(headers={}, request=None))]
+    return [
+        DatasetNotFoundError(
+            "Dataset 'Idavidrein/gpqa' is a gated dataset on the Hub. You must be authenticated to access it."
+        ),
+        GatedRepoError(
+            "Access to dataset Idavidrein/gpqa is restricted.", response=SimpleNamespace(headers={}, request=None)
+        ),
+    ]
 
 
 @pytest.mark.parametrize("error", gated_errors(), ids=["DatasetNotFoundError", "GatedRepoError"])
@@ -306,8 +426,13 @@ def test_gpqa_without_access_says_to_accept_the_terms_and_log_in(monkeypatch, er
     with pytest.raises(dataset_loaders.GatedDatasetError) as raised:
         dataset_loaders.gpqa()
     message = str(raised.value)
-    for needed in ("https://huggingface.co/datasets/Idavidrein/gpqa", "accept", "hf auth login", "huggingface-cli login",
-                   "HF_TOKEN"):
+    for needed in (
+        "https://huggingface.co/datasets/Idavidrein/gpqa",
+        "accept",
+        "hf auth login",
+        "huggingface-cli login",
+        "HF_TOKEN",
+    ):
         assert needed.lower() in message.lower()
 
 
@@ -331,8 +456,15 @@ def test_math_group_loads_its_five_tasks_and_averages_them_unweighted(task_manag
     assert group.name == "trac_math" and [task.task_name for task in group.get_all_tasks()] == MATH_TASKS
     assert all(not item.weight_by_size and item.filter_list == ["none"] for item in group.aggregate_metric_list)
     sizes = {"trac_gsm8k": 1000, "trac_math500": 10, "trac_minerva": 10, "trac_olympiadbench": 10, "trac_aime": 10}
-    metrics = {name: {"acc,none": 1.0 if name == "trac_gsm8k" else 0.0, "trac_auroc,none": 0.5,
-                      "trac_auroc_stderr,none": "N/A", "sample_len": size} for name, size in sizes.items()}
+    metrics = {
+        name: {
+            "acc,none": 1.0 if name == "trac_gsm8k" else 0.0,
+            "trac_auroc,none": 0.5,
+            "trac_auroc_stderr,none": "N/A",
+            "sample_len": size,
+        }
+        for name, size in sizes.items()
+    }
     del metrics["trac_aime"]["trac_auroc,none"]  # a metric one task lacks: averaged over the others
     aggregated = group.aggregate(metrics)
     assert aggregated["acc,none"] == pytest.approx(0.2) and aggregated["trac_auroc,none"] == pytest.approx(0.5)
@@ -348,6 +480,7 @@ def test_math_group_aggregates_every_metric_a_trac_task_reports(task_manager):
 # ----------------------------------------------------------------------------------------------------------
 # The README's worked example ("Adding a benchmark by YAML")
 # ----------------------------------------------------------------------------------------------------------
+
 
 def test_readme_worked_example_loads_and_labels_answers(tmp_path, monkeypatch):
     from lm_eval.tasks import TaskManager

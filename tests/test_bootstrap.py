@@ -127,7 +127,7 @@ def test_resampling_is_hierarchical_and_stratified_by_question_correctness() -> 
 
     n_resamples = 40
     hierarchical_bootstrap(pairs, recorder, ["id"], n_resamples=n_resamples, seed=0)
-    resampled = seen[len(pairs):]  # the first calls are the point estimate on the original pairs
+    resampled = seen[len(pairs) :]  # the first calls are the point estimate on the original pairs
     assert len(resampled) == n_resamples * len(pairs)
     calls_per_pair = np.zeros(len(pairs), dtype=int)
     for scores, labels in resampled:
@@ -148,9 +148,7 @@ def test_resampling_is_hierarchical_and_stratified_by_question_correctness() -> 
 
 def test_paired_difference_uses_the_same_resamples() -> None:
     base = _synthetic_pairs(6, seed=5)
-    pairs = [
-        PairData(p.name, p.labels, p.groups, {**p.scores, "diff": p.scores["m1"] - p.scores["m0"]}) for p in base
-    ]
+    pairs = [PairData(p.name, p.labels, p.groups, {**p.scores, "diff": p.scores["m1"] - p.scores["m0"]}) for p in base]
 
     def mean_score(scores: np.ndarray, labels: np.ndarray) -> float:
         return float(np.mean(scores))

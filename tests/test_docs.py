@@ -71,8 +71,9 @@ def text_files(*names: str) -> list[Path]:
 
 
 def python_files(*packages: str) -> list[Path]:
-    return sorted(path for package in packages for path in (ROOT / package).rglob("*.py")
-                  if "__pycache__" not in path.parts)
+    return sorted(
+        path for package in packages for path in (ROOT / package).rglob("*.py") if "__pycache__" not in path.parts
+    )
 
 
 def _relative(path: Path) -> str:
@@ -96,8 +97,12 @@ def test_code_cites_no_external_document(path):
 
 def test_tests_configs_and_readme_cite_no_external_document():
     this_file = Path(__file__).resolve()
-    found = [citation for path in text_files("benchmarks", "tests", "task_configs", "README.md")
-             if path.resolve() != this_file for citation in _external_citations(path)]
+    found = [
+        citation
+        for path in text_files("benchmarks", "tests", "task_configs", "README.md")
+        if path.resolve() != this_file
+        for citation in _external_citations(path)
+    ]
     assert not found, "replace with a docs/method.md or docs/architecture.md section:\n" + "\n".join(found)
 
 

@@ -48,13 +48,22 @@ def test_evidence_features_match_the_feature_functions():
     evidence = question_evidence(records)
     primary = records[0]
     probe = primary.probes["trace"]
-    np.testing.assert_allclose(evidence["features"]["tup"], tup_features(
-        primary.token_logprobs.astype(float), primary.topk_entropy.astype(float)))
-    np.testing.assert_allclose(evidence["features"]["pce"], pce_features(
-        primary.answer, probe.answer, probe.answer_logprobs, probe.first_token_logprob), equal_nan=True)
+    np.testing.assert_allclose(
+        evidence["features"]["tup"],
+        tup_features(primary.token_logprobs.astype(float), primary.topk_entropy.astype(float)),
+    )
+    np.testing.assert_allclose(
+        evidence["features"]["pce"],
+        pce_features(primary.answer, probe.answer, probe.answer_logprobs, probe.first_token_logprob),
+        equal_nan=True,
+    )
     assert evidence["baselines"]["mean_logprob"] == pytest.approx(mean_logprob(primary.token_logprobs))
     assert evidence["num_samples"] == 3 and set(evidence["features"]["consensus"]) == {
-        "q_K", "h_K", "vote_margin", "q_primary"}
+        "q_K",
+        "h_K",
+        "vote_margin",
+        "q_primary",
+    }
 
 
 def test_trac_metrics_equal_an_independent_cross_fit(task_evidence):
@@ -72,9 +81,22 @@ def test_trac_metrics_equal_an_independent_cross_fit(task_evidence):
 
 def test_every_method_reports_every_metric_and_the_signal_is_found(task_evidence):
     metrics = evaluate_task(task_evidence).metrics
-    for method in ("trac", "pce", "tup", "cf", "sup_consensus", "mean_logprob", "self_certainty",
-                   "deepconf_bottom", "selfdoubt", "sc_modal", "sc_primary", "semantic_entropy", "selfcheck",
-                   "cw_vote"):
+    for method in (
+        "trac",
+        "pce",
+        "tup",
+        "cf",
+        "sup_consensus",
+        "mean_logprob",
+        "self_certainty",
+        "deepconf_bottom",
+        "selfdoubt",
+        "sc_modal",
+        "sc_primary",
+        "semantic_entropy",
+        "selfcheck",
+        "cw_vote",
+    ):
         for name in METRIC_NAMES:
             assert np.isfinite(metrics[f"{method}_{name}"]), f"{method}_{name}"
     assert metrics["trac_auroc"] > 0.8

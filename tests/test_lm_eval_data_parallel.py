@@ -25,8 +25,10 @@ def test_questions_are_dealt_whole_and_round_robin():
 @pytest.mark.engine
 def test_two_replicas_give_one_records_file_and_the_metrics_of_one_engine(tmp_path, tiny_model):
     tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=96)
-    model_args = (f"pretrained={tiny_model},dtype=bfloat16,max_model_len=2048,enable_prefix_caching=True,"
-                  "block_size=32,enforce_eager=True,seed=1234,data_parallel_size=2")
+    model_args = (
+        f"pretrained={tiny_model},dtype=bfloat16,max_model_len=2048,enable_prefix_caching=True,"
+        "block_size=32,enforce_eager=True,seed=1234,data_parallel_size=2"
+    )
     run = run_lm_eval(tmp_path, tasks, model_args)
     assert "on 2 vLLM replicas (Ray, 1 CPU each)" in run.log
     assert f"task {LOCAL_TASK}: {N_DOCS} questions, {N_DOCS * K} samples" in run.log

@@ -22,11 +22,21 @@ N_DOCS, K = 3, 2
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, tiny_model):
     root = tmp_path_factory.mktemp("hf")
-    tasks = write_local_math500_task(root, N_DOCS, K, max_gen_toks=24,
-                                     extra_trac="    probe_variants: [trace, teacher_forced]")
+    tasks = write_local_math500_task(
+        root, N_DOCS, K, max_gen_toks=24, extra_trac="    probe_variants: [trace, teacher_forced]"
+    )
     write_readme_example(root, tasks)
-    return run_lm_eval(root, tasks, f"pretrained={tiny_model},dtype=float32", "hf", "--device", "cpu",
-                       "--gen_kwargs", "max_gen_toks=24", tasks=f"{LOCAL_TASK},my_benchmark")
+    return run_lm_eval(
+        root,
+        tasks,
+        f"pretrained={tiny_model},dtype=float32",
+        "hf",
+        "--device",
+        "cpu",
+        "--gen_kwargs",
+        "max_gen_toks=24",
+        tasks=f"{LOCAL_TASK},my_benchmark",
+    )
 
 
 def test_hf_records_match_the_vllm_schema_and_reuse_the_kv_cache(run):
@@ -48,16 +58,16 @@ def test_hf_records_match_the_vllm_schema_and_reuse_the_kv_cache(run):
 
 
 def test_too_few_questions_give_nan_metrics_with_accuracy_kept(run):
-    metrics = {key.split(",")[0]: value for key, value in run.results()["results"][LOCAL_TASK].items()
-               if "," in key}
+    metrics = {key.split(",")[0]: value for key, value in run.results()["results"][LOCAL_TASK].items() if "," in key}
     assert 0.0 <= metrics["acc"] <= 1.0
     assert math.isnan(metrics["trac_auroc"]) and math.isnan(metrics["tup_aurc"])
     assert "every out-of-fold score is NaN" in run.log
 
 
 def test_the_readme_example_benchmark_runs_from_yaml_alone(run):
-    metrics = {key.split(",")[0]: value for key, value in run.results()["results"]["my_benchmark"].items()
-               if "," in key}
+    metrics = {
+        key.split(",")[0]: value for key, value in run.results()["results"]["my_benchmark"].items() if "," in key
+    }
     assert 0.0 <= metrics["acc"] <= 1.0 and "trac_auroc" in metrics
     (path,) = run.record_files("my_benchmark")
     records = list(iter_records(path))

@@ -16,12 +16,12 @@ from collections import Counter
 from types import SimpleNamespace
 
 import pytest
-from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, run_lm_eval, write_local_math500_task
 from conftest import engine_env
+from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, run_lm_eval, write_local_math500_task
 from vllm_server import received_prompts, stop, vllm_server
 
-from trac_metrics.selective import METRIC_NAMES
 from trac_metrics.records import iter_records
+from trac_metrics.selective import METRIC_NAMES
 from trac_tasks.config import DEFAULT_CUE
 from trac_tasks.probe import trace_body
 
@@ -43,10 +43,15 @@ def run(server, tmp_path_factory, tiny_model):
     base_url, _ = server
     root = tmp_path_factory.mktemp("served")
     tasks = write_local_math500_task(
-        root, N_DOCS, K, max_gen_toks=112,
-        extra_trac=f"    probe_variants: [{', '.join(sorted(VARIANTS))}]\n    p_true: true")
-    model_args = (f"model={tiny_model},base_url={base_url}/v1/completions,num_concurrent=4,tokenizer={tiny_model},"
-                  "max_length=2048")
+        root,
+        N_DOCS,
+        K,
+        max_gen_toks=112,
+        extra_trac=f"    probe_variants: [{', '.join(sorted(VARIANTS))}]\n    p_true: true",
+    )
+    model_args = (
+        f"model={tiny_model},base_url={base_url}/v1/completions,num_concurrent=4,tokenizer={tiny_model},max_length=2048"
+    )
     return run_lm_eval(root, tasks, model_args, "local-completions", tasks=f"{LOCAL_TASK},{PLAIN_TASK}")
 
 
@@ -59,8 +64,17 @@ def records(run):
 def test_results_hold_accuracy_and_finite_trac_metrics(run):
     metrics = run.task_metrics()
     assert 0.0 < metrics["acc"] < 1.0
-    for method in ("trac", "pce", "tup", "mean_logprob", "p_true", "sc_modal", "pce_question_only",
-                   "pce_shuffled_trace", "pce_teacher_forced"):
+    for method in (
+        "trac",
+        "pce",
+        "tup",
+        "mean_logprob",
+        "p_true",
+        "sc_modal",
+        "pce_question_only",
+        "pce_shuffled_trace",
+        "pce_teacher_forced",
+    ):
         for name in METRIC_NAMES:
             assert math.isfinite(metrics[f"{method}_{name}"]), f"{method}_{name}"
     # the task without TrAC switches ran through lm-eval's own client, beside the TrAC task
@@ -70,7 +84,8 @@ def test_results_hold_accuracy_and_finite_trac_metrics(run):
 
 def test_records_are_complete_and_probes_hit_the_servers_prefix_cache(records):
     assert sorted(record.key[1:] for record in records) == sorted(
-        (str(doc), repeat) for doc in range(N_DOCS) for repeat in range(K))
+        (str(doc), repeat) for doc in range(N_DOCS) for repeat in range(K)
+    )
     for record in records:
         assert record.num_tokens > 0 and len(record.token_logprobs) == record.num_tokens
         assert record.decoding == {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}
@@ -91,16 +106,19 @@ def test_the_k_samples_of_a_question_are_drawn_with_their_own_seeds(records):
     assert sum(len(group) > 1 for group in texts.values()) >= N_DOCS // 2
 
 
-def test_the_server_received_the_in_process_prompt_ids_and_exact_probe_prompts(run, server, records,
-                                                                               tiny_tokenizer):
+def test_the_server_received_the_in_process_prompt_ids_and_exact_probe_prompts(run, server, records, tiny_tokenizer):
     """Generation prompts are the ids lm-eval's in-process ``vllm`` backend makes of the same context (its own
     ``tok_encode``), and every trace probe prompt is those ids + the generated ids (EOS dropped) + the cue ids."""
     from lm_eval.models.vllm_causallms import VLLM
 
     _, log_path = server
     received = {tuple(prompt) for prompt in received_prompts(log_path)}
-    in_process = SimpleNamespace(tokenizer=tiny_tokenizer, add_bos_token=None, custom_prefix_token_id=None,
-                                 prefix_token_id=tiny_tokenizer.bos_token_id)
+    in_process = SimpleNamespace(
+        tokenizer=tiny_tokenizer,
+        add_bos_token=None,
+        custom_prefix_token_id=None,
+        prefix_token_id=tiny_tokenizer.bos_token_id,
+    )
     context = {str(sample["doc_id"]): sample["arguments"]["gen_args_0"]["arg_0"] for sample in run.samples()}
     cue_ids = tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids
     for record in records:
@@ -118,13 +136,27 @@ def test_a_server_lost_mid_run_ends_in_a_clear_error_after_bounded_retries(tmp_p
     tasks = write_local_math500_task(tmp_path, n_docs, k, max_gen_toks=160)
     out = tmp_path / "out"
     with vllm_server(tiny_model, tmp_path / "vllm_serve.log") as (base_url, server_process):
-        model_args = (f"model={tiny_model},base_url={base_url}/v1/completions,num_concurrent=2,max_retries=2,"
-                      f"tokenizer={tiny_model},max_length=2048")
-        command = [shutil.which("lm_eval"), "--tasks", LOCAL_TASK, "--include_path", str(tasks),
-                   "--model", "local-completions", "--model_args", model_args, "--apply_chat_template",
-                   "--output_path", str(out)]
-        client = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  env=engine_env(), cwd=tmp_path)
+        model_args = (
+            f"model={tiny_model},base_url={base_url}/v1/completions,num_concurrent=2,max_retries=2,"
+            f"tokenizer={tiny_model},max_length=2048"
+        )
+        command = [
+            shutil.which("lm_eval"),
+            "--tasks",
+            LOCAL_TASK,
+            "--include_path",
+            str(tasks),
+            "--model",
+            "local-completions",
+            "--model_args",
+            model_args,
+            "--apply_chat_template",
+            "--output_path",
+            str(out),
+        ]
+        client = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=engine_env(), cwd=tmp_path
+        )
         try:
             deadline = time.monotonic() + 1800
             while time.monotonic() < deadline and client.poll() is None:

@@ -5,13 +5,12 @@ prompt + trace + marker + cue, with vLLM and with HF."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import THINKING_TEMPLATE_OPENER
 from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task
 from transformers import AutoTokenizer
 
-from trac_metrics.records import iter_records
 from trac_metrics.cli import main
+from trac_metrics.records import iter_records
 from trac_tasks.config import DEFAULT_CUE
 
 pytestmark = pytest.mark.engine
@@ -22,8 +21,9 @@ CLOSED_TASK = "closed_thinking_local"
 
 def _closed_task(tasks, marker_id: int) -> None:
     """The same rows, with the marker's logit pushed up so every trace closes its thinking section at once."""
-    (tasks / f"{CLOSED_TASK}.yaml").write_text(f"""
-include: {tasks / (LOCAL_TASK + '.yaml')}
+    (tasks / f"{CLOSED_TASK}.yaml").write_text(
+        f"""
+include: {tasks / (LOCAL_TASK + ".yaml")}
 task: {CLOSED_TASK}
 generation_kwargs:
   until: []
@@ -35,7 +35,9 @@ generation_kwargs:
   trac:
     answer_kind: math
     reference: "{{{{answer}}}}"
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
 
 
 def _records(run, task):
@@ -63,8 +65,10 @@ def test_vllm_probes_open_traces_with_the_detected_marker_and_closed_ones_withou
     marker_id = tokenizer.convert_tokens_to_ids("</think>")
     tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=MAX_GEN_TOKS)
     _closed_task(tasks, marker_id)
-    model_args = (f"pretrained={thinking_model},dtype=bfloat16,max_model_len=1024,enable_prefix_caching=True,"
-                  "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234")
+    model_args = (
+        f"pretrained={thinking_model},dtype=bfloat16,max_model_len=1024,enable_prefix_caching=True,"
+        "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234"
+    )
     run = run_lm_eval(tmp_path, tasks, model_args, tasks=f"{LOCAL_TASK},{CLOSED_TASK}")
     assert "end-of-thinking marker '</think>'" in run.log
     _check_open_traces(_records(run, LOCAL_TASK), tokenizer)
@@ -85,4 +89,3 @@ def test_hf_probes_open_traces_with_the_detected_marker(tmp_path, thinking_model
     _check_open_traces(_records(run, LOCAL_TASK), tokenizer)
     main(["summary", str(run.out)])
     assert "end-of-thinking marker: '</think>'" in capsys.readouterr().out
-

@@ -16,8 +16,8 @@ import pytest
 from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, run_lm_eval, write_local_math500_task
 
 from trac_metrics.cli import evaluate_records, main
-from trac_metrics.selective import METRIC_NAMES
 from trac_metrics.records import iter_records
+from trac_metrics.selective import METRIC_NAMES
 from trac_tasks.config import DEFAULT_CUE
 from trac_tasks.probe import trace_body
 
@@ -30,10 +30,16 @@ N_DOCS, K = 24, 3
 def run(tmp_path_factory, tiny_model):
     root = tmp_path_factory.mktemp("vllm")
     tasks = write_local_math500_task(
-        root, N_DOCS, K, max_gen_toks=112,
-        extra_trac="    probe_variants: [trace, question_only, shuffled_trace, teacher_forced]\n    p_true: true")
-    model_args = (f"pretrained={tiny_model},dtype=bfloat16,max_model_len=2048,enable_prefix_caching=True,"
-                  "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234")
+        root,
+        N_DOCS,
+        K,
+        max_gen_toks=112,
+        extra_trac="    probe_variants: [trace, question_only, shuffled_trace, teacher_forced]\n    p_true: true",
+    )
+    model_args = (
+        f"pretrained={tiny_model},dtype=bfloat16,max_model_len=2048,enable_prefix_caching=True,"
+        "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234"
+    )
     return run_lm_eval(root, tasks, model_args, tasks=f"{LOCAL_TASK},{PLAIN_TASK}")
 
 
@@ -47,9 +53,26 @@ def test_results_hold_accuracy_and_finite_trac_metrics(run):
     metrics = run.task_metrics()
     assert 0.0 < metrics["acc"] < 1.0, "the demo rows must give both correct and incorrect primary answers"
     assert 0.0 <= metrics["maj_acc"] <= 1.0
-    for method in ("trac", "pce", "tup", "cf", "sup_consensus", "mean_logprob", "self_certainty",
-                   "deepconf_bottom", "p_true", "selfdoubt", "sc_modal", "sc_primary", "semantic_entropy",
-                   "selfcheck", "cw_vote", "pce_question_only", "pce_shuffled_trace", "pce_teacher_forced"):
+    for method in (
+        "trac",
+        "pce",
+        "tup",
+        "cf",
+        "sup_consensus",
+        "mean_logprob",
+        "self_certainty",
+        "deepconf_bottom",
+        "p_true",
+        "selfdoubt",
+        "sc_modal",
+        "sc_primary",
+        "semantic_entropy",
+        "selfcheck",
+        "cw_vote",
+        "pce_question_only",
+        "pce_shuffled_trace",
+        "pce_teacher_forced",
+    ):
         for name in METRIC_NAMES:
             value = metrics[f"{method}_{name}"]
             assert math.isfinite(value), f"{method}_{name} = {value}"
@@ -69,7 +92,8 @@ def test_the_run_shows_progress_a_summary_and_no_engine_deprecation(run):
 def test_records_are_complete(records, tiny_tokenizer):
     cue_ids = tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids
     assert sorted(record.key[1:] for record in records) == sorted(
-        (str(doc), repeat) for doc in range(N_DOCS) for repeat in range(K))
+        (str(doc), repeat) for doc in range(N_DOCS) for repeat in range(K)
+    )
     for record in records:
         assert record.num_tokens > 0 and len(record.token_logprobs) == record.num_tokens
         assert np.all(record.token_logprobs <= 0) and np.all(np.isfinite(record.topk_entropy))
@@ -135,8 +159,13 @@ def test_trac_report_on_the_run_shows_lm_evals_numbers(run, tmp_path, capsys):
     per_pair = pd.read_csv(tmp_path / "per_pair.csv", index_col=0)
     (pair,) = per_pair.index
     leaderboard = pd.read_csv(tmp_path / "leaderboard.csv").set_index("method")
-    for method, label in (("trac", "TrAC"), ("pce", "PCE"), ("mean_logprob", "Mean log-probability"),
-                          ("p_true", "P(True)"), ("sc_modal", f"SC@{K} (modal answer)")):
+    for method, label in (
+        ("trac", "TrAC"),
+        ("pce", "PCE"),
+        ("mean_logprob", "Mean log-probability"),
+        ("p_true", "P(True)"),
+        ("sc_modal", f"SC@{K} (modal answer)"),
+    ):
         assert per_pair.loc[pair, label] == pytest.approx(reported[f"{method}_auroc"], abs=1e-12), method
         assert leaderboard.loc[label, "macro AUROC"] == pytest.approx(reported[f"{method}_auroc"], abs=1e-12)
         assert leaderboard.loc[label, "macro AURC"] == pytest.approx(reported[f"{method}_aurc"], abs=1e-12)

@@ -56,19 +56,27 @@ def derived_outputs(root: Path) -> SimpleNamespace:
     ``trac report`` and the report's evaluation."""
     folders = write_runs(root)
     records = sorted(iter_records(next(folders[0].rglob("*.jsonl"))), key=lambda record: (record.doc_id, record.repeat))
-    per_doc = [process_results({}, [[SimpleNamespace(record=record) for record in records[i:i + K]]])
-               for i in range(0, len(records), K)]
+    per_doc = [
+        process_results({}, [[SimpleNamespace(record=record) for record in records[i : i + K]]])
+        for i in range(0, len(records), K)
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TracWarning)
         results = aggregate_trac([document["trac"] for document in per_doc])
         data = build_report_data(load_pairs(folders, jobs=1), n_resamples=20, jobs=1)
     out = root / "lm_eval_out"
     (out / "model").mkdir(parents=True)
-    (out / "model" / "results_2026-01-01T00-00-00.json").write_text(json.dumps(
-        {"results": {TASK: {"acc,none": 0.5, **{f"{key},none": value for key, value in results.items()}}}}))
-    return SimpleNamespace(results=dict(results), samples=per_doc[0]["trac"]["scores"], summary=summary(out),
-                           leaderboard=main_table(data).frame.index.tolist(), evaluation=data.evaluations[0],
-                           pair=data.pairs[0])
+    (out / "model" / "results_2026-01-01T00-00-00.json").write_text(
+        json.dumps({"results": {TASK: {"acc,none": 0.5, **{f"{key},none": value for key, value in results.items()}}}})
+    )
+    return SimpleNamespace(
+        results=dict(results),
+        samples=per_doc[0]["trac"]["scores"],
+        summary=summary(out),
+        leaderboard=main_table(data).frame.index.tolist(),
+        evaluation=data.evaluations[0],
+        pair=data.pairs[0],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +141,8 @@ def test_a_saved_heads_columns_name_its_feature_row(outputs: SimpleNamespace, na
 
 def test_the_committed_group_yaml_is_the_generated_one() -> None:
     assert GROUP_FILE.read_text(encoding="utf-8") == group_yaml(), (
-        "task_configs/trac_math.yaml is out of date: run python -m trac_metrics.methods.group_yaml")
+        "task_configs/trac_math.yaml is out of date: run python -m trac_metrics.methods.group_yaml"
+    )
 
 
 def test_method_declarations_are_checked() -> None:
@@ -214,8 +223,11 @@ def from_all_metrics(name: str):
     return lambda scores, labels: selective.selective_metrics(scores, labels)[name]
 
 
-METRIC_FUNCTIONS = [pytest.param(name, factory(name), id=f"{factory.__name__}-{name}")
-                    for name in METRIC_NAMES for factory in (single_metric, from_all_metrics)]
+METRIC_FUNCTIONS = [
+    pytest.param(name, factory(name), id=f"{factory.__name__}-{name}")
+    for name in METRIC_NAMES
+    for factory in (single_metric, from_all_metrics)
+]
 
 
 def sample(seed: int, n: int = 60, ties: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -245,8 +257,9 @@ def test_orientation_perfect_ranking_is_best_and_reversed_is_worst(name: str, me
 def test_ties_are_averaged_so_the_order_of_tied_rows_never_matters(name: str, metric) -> None:
     scores, labels = sample(2, ties=2)
     rng = np.random.default_rng(0)
-    values = {round(metric(scores[order], labels[order]), 12) for order in (rng.permutation(labels.size)
-                                                                           for _ in range(5))}
+    values = {
+        round(metric(scores[order], labels[order]), 12) for order in (rng.permutation(labels.size) for _ in range(5))
+    }
     assert len(values) == 1
     constant = np.zeros(labels.size)
     base_error = 1 - labels.mean()
@@ -280,11 +293,26 @@ def test_the_two_ways_of_computing_a_metric_agree(name: str) -> None:
 
 # ----------------------------------------------------------------------------- former module paths still import
 
-FORMER_PUBLIC_NAMES = [("trac_metrics.answers", "extract_answer"), ("trac_metrics.answers", "equivalent"),
-                       ("trac_metrics.features", "tup_features"), ("trac_metrics.heads", "cross_fit"),
-                       *(("trac_metrics.selective", name) for name in (
-                           "DEFAULT_COVERAGES", "as_binary_labels", "aurc", "auroc", "e_aurc", "excess_aurc",
-                           "risk_at_coverage", "risk_coverage_curve", "selective_metrics"))]
+FORMER_PUBLIC_NAMES = [
+    ("trac_metrics.answers", "extract_answer"),
+    ("trac_metrics.answers", "equivalent"),
+    ("trac_metrics.features", "tup_features"),
+    ("trac_metrics.heads", "cross_fit"),
+    *(
+        ("trac_metrics.selective", name)
+        for name in (
+            "DEFAULT_COVERAGES",
+            "as_binary_labels",
+            "aurc",
+            "auroc",
+            "e_aurc",
+            "excess_aurc",
+            "risk_at_coverage",
+            "risk_coverage_curve",
+            "selective_metrics",
+        )
+    ),
+]
 
 
 @pytest.mark.parametrize(("module", "name"), FORMER_PUBLIC_NAMES)

@@ -60,8 +60,9 @@ def test_reading_and_evaluating_on_two_processes_equals_one(tmp_path):
         by_one, by_two = evaluate_pairs(sequential, jobs=1), evaluate_pairs(sequential, jobs=2)
     for one, two in zip(by_one, by_two, strict=True):
         assert one.metrics.keys() == two.metrics.keys()
-        assert all(np.isclose(one.metrics[key], two.metrics[key], equal_nan=True, rtol=0, atol=0)
-                   for key in one.metrics)
+        assert all(
+            np.isclose(one.metrics[key], two.metrics[key], equal_nan=True, rtol=0, atol=0) for key in one.metrics
+        )
 
 
 def test_the_bootstrap_on_two_processes_equals_one():

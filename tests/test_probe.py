@@ -30,7 +30,8 @@ def test_suffix_is_cut_at_the_brace_that_closes_the_box(tiny_tokenizer):
     assert parsed.answer == "\\frac{1}{2}"
     kept_text = decoder(tiny_tokenizer)(suffix[: parsed.kept_tokens])
     assert kept_text.startswith("\\frac{1}{2}}") and not decoder(tiny_tokenizer)(
-        suffix[: parsed.kept_tokens - 1]).startswith("\\frac{1}{2}}")
+        suffix[: parsed.kept_tokens - 1]
+    ).startswith("\\frac{1}{2}}")
     # L counts the tokens that spell ã, the closing brace's own token excluded when it holds nothing else
     answer_only = decoder(tiny_tokenizer)(suffix[: parsed.answer_token_count])
     assert answer_only.startswith("\\frac{1}{2}") and parsed.answer_token_count <= parsed.kept_tokens
@@ -71,5 +72,6 @@ def test_bad_trac_blocks_name_the_task_and_the_problem(block, message):
 
 def test_reference_template_is_rendered_on_the_doc():
     config = TracConfig.from_gen_kwargs(
-        {"trac": {"answer_kind": "math", "reference": "{{answer.split('####')[-1].strip()}}"}}, "gsm8k")
+        {"trac": {"answer_kind": "math", "reference": "{{answer.split('####')[-1].strip()}}"}}, "gsm8k"
+    )
     assert config.render_reference({"answer": "work...\n#### 1,234"}) == "1,234"

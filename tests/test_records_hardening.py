@@ -30,13 +30,17 @@ from trac_metrics.cli import main
 from trac_metrics.records import PROBE_VARIANTS, ProbeRecord, RecordWriter, ResponseRecord, iter_records
 from trac_metrics.reporting.runs import NoRecordsError, load_pairs
 
-VALID = [json.loads(json.dumps(record.to_dict()))
-         for doc_id in range(2) for record in synthetic_question(np.random.default_rng(doc_id), doc_id, True, k=2)]
+VALID = [
+    json.loads(json.dumps(record.to_dict()))
+    for doc_id in range(2)
+    for record in synthetic_question(np.random.default_rng(doc_id), doc_id, True, k=2)
+]
 """Four valid stored records (two questions, K = 2) that the tests corrupt one line at a time."""
 
 
 def write_lines(path: Path, lines: list[Any]) -> Path:
     """Write one line per item (bytes as they are, text encoded, anything else as JSON), each ended by a newline."""
+
     def encoded(line: Any) -> bytes:
         if isinstance(line, bytes):
             return line
@@ -50,8 +54,11 @@ def trac_failure(*argv: object) -> str:
     """Run ``trac`` in-process on input it must refuse: exit status 2 and exactly one line on stderr, which is
     returned (any other exception, a traceback, propagates and fails the test)."""
     err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), \
-            pytest.raises(SystemExit) as exit_info:
+    with (
+        contextlib.redirect_stderr(err),
+        contextlib.redirect_stdout(io.StringIO()),
+        pytest.raises(SystemExit) as exit_info,
+    ):
         main([str(arg) for arg in argv])
     assert exit_info.value.code == 2
     lines = err.getvalue().splitlines()
@@ -85,8 +92,10 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "decoding of strings": (lambda r: set_path(r, "decoding.temperature", "hot"), "'decoding' must be a JSON object"),
     "metadata a list": (lambda r: set_path(r, "metadata", [1]), "'metadata' must be a JSON object, got [1]"),
     "probes a list": (lambda r: set_path(r, "probes", []), "'probes' must be a JSON object"),
-    "timing of strings": (lambda r: set_path(r, "timing.generation_seconds", "1.5"), "'timing' must be a JSON object "
-                                                                                     "of numbers"),
+    "timing of strings": (
+        lambda r: set_path(r, "timing.generation_seconds", "1.5"),
+        "'timing' must be a JSON object of numbers",
+    ),
     "repeat a string": (lambda r: set_path(r, "repeat", "0"), "'repeat' must be a non-negative integer, got \"0\""),
     "repeat a bool": (lambda r: set_path(r, "repeat", True), "'repeat' must be a non-negative integer, got true"),
     "doc_id a float": (lambda r: set_path(r, "doc_id", 1.5), "'doc_id' must be an integer or a string, got 1.5"),
@@ -95,8 +104,10 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "object dtype": (lambda r: set_path(r, "topk_entropy.dtype", "|O"), "'topk_entropy' has dtype \"|O\""),
     "unknown dtype": (lambda r: set_path(r, "topk_entropy.dtype", "bogus"), "'topk_entropy' has dtype \"bogus\""),
     "float token ids": (lambda r: set_path(r, "token_ids.dtype", "<f4"), "castable to <i4"),
-    "shape not filled": (lambda r: set_path(r, "token_ids.shape", [N_TOKENS + 1]), f"'token_ids' holds "
-                                                                                    f"{4 * N_TOKENS} bytes"),
+    "shape not filled": (
+        lambda r: set_path(r, "token_ids.shape", [N_TOKENS + 1]),
+        f"'token_ids' holds {4 * N_TOKENS} bytes",
+    ),
     "negative shape": (lambda r: set_path(r, "token_ids.shape", [-1]), "list of non-negative integers"),
     "shape a string": (lambda r: set_path(r, "token_ids.shape", "5"), "list of non-negative integers"),
     "2-D token ids": (lambda r: set_path(r, "token_ids.shape", [N_TOKENS, 1]), "must be one-dimensional"),
@@ -110,15 +121,21 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "reference a list": (lambda r: set_path(r, "reference", ["42"]), "'reference' must be a string or null"),
     "p_true a string": (lambda r: set_path(r, "p_true", "high"), "'p_true' must be a number or null"),
     "task missing": (lambda r: delete_path(r, "task"), "a record is missing fields ['task']"),
-    "probe count a string": (lambda r: set_path(r, "probes.trace.answer_token_count", "2"),
-                             "'probes.trace.answer_token_count' must be a non-negative integer"),
+    "probe count a string": (
+        lambda r: set_path(r, "probes.trace.answer_token_count", "2"),
+        "'probes.trace.answer_token_count' must be a non-negative integer",
+    ),
     "probe seconds a list": (lambda r: set_path(r, "probes.trace.seconds", [0.1]), "'probes.trace.seconds' must be"),
     "probe answer a dict": (lambda r: set_path(r, "probes.trace.answer", {}), "'probes.trace.answer' must be a "),
     "probe not an object": (lambda r: set_path(r, "probes.trace", [1]), "'probes.trace' must be a JSON object"),
-    "probe array missing": (lambda r: delete_path(r, "probes.trace.token_ids"),
-                            "'probes.trace' is missing fields ['token_ids']"),
-    "probe dtype": (lambda r: set_path(r, "probes.trace.top_logprobs.dtype", "<c8"), "'probes.trace.top_logprobs' "
-                                                                                     "has dtype \"<c8\""),
+    "probe array missing": (
+        lambda r: delete_path(r, "probes.trace.token_ids"),
+        "'probes.trace' is missing fields ['token_ids']",
+    ),
+    "probe dtype": (
+        lambda r: set_path(r, "probes.trace.top_logprobs.dtype", "<c8"),
+        "'probes.trace.top_logprobs' has dtype \"<c8\"",
+    ),
 }
 
 
@@ -156,9 +173,12 @@ def test_corruption_and_schema_messages_fit_their_case(tmp_path: Path) -> None:
 def question_run(path: Path, n_questions: int = 6, k: int = 3, skip: frozenset[tuple[int, int]] = frozenset()) -> Path:
     """``n_questions`` questions of K records, without the (doc id, repeat) records in ``skip``."""
     rng = np.random.default_rng(0)
-    RecordWriter(path).write_batch(record for doc_id in range(n_questions)
-                                   for record in synthetic_question(rng, doc_id, doc_id % 2 == 0, k=k)
-                                   if (doc_id, record.repeat) not in skip)
+    RecordWriter(path).write_batch(
+        record
+        for doc_id in range(n_questions)
+        for record in synthetic_question(rng, doc_id, doc_id % 2 == 0, k=k)
+        if (doc_id, record.repeat) not in skip
+    )
     return path
 
 
@@ -232,13 +252,17 @@ def probes(draw: st.DrawFn, variant: str) -> ProbeRecord:
     n_tokens = draw(st.integers(0, 6))
     top_k = draw(st.integers(1, 4))
     return ProbeRecord(
-        variant=variant, appended_text=draw(st.text(max_size=20)), text=draw(st.text(max_size=20)),
-        answer=draw(st.none() | st.text(max_size=10)), token_ids=draw(token_arrays(np.int32, n_tokens)),
+        variant=variant,
+        appended_text=draw(st.text(max_size=20)),
+        text=draw(st.text(max_size=20)),
+        answer=draw(st.none() | st.text(max_size=10)),
+        token_ids=draw(token_arrays(np.int32, n_tokens)),
         token_logprobs=draw(token_arrays(np.float32, n_tokens)),
         top_logprobs=draw(token_arrays(np.float32, (n_tokens, top_k))),
         answer_token_count=draw(st.integers(0, n_tokens)),
         finish_reason=draw(st.sampled_from(["stop", "eos", "length", "teacher_forced"])),
-        num_prompt_tokens=draw(st.integers(0, 10**6)), num_cached_tokens=draw(st.none() | st.integers(0, 10**6)),
+        num_prompt_tokens=draw(st.integers(0, 10**6)),
+        num_cached_tokens=draw(st.none() | st.integers(0, 10**6)),
         seconds=draw(st.none() | seconds),
     )
 
@@ -252,19 +276,31 @@ def records(draw: st.DrawFn) -> ResponseRecord:
     n_tokens = draw(st.integers(0, 20))
     variants = draw(st.lists(st.sampled_from(PROBE_VARIANTS), unique=True, max_size=2))
     return replace(
-        BASE, task=draw(st.text(min_size=1, max_size=10)), doc_id=draw(st.integers(0, 10**12) | st.text(max_size=10)),
-        repeat=draw(st.integers(0, 16)), model=draw(st.text(max_size=10)), text=draw(st.text(max_size=60)),
-        answer=draw(st.none() | st.text(max_size=10)), reference=draw(st.none() | st.text(max_size=10)),
-        top_k=draw(st.integers(1, 20)), token_ids=draw(token_arrays(np.int32, n_tokens)),
-        token_logprobs=draw(token_arrays(np.float32, n_tokens)), topk_entropy=draw(token_arrays(np.float16, n_tokens)),
+        BASE,
+        task=draw(st.text(min_size=1, max_size=10)),
+        doc_id=draw(st.integers(0, 10**12) | st.text(max_size=10)),
+        repeat=draw(st.integers(0, 16)),
+        model=draw(st.text(max_size=10)),
+        text=draw(st.text(max_size=60)),
+        answer=draw(st.none() | st.text(max_size=10)),
+        reference=draw(st.none() | st.text(max_size=10)),
+        top_k=draw(st.integers(1, 20)),
+        token_ids=draw(token_arrays(np.int32, n_tokens)),
+        token_logprobs=draw(token_arrays(np.float32, n_tokens)),
+        topk_entropy=draw(token_arrays(np.float16, n_tokens)),
         topk_mean_logprob=draw(token_arrays(np.float16, n_tokens)),
         probes={variant: draw(probes(variant)) for variant in variants},
         p_true=draw(st.none() | st.floats(allow_nan=True)),
         timing=draw(st.dictionaries(st.sampled_from(["generation_seconds", "p_true_seconds"]), seconds, max_size=2)),
         metadata=draw(st.dictionaries(st.text(max_size=6), json_values, max_size=3)),
         num_samples=draw(st.none() | st.integers(1, 16)),
-        decoding=draw(st.dictionaries(st.sampled_from(["temperature", "top_p", "probe_temperature"]),
-                                      st.floats(0, 2) | st.integers(0, 2), max_size=3)),
+        decoding=draw(
+            st.dictionaries(
+                st.sampled_from(["temperature", "top_p", "probe_temperature"]),
+                st.floats(0, 2) | st.integers(0, 2),
+                max_size=3,
+            )
+        ),
     )
 
 
@@ -281,27 +317,73 @@ def test_valid_records_round_trip_through_the_file(written: list[ResponseRecord]
         RecordWriter(path).write_batch(written)
         read = list(iter_records(path))
     assert [stored_form(record) for record in read] == [stored_form(record) for record in written]
-    assert all(getattr(back, name).dtype == getattr(record, name).dtype for back, record in zip(read, written)
-               for name in ("token_ids", "token_logprobs", "topk_entropy", "topk_mean_logprob"))
+    assert all(
+        getattr(back, name).dtype == getattr(record, name).dtype
+        for back, record in zip(read, written)
+        for name in ("token_ids", "token_logprobs", "topk_entropy", "topk_mean_logprob")
+    )
 
 
-REQUIRED = ("schema", "task", "doc_id", "repeat", "model", "answer_kind", "prompt_token_count", "text", "answer",
-            "reference", "finish_reason", "top_k", "token_ids", "token_logprobs", "topk_entropy", "topk_mean_logprob",
-            "probes.trace.variant", "probes.trace.text", "probes.trace.answer_token_count", "probes.trace.top_logprobs",
-            "token_ids.b64", "token_logprobs.dtype", "topk_entropy.shape")
+REQUIRED = (
+    "schema",
+    "task",
+    "doc_id",
+    "repeat",
+    "model",
+    "answer_kind",
+    "prompt_token_count",
+    "text",
+    "answer",
+    "reference",
+    "finish_reason",
+    "top_k",
+    "token_ids",
+    "token_logprobs",
+    "topk_entropy",
+    "topk_mean_logprob",
+    "probes.trace.variant",
+    "probes.trace.text",
+    "probes.trace.answer_token_count",
+    "probes.trace.top_logprobs",
+    "token_ids.b64",
+    "token_logprobs.dtype",
+    "topk_entropy.shape",
+)
 WRONG_VALUES = {
-    "task": [None, 3, ["t"]], "doc_id": [None, 1.5, True, [0], {}], "repeat": ["0", True, -1, 1.0, None],
-    "model": [None, 1], "answer_kind": [None, []], "prompt_token_count": [-1, "40", 2.5], "text": [None, 7],
-    "answer": [42, [], {}], "reference": [1.0, ["42"]], "finish_reason": [None, 0], "top_k": [0, -3, "5", 5.0, None],
-    "probes": [[], "trace", 1], "probes.trace": [[1], "x", None], "p_true": ["0.5", [], {}, True],
-    "timing": [[], "1", {"generation_seconds": "1"}, {"generation_seconds": None}], "metadata": [[], "x", 3],
-    "num_samples": [0, -1, "2", 2.0, True], "decoding": [[0.7], "greedy", {"temperature": None}, {"top_p": [1]}],
-    "probes.trace.answer_token_count": ["2", -1, None, 1.5], "probes.trace.num_prompt_tokens": [None, "1"],
-    "probes.trace.num_cached_tokens": [-1, "96", 1.5], "probes.trace.seconds": ["0.1", [0.1], {}],
-    "probes.trace.answer": [1, []], "probes.trace.variant": [None, "other", 3],
+    "task": [None, 3, ["t"]],
+    "doc_id": [None, 1.5, True, [0], {}],
+    "repeat": ["0", True, -1, 1.0, None],
+    "model": [None, 1],
+    "answer_kind": [None, []],
+    "prompt_token_count": [-1, "40", 2.5],
+    "text": [None, 7],
+    "answer": [42, [], {}],
+    "reference": [1.0, ["42"]],
+    "finish_reason": [None, 0],
+    "top_k": [0, -3, "5", 5.0, None],
+    "probes": [[], "trace", 1],
+    "probes.trace": [[1], "x", None],
+    "p_true": ["0.5", [], {}, True],
+    "timing": [[], "1", {"generation_seconds": "1"}, {"generation_seconds": None}],
+    "metadata": [[], "x", 3],
+    "num_samples": [0, -1, "2", 2.0, True],
+    "decoding": [[0.7], "greedy", {"temperature": None}, {"top_p": [1]}],
+    "probes.trace.answer_token_count": ["2", -1, None, 1.5],
+    "probes.trace.num_prompt_tokens": [None, "1"],
+    "probes.trace.num_cached_tokens": [-1, "96", 1.5],
+    "probes.trace.seconds": ["0.1", [0.1], {}],
+    "probes.trace.answer": [1, []],
+    "probes.trace.variant": [None, "other", 3],
 }
-ARRAYS = ("token_ids", "token_logprobs", "topk_entropy", "topk_mean_logprob", "probes.trace.token_ids",
-          "probes.trace.token_logprobs", "probes.trace.top_logprobs")
+ARRAYS = (
+    "token_ids",
+    "token_logprobs",
+    "topk_entropy",
+    "topk_mean_logprob",
+    "probes.trace.token_ids",
+    "probes.trace.token_logprobs",
+    "probes.trace.top_logprobs",
+)
 WRONG_ARRAY_PARTS = {
     "dtype": ["<U1", "|O", "<c8", "|b1", "<M8", "bogus", "f4,f4", 4, None],
     "shape": [[-1], "3", [1.5], None, [10**6], [True]],

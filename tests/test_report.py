@@ -27,12 +27,18 @@ from trac_metrics.reporting.tables import ReportTable, format_value, rank_marks,
 
 @pytest.fixture
 def table():
-    index = pd.MultiIndex.from_tuples([("A", "m_1"), ("A", "m2"), ("B", "m3"), ("B", "m4"), ("B", "m5")],
-                                      names=["block", "method"])
-    frame = pd.DataFrame({"score": [0.9, math.nan, 0.7, 0.9, 0.8123456789],
-                          "loss": [0.1, 0.2, 0.3, 0.05, math.nan],
-                          "n": [1, 2, 3, 4, 5],
-                          "text": ["a|b", "x_y", "50%", "&", "φ ≥ 1"]}, index=index)
+    index = pd.MultiIndex.from_tuples(
+        [("A", "m_1"), ("A", "m2"), ("B", "m3"), ("B", "m4"), ("B", "m5")], names=["block", "method"]
+    )
+    frame = pd.DataFrame(
+        {
+            "score": [0.9, math.nan, 0.7, 0.9, 0.8123456789],
+            "loss": [0.1, 0.2, 0.3, 0.05, math.nan],
+            "n": [1, 2, 3, 4, 5],
+            "text": ["a|b", "x_y", "50%", "&", "φ ≥ 1"],
+        },
+        index=index,
+    )
     return ReportTable("demo", "Demo_table 100%", frame, {"score": True, "loss": False}, note="Read me: 5 rows.")
 
 
@@ -55,8 +61,13 @@ def test_markdown_marks_best_bold_second_underlined_and_keeps_nan(table):
 
 
 def test_rank_marks_follow_the_direction_and_skip_nan(table):
-    assert rank_marks(table) == {(0, "score"): "best", (3, "score"): "best", (4, "score"): "second",
-                                 (3, "loss"): "best", (0, "loss"): "second"}
+    assert rank_marks(table) == {
+        (0, "score"): "best",
+        (3, "score"): "best",
+        (4, "score"): "second",
+        (3, "loss"): "best",
+        (0, "loss"): "second",
+    }
     with pytest.raises(ValueError, match=r"rank columns \['missing'\]"):
         rank_marks(replace(table, rank_columns={"missing": True}))
 
@@ -67,7 +78,7 @@ def test_latex_is_booktabs_with_marks_escapes_and_block_rules(table):
     assert lines[0] == "\\begin{table}[t]" and lines[-1] == "\\end{table}"
     assert "\\caption{Demo\\_table 100\\%}" in lines and "\\label{tab:demo}" in lines
     assert "\\begin{tabular}{llrrrr}" in lines
-    body = lines[lines.index("\\toprule") + 1: lines.index("\\bottomrule")]
+    body = lines[lines.index("\\toprule") + 1 : lines.index("\\bottomrule")]
     assert body == [
         "block & method & score & loss & n & text \\\\",
         "\\midrule",
@@ -90,8 +101,17 @@ def test_csv_holds_plain_full_precision_numbers(table, tmp_path):
 
 
 def test_format_value_cases():
-    assert [format_value(v) for v in (0.12345, 3, np.int64(7), True, math.nan, None, pd.NA, "x", np.float32(0.5))] \
-        == ["0.123", "3", "7", "True", "nan", "nan", "nan", "x", "0.500"]
+    assert [format_value(v) for v in (0.12345, 3, np.int64(7), True, math.nan, None, pd.NA, "x", np.float32(0.5))] == [
+        "0.123",
+        "3",
+        "7",
+        "True",
+        "nan",
+        "nan",
+        "nan",
+        "x",
+        "0.500",
+    ]
 
 
 def test_summary_tables_still_work():
@@ -136,8 +156,13 @@ def test_write_report_writes_every_file(report, data):
     titles = [table.title for table in [*leaderboard_tables(data), *all_analyses(data)]]
     names = [table.name for table in [*leaderboard_tables(data), *all_analyses(data)]]
     assert names[0] == "leaderboard"
-    expected = {"leaderboard.md", "risk_coverage.png", "cost_quality.png",
-                *(f"{name}.csv" for name in names), *(f"{name}.tex" for name in names)}
+    expected = {
+        "leaderboard.md",
+        "risk_coverage.png",
+        "cost_quality.png",
+        *(f"{name}.csv" for name in names),
+        *(f"{name}.tex" for name in names),
+    }
     assert {path.name for path in out.iterdir()} == expected
     assert (out / "leaderboard.md").read_text(encoding="utf-8") == markdown
     headings = [line[3:] for line in markdown.splitlines() if line.startswith("## ")]
@@ -201,6 +226,9 @@ def test_a_failed_write_leaves_every_report_file_as_it_was(data, tmp_path, monke
 
 def test_a_bootstrap_larger_than_memory_is_refused_up_front(data, monkeypatch):
     monkeypatch.setattr(limits, "memory_limit", lambda: 2**30)
-    with pytest.raises(MemoryLimitError, match=r"^n_resamples=100000000 needs at least ~.* for 4 pair\(s\) with 240 "
-                       r"questions in all; the limit is 1\.0 GiB \(memory available now\)$"):
+    with pytest.raises(
+        MemoryLimitError,
+        match=r"^n_resamples=100000000 needs at least ~.* for 4 pair\(s\) with 240 "
+        r"questions in all; the limit is 1\.0 GiB \(memory available now\)$",
+    ):
         bootstrap(data.pairs, data.evaluations, data.common_methods, n_resamples=10**8)

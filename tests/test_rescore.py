@@ -47,8 +47,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def primaries(folder: Path) -> dict[int, object]:
-    return {record.doc_id: record for path in sorted(folder.rglob("*.jsonl")) for record in iter_records(path)
-            if record.repeat == 0}
+    return {
+        record.doc_id: record
+        for path in sorted(folder.rglob("*.jsonl"))
+        for record in iter_records(path)
+        if record.repeat == 0
+    }
 
 
 def stored_verdict(record) -> int:
@@ -79,8 +83,9 @@ def test_text_kind_flips_exactly_the_rewritten_correct_answers(run: Path) -> Non
     for flip in change.flips:
         assert (flip.before, flip.after) == (1, 0)
         assert flip.primary_answer == f"x = {flip.reference}"
-    after_labels = np.asarray([stored_verdict(record) and doc_id not in REWRITTEN
-                               for doc_id, record in sorted(records.items())], dtype=int)
+    after_labels = np.asarray(
+        [stored_verdict(record) and doc_id not in REWRITTEN for doc_id, record in sorted(records.items())], dtype=int
+    )
     assert change.accuracy_after == pytest.approx(after_labels.mean())
     assert change.accuracy_before - change.accuracy_after == pytest.approx(len(expected_flips) / N_QUESTIONS)
     mean_logprob = [float(np.mean(record.token_logprobs.astype(np.float64))) for _, record in sorted(records.items())]
@@ -89,7 +94,9 @@ def test_text_kind_flips_exactly_the_rewritten_correct_answers(run: Path) -> Non
     text = format_changes([change], options)
     assert f"{len(expected_flips)} of {N_QUESTIONS} labels flipped" in text and "answer_kind=text" in text
     first = change.flips[0]
-    assert f"doc {first.doc_id}: answer 'x = {first.reference}' vs reference '{first.reference}': correct → wrong" in text
+    assert (
+        f"doc {first.doc_id}: answer 'x = {first.reference}' vs reference '{first.reference}': correct → wrong" in text
+    )
     payload = changes_to_json([change], options)
     assert payload["changed_options"] == {"answer_kind": "text"}
     assert payload["pairs"][0]["labels_flipped"] == len(expected_flips)
@@ -121,12 +128,20 @@ def test_tup_options_change_only_tup_features(run: Path) -> None:
     records = primaries(run)
     for old, new in zip(default.evidences, changed.evidences, strict=True):
         record = records[new["doc_id"]]
-        expected = tup_features(record.token_logprobs.astype(np.float64), record.topk_entropy.astype(np.float64),
-                                n_bins=4, tail_window=5, low_threshold=-1.0)
+        expected = tup_features(
+            record.token_logprobs.astype(np.float64),
+            record.topk_entropy.astype(np.float64),
+            n_bins=4,
+            tail_window=5,
+            low_threshold=-1.0,
+        )
         assert len(new["features"]["tup"]) == 2 * 4 + 11
         np.testing.assert_array_equal(new["features"]["tup"], expected)
         assert (old["correct"], old["features"]["pce"], old["baselines"]) == (
-            new["correct"], new["features"]["pce"], new["baselines"])
+            new["correct"],
+            new["features"]["pce"],
+            new["baselines"],
+        )
     (change,) = rescore([run], options)
     assert change.flips == ()
     for method in ("pce", "sc_modal", "mean_logprob"):
@@ -164,9 +179,13 @@ def test_resolve_equivalence_forms_and_errors(tmp_path: Path) -> None:
     checks = tmp_path / "checks.py"
     checks.write_text("def same_length(a, b, kind):\n    return len(a or '') == len(b or '')\n")
     assert resolve_equivalence(f"{checks}:same_length")("12", "34", "math") is True
-    for spec, message in [("no_colon", "MODULE:FUNCTION"), ("no_such_module_xyz:f", "cannot load"),
-                          (f"{tmp_path / 'missing.py'}:f", "cannot load"), ("math:no_such", "no attribute"),
-                          ("math:pi", "not callable")]:
+    for spec, message in [
+        ("no_colon", "MODULE:FUNCTION"),
+        ("no_such_module_xyz:f", "cannot load"),
+        (f"{tmp_path / 'missing.py'}:f", "cannot load"),
+        ("math:no_such", "no attribute"),
+        ("math:pi", "not callable"),
+    ]:
         with pytest.raises(ValueError, match=message):
             resolve_equivalence(spec)
 
@@ -176,9 +195,13 @@ def test_evidence_options_validation_and_round_trip() -> None:
     assert options.changes() == {"answer_kind": "mc", "n_bins": 3}
     assert EvidenceOptions().changes() == {}
     assert EvidenceOptions.from_dict(options.to_dict()) == options
-    for bad, message in [({"answer_kind": "latex"}, "answer kind"), ({"n_bins": 0}, "n_bins"),
-                         ({"tail_window": 2.5}, "tail_window"), ({"low_threshold": math.nan}, "low_threshold"),
-                         ({"equivalence": "math:no_such"}, "no attribute")]:
+    for bad, message in [
+        ({"answer_kind": "latex"}, "answer kind"),
+        ({"n_bins": 0}, "n_bins"),
+        ({"tail_window": 2.5}, "tail_window"),
+        ({"low_threshold": math.nan}, "low_threshold"),
+        ({"equivalence": "math:no_such"}, "no attribute"),
+    ]:
         with pytest.raises(ValueError, match=message):
             EvidenceOptions(**bad)
     with pytest.raises(ValueError, match="unknown evidence options"):

@@ -52,9 +52,12 @@ def rows_by_hand(pairs: list[PairRun], method: str) -> tuple[np.ndarray, np.ndar
     for pair in pairs:
         for evidence in pair.evidences:
             features = evidence["features"]
-            row = {"pce": features["pce"], "tup": features["tup"], "trac": [*features["pce"], *features["tup"]],
-                   "cf": [*features["pce"], *features["tup"], features["consensus"]["q_K"],
-                          features["consensus"]["h_K"]]}[method]
+            row = {
+                "pce": features["pce"],
+                "tup": features["tup"],
+                "trac": [*features["pce"], *features["tup"]],
+                "cf": [*features["pce"], *features["tup"], features["consensus"]["q_K"], features["consensus"]["h_K"]],
+            }[method]
             rows.append(row)
             labels.append(evidence["correct"])
     return np.asarray(rows, dtype=float), np.asarray(labels)
@@ -64,8 +67,12 @@ def rows_by_hand(pairs: list[PairRun], method: str) -> tuple[np.ndarray, np.ndar
 def test_fit_and_score_reproduce_fit_head(pairs: dict[str, list[PairRun]], method: str) -> None:
     head = fit_online_head(pairs["train"], method)
     X, y = rows_by_hand(pairs["train"], method)
-    names = {"pce": PCE_FEATURE_NAMES, "tup": tup_feature_names(), "trac": PCE_FEATURE_NAMES + tup_feature_names(),
-             "cf": PCE_FEATURE_NAMES + tup_feature_names() + CONSENSUS_FUSION_NAMES}[method]
+    names = {
+        "pce": PCE_FEATURE_NAMES,
+        "tup": tup_feature_names(),
+        "trac": PCE_FEATURE_NAMES + tup_feature_names(),
+        "cf": PCE_FEATURE_NAMES + tup_feature_names() + CONSENSUS_FUSION_NAMES,
+    }[method]
     reference = fit_head(X, y, names)
     assert head.feature_names == reference.feature_names
     np.testing.assert_array_equal(head.coef, reference.coef)
@@ -131,7 +138,11 @@ def test_calibrated_head_stores_its_threshold_and_realizes_coverage_and_risk(
     assert (metadata["calibration_coverage"], metadata["calibration_risk"]) == (expected.coverage, expected.risk)
     assert 0 < expected.coverage < 1 and expected.risk <= TARGET_RISK
     assert [(item["model"], item["task"]) for item in metadata["training_pairs"]] == [
-        ("m1", "t1"), ("m1", "t2"), ("m2", "t1"), ("m2", "t2")]
+        ("m1", "t1"),
+        ("m1", "t2"),
+        ("m2", "t1"),
+        ("m2", "t2"),
+    ]
     assert [item["model"] for item in metadata["calibration_pairs"]] == ["m3", "m3"]
     path = tmp_path / "head.json"
     head.save(path)
@@ -155,8 +166,10 @@ def test_calibrated_head_stores_its_threshold_and_realizes_coverage_and_risk(
     pair_accepted = [line for line in first_pair if line["accept"]]
     pair_risk = sum(1 - line["correct"] for line in pair_accepted) / len(pair_accepted)
     row = next(line for line in text.splitlines() if line.startswith("m4 / t1 "))
-    assert [cell.strip() for cell in row.split("|")][-2:] == [f"{len(pair_accepted) / len(first_pair):.4f}",
-                                                           f"{pair_risk:.4f}"]
+    assert [cell.strip() for cell in row.split("|")][-2:] == [
+        f"{len(pair_accepted) / len(first_pair):.4f}",
+        f"{pair_risk:.4f}",
+    ]
 
 
 def test_realized_risk_is_nan_when_nothing_is_accepted() -> None:
@@ -189,8 +202,9 @@ def test_fit_errors(pairs: dict[str, list[PairRun]], tmp_path: Path) -> None:
 
 
 def test_same_inputs_same_head(pairs: dict[str, list[PairRun]]) -> None:
-    first, second = (fit_online_head(pairs["train"], "trac", calibration=pairs["calibration"], target_risk=0.3)
-                     for _ in range(2))
+    first, second = (
+        fit_online_head(pairs["train"], "trac", calibration=pairs["calibration"], target_risk=0.3) for _ in range(2)
+    )
     assert first == second and first.metadata == second.metadata
 
 

@@ -11,10 +11,10 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from vllm_server import free_port
 
 from trac_tasks.completions_client import ClientSettings, RequestQueue, ServerRequestError
 from trac_tasks.config import TracConfig
-from vllm_server import free_port
 
 
 class ScriptedServer:
@@ -80,6 +80,7 @@ def test_a_finished_traces_jobs_go_before_the_generations_still_waiting(scripted
             order.append(name)
             if name == "generation 0":
                 queue.submit(0, {"name": "probe 0"}, lambda *_: order.append("probe 0"), "probe")
+
         return handle
 
     for index in range(3):
@@ -100,22 +101,20 @@ def test_busy_answers_are_retried_with_back_off_then_succeed(scripted, caplog):
     assert sum("attempt" in message and "HTTP 503" in message for message in caplog.messages) == 2
 
 
-def test_a_server_that_keeps_failing_gets_bounded_attempts_then_a_clear_error(scripted):
-    server = scripted((503, {"error": "busy"}))
+@pytest.mark.parametrize(
+    ("answer", "sent", "message"),
+    [
+        ((503, {"error": "busy"}), 2, r"did not answer a trace job request in 2 attempts.*HTTP 503"),
+        ((400, {"error": "logprobs too large"}), 1, r"refused a trace job request \(HTTP 400\).*logprobs too large"),
+    ],
+)
+def test_failures_get_bounded_attempts_refusals_none_then_a_clear_error(scripted, answer, sent, message):
+    server = scripted(answer)
     queue = RequestQueue(ClientSettings(url=server.url, attempts=2))
-    queue.submit(1, {}, lambda *_: pytest.fail("no answer expected"), "generation")
-    with pytest.raises(ServerRequestError, match=r"did not answer a generation request in 2 attempts.*HTTP 503"):
-        queue.run()
-    assert len(server.payloads) == 2
-
-
-def test_a_refused_request_is_not_retried(scripted):
-    server = scripted((400, {"error": "logprobs too large"}))
-    queue = RequestQueue(ClientSettings(url=server.url, attempts=3))
     queue.submit(1, {}, lambda *_: pytest.fail("no answer expected"), "trace job")
-    with pytest.raises(ServerRequestError, match=r"refused a trace job request \(HTTP 400\).*logprobs too large"):
+    with pytest.raises(ServerRequestError, match=message):
         queue.run()
-    assert len(server.payloads) == 1
+    assert len(server.payloads) == sent
 
 
 def test_a_server_that_is_gone_is_a_clear_error():
@@ -140,20 +139,32 @@ def _check(url: str, tiny_model, trac: dict) -> None:
 
 
 def _choice(tokens: list[str], top: int, **extra: object) -> tuple[int, dict]:
-    return 200, {"choices": [{"text": "", "logprobs": {
-        "tokens": tokens, "token_logprobs": [-0.1] * len(tokens),
-        "top_logprobs": [{f"{token}{i}": -0.1 * i for i in range(top)} for token in tokens]}, **extra}],
-        "usage": {"prompt_tokens": 4, "prompt_tokens_details": {"cached_tokens": 0}}}
+    return 200, {
+        "choices": [
+            {
+                "text": "",
+                "logprobs": {
+                    "tokens": tokens,
+                    "token_logprobs": [-0.1] * len(tokens),
+                    "top_logprobs": [{f"{token}{i}": -0.1 * i for i in range(top)} for token in tokens],
+                },
+                **extra,
+            }
+        ],
+        "usage": {"prompt_tokens": 4, "prompt_tokens_details": {"cached_tokens": 0}},
+    }
 
 
-@pytest.mark.parametrize(("answer", "trac", "problem"), [
-    (_choice(["The"], 5), {}, "returns tokens as text .* return_tokens_as_token_ids"),
-    ((200, {"choices": [{"text": "The"}]}), {}, "returns no per-token logprobs"),
-    (_choice(["token_id:1"], 5), {"p_true": True}, "returns 5 top logprobs per token, the tasks need 20"),
-    (_choice(["token_id:1"], 5), {"probe_variants": ["trace", "teacher_forced"]}, "returns no prompt logprobs"),
-])
-def test_a_server_lacking_what_trac_needs_is_refused_before_any_generation(scripted, tiny_model, answer, trac,
-                                                                           problem):
+@pytest.mark.parametrize(
+    ("answer", "trac", "problem"),
+    [
+        (_choice(["The"], 5), {}, "returns tokens as text .* return_tokens_as_token_ids"),
+        ((200, {"choices": [{"text": "The"}]}), {}, "returns no per-token logprobs"),
+        (_choice(["token_id:1"], 5), {"p_true": True}, "returns 5 top logprobs per token, the tasks need 20"),
+        (_choice(["token_id:1"], 5), {"probe_variants": ["trace", "teacher_forced"]}, "returns no prompt logprobs"),
+    ],
+)
+def test_a_server_lacking_what_trac_needs_is_refused_before_any_generation(scripted, tiny_model, answer, trac, problem):
     server = scripted(answer)
     with pytest.raises(ValueError, match=f"the server at .* {problem}.*nothing was generated"):
         _check(server.url, tiny_model, trac)

@@ -17,9 +17,21 @@ pytestmark = pytest.mark.engine
 
 
 def _lm_eval(root, tasks, tiny_model):
-    command = [shutil.which("lm_eval"), "--tasks", LOCAL_TASK, "--include_path", str(tasks), "--model", "hf",
-               "--model_args", f"pretrained={tiny_model},dtype=float32", "--device", "cpu",
-               "--output_path", str(root / "out")]
+    command = [
+        shutil.which("lm_eval"),
+        "--tasks",
+        LOCAL_TASK,
+        "--include_path",
+        str(tasks),
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={tiny_model},dtype=float32",
+        "--device",
+        "cpu",
+        "--output_path",
+        str(root / "out"),
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=900, env=engine_env(), cwd=root)
 
 
@@ -40,11 +52,14 @@ class _Request:
         self.task_name, self.doc_id, self.doc = "t", doc_id, doc
 
 
-@pytest.mark.parametrize(("switches", "expected"), [
-    ({"reference": "{{gold}}"}, "document 1: trac.reference template '{{gold}}'"),
-    ({"reference": "{{answer}}", "answer_kind": "{{kind}}"}, "document 1: trac.answer_kind template"),
-    ({"reference": "{{answer}}", "metadata_fields": ["topic"]}, "document 1: trac.metadata_fields ['topic']"),
-])
+@pytest.mark.parametrize(
+    ("switches", "expected"),
+    [
+        ({"reference": "{{gold}}"}, "document 1: trac.reference template '{{gold}}'"),
+        ({"reference": "{{answer}}", "answer_kind": "{{kind}}"}, "document 1: trac.answer_kind template"),
+        ({"reference": "{{answer}}", "metadata_fields": ["topic"]}, "document 1: trac.metadata_fields ['topic']"),
+    ],
+)
 def test_the_first_failing_document_is_named(switches, expected):
     docs = [{"answer": "1", "gold": "1", "kind": "math", "topic": "x"}, {"answer": "2", "kind": "essay"}]
     config = TracConfig.from_gen_kwargs({"trac": {"answer_kind": "math", **switches}}, "t")

@@ -56,11 +56,11 @@ def test_states_of_a_trace(marker):
     prompt_closed_empty = encode("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     reasoning = encode("2 + 2 is 4")
     answered = encode("2 + 2 is 4</think>The answer is \\boxed{4}")
-    assert built.state(prompt_opening, reasoning) == "open"            # cut inside thinking
+    assert built.state(prompt_opening, reasoning) == "open"  # cut inside thinking
     assert built.state(prompt_opening, answered) == "closed"
     assert built.state(prompt_plain, encode("<think>") + reasoning) == "open"  # the model opened it itself
-    assert built.state(prompt_plain, reasoning) == "none"              # never thought
-    assert built.state(prompt_closed_empty, reasoning) == "none"       # enable_thinking=False style prompt
+    assert built.state(prompt_plain, reasoning) == "none"  # never thought
+    assert built.state(prompt_closed_empty, reasoning) == "none"  # enable_thinking=False style prompt
     assert encode("The answer is \\boxed{4}") == built.answer_ids(answered)
     assert built.answer_ids(reasoning) is None
 

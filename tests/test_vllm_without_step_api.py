@@ -4,7 +4,6 @@ each chunk) and writes the same records. The real in-process engine and the tiny
 
 from __future__ import annotations
 
-
 import pytest
 
 from trac_metrics.records import iter_records
@@ -14,8 +13,12 @@ from trac_tasks.config import DEFAULT_CUE
 pytestmark = pytest.mark.engine
 
 N_DOCS, K = 3, 2
-TRAC = {"answer_kind": "math", "reference": "4", "probe_variants": ["trace", "question_only", "shuffled_trace",
-                                                                    "teacher_forced"], "p_true": True}
+TRAC = {
+    "answer_kind": "math",
+    "reference": "4",
+    "probe_variants": ["trace", "question_only", "shuffled_trace", "teacher_forced"],
+    "p_true": True,
+}
 
 
 class _WithoutStepApi:
@@ -35,9 +38,16 @@ def _requests():
 
     requests = []
     for doc_id in range(N_DOCS):
-        instance = Instance("generate_until", {"q": doc_id}, (f"What is {doc_id} + 4? Answer in \\boxed{{}}.\n",
-                            {"until": [], "do_sample": True, "temperature": 0.7, "top_p": 0.95, "max_gen_toks": 24,
-                             "trac": TRAC}), idx=0, metadata=("fallback", doc_id, K))
+        instance = Instance(
+            "generate_until",
+            {"q": doc_id},
+            (
+                f"What is {doc_id} + 4? Answer in \\boxed{{}}.\n",
+                {"until": [], "do_sample": True, "temperature": 0.7, "top_p": 0.95, "max_gen_toks": 24, "trac": TRAC},
+            ),
+            idx=0,
+            metadata=("fallback", doc_id, K),
+        )
         instance.repeats = K
         requests.extend([instance] * K)
     return requests
@@ -45,11 +55,20 @@ def _requests():
 
 @pytest.fixture(scope="module")
 def lm(tiny_model):
-    import trac_tasks._autoload  # noqa: F401  (installs the backend hook, as the .pth file does)
     from lm_eval.models.vllm_causallms import VLLM
 
-    model = VLLM(pretrained=str(tiny_model), dtype="bfloat16", max_model_len=1024, enable_prefix_caching=True,
-                 block_size=32, enforce_eager=True, distributed_executor_backend="uni", seed=1234)
+    import trac_tasks._autoload  # noqa: F401  (installs the backend hook, as the .pth file does)
+
+    model = VLLM(
+        pretrained=str(tiny_model),
+        dtype="bfloat16",
+        max_model_len=1024,
+        enable_prefix_caching=True,
+        block_size=32,
+        enforce_eager=True,
+        distributed_executor_backend="uni",
+        seed=1234,
+    )
     yield model
     del model
 

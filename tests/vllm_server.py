@@ -32,12 +32,35 @@ def vllm_server(model: Path, log_path: Path) -> Iterator[tuple[str, subprocess.P
     """``vllm serve model`` with prefix caching, cached-token counts in its usage and every request's prompt token
     ids in ``log_path`` (``--enable-log-requests`` at DEBUG level); yields its base URL and the process."""
     port = free_port()
-    command = [shutil.which("vllm"), "serve", str(model), "--host", "127.0.0.1", "--port", str(port),
-               "--dtype", "bfloat16", "--max-model-len", "2048", "--enable-prefix-caching", "--block-size", "32",
-               "--enforce-eager", "--enable-prompt-tokens-details", "--seed", "1234", "--enable-log-requests"]
+    command = [
+        shutil.which("vllm"),
+        "serve",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        "2048",
+        "--enable-prefix-caching",
+        "--block-size",
+        "32",
+        "--enforce-eager",
+        "--enable-prompt-tokens-details",
+        "--seed",
+        "1234",
+        "--enable-log-requests",
+    ]
     with open(log_path, "w", encoding="utf-8") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                   env=engine_env(VLLM_LOGGING_LEVEL="DEBUG"))
+        process = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=engine_env(VLLM_LOGGING_LEVEL="DEBUG"),
+        )
     try:
         base_url = f"http://127.0.0.1:{port}"
         _wait_until_healthy(base_url, process, log_path)
@@ -70,11 +93,14 @@ def _wait_until_healthy(base_url: str, process: subprocess.Popen, log_path: Path
         except OSError:
             pass
         time.sleep(1)
-    raise AssertionError(f"vllm serve did not become healthy in {START_TIMEOUT_SECONDS} s:\n"
-                         f"{log_path.read_text()[-4000:]}")
+    raise AssertionError(
+        f"vllm serve did not become healthy in {START_TIMEOUT_SECONDS} s:\n{log_path.read_text()[-4000:]}"
+    )
 
 
 def received_prompts(log_path: Path) -> list[list[int]]:
     """The token-id prompt of every request the server logged."""
-    return [[int(token) for token in match.split(",") if token.strip()]
-            for match in _PROMPT_IDS.findall(log_path.read_text(encoding="utf-8"))]
+    return [
+        [int(token) for token in match.split(",") if token.strip()]
+        for match in _PROMPT_IDS.findall(log_path.read_text(encoding="utf-8"))
+    ]

@@ -765,7 +765,8 @@ Equivalence = Callable[[str | None, str | None, str], bool]
 """A user answer relation: ``fn(answer, other, kind) -> bool`` on raw (un-normalized) answers, None included."""
 
 _EQUIVALENCE_OVERRIDE: contextvars.ContextVar[Equivalence | None] = contextvars.ContextVar(
-    "trac_equivalence_override", default=None)
+    "trac_equivalence_override", default=None
+)
 
 
 @contextlib.contextmanager

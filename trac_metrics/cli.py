@@ -92,8 +92,9 @@ def summary(out_dir: Path) -> str:
         raise ValueError(f"{path}: no 'results' object (not an lm-eval results file)")
     blocks = [f"results: {path}"]
     for task, values in sorted(results.items()):
-        metrics = {key.split(",")[0]: value for key, value in values.items()
-                   if "," in key and isinstance(value, (int, float))}
+        metrics = {
+            key.split(",")[0]: value for key, value in values.items() if "," in key and isinstance(value, (int, float))
+        }
         if "trac_auroc" in metrics:
             blocks.append(f"\n{_task_block(task, metrics)}\n{_marker_note(out_dir, task)}")
     if len(blocks) == 1:
@@ -107,8 +108,9 @@ def evaluate_records(paths: Sequence[Path]) -> dict[str, dict[str, float]]:
     metrics: dict[str, dict[str, float]] = {}
     for pair, evaluation in zip(pairs := load_pairs(paths), evaluate_pairs(pairs), strict=True):
         if pair.task in metrics:
-            raise ValueError(f"task {pair.task} appears in records of several models or decodings; "
-                             "compare them with `trac report`")
+            raise ValueError(
+                f"task {pair.task} appears in records of several models or decodings; compare them with `trac report`"
+            )
         metrics[pair.task] = {**task_accuracy(pair.evidences), **evaluation.metrics}
     return metrics
 
@@ -131,8 +133,13 @@ def _check_n_bins(n_bins: int, request: str) -> None:
 
 def _options(args: argparse.Namespace) -> EvidenceOptions:
     _check_n_bins(args.n_bins, f"--n-bins {args.n_bins}")
-    return EvidenceOptions(answer_kind=args.answer_kind, equivalence=args.equivalence, n_bins=args.n_bins,
-                           tail_window=args.tail_window, low_threshold=args.low_threshold)
+    return EvidenceOptions(
+        answer_kind=args.answer_kind,
+        equivalence=args.equivalence,
+        n_bins=args.n_bins,
+        tail_window=args.tail_window,
+        low_threshold=args.low_threshold,
+    )
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -140,10 +147,16 @@ def _report(args: argparse.Namespace) -> None:
     questions = [len(pair.evidences) for pair in pairs]
     # checked before the slow evaluation, with one score column: the least a report bootstraps
     needed = bootstrap_memory(questions, args.resamples, n_columns=1, n_metrics=len(BOOTSTRAP_METRICS))
-    require_memory(f"--resamples {args.resamples}", needed,
-                   f"for {len(pairs)} pair(s) with {sum(questions)} questions in all")
-    data = build_report_data(pairs, n_resamples=args.resamples, seed=args.seed,
-                             progress=_progress("evaluating pairs", "pair"), jobs=args.jobs)
+    require_memory(
+        f"--resamples {args.resamples}", needed, f"for {len(pairs)} pair(s) with {sum(questions)} questions in all"
+    )
+    data = build_report_data(
+        pairs,
+        n_resamples=args.resamples,
+        seed=args.seed,
+        progress=_progress("evaluating pairs", "pair"),
+        jobs=args.jobs,
+    )
     print(write_report(data, args.out, latex=args.latex))
 
 
@@ -165,9 +178,11 @@ def _fit(args: argparse.Namespace) -> None:
     metadata = head.metadata
     message = f"{args.method} head fitted on {metadata['training_questions']} questions → {args.out}"
     if metadata["threshold"] is not None:
-        message += (f"\nabstention threshold {metadata['threshold']:.4f}: calibration coverage "
-                    f"{metadata['calibration_coverage']:.4f}, risk {metadata['calibration_risk']:.4f} "
-                    f"(target {metadata['target_risk']:g})")
+        message += (
+            f"\nabstention threshold {metadata['threshold']:.4f}: calibration coverage "
+            f"{metadata['calibration_coverage']:.4f}, risk {metadata['calibration_risk']:.4f} "
+            f"(target {metadata['target_risk']:g})"
+        )
     print(message)
 
 
@@ -188,8 +203,16 @@ def _summary(args: argparse.Namespace) -> None:
 def _evaluate(args: argparse.Namespace) -> None:
     metrics = evaluate_records(args.records)
     if args.json:  # a metric that could not be computed (NaN) is null: valid JSON
-        print(json.dumps({task: {name: value if math.isfinite(value) else None for name, value in values.items()}
-                          for task, values in metrics.items()}, indent=2, allow_nan=False))
+        print(
+            json.dumps(
+                {
+                    task: {name: value if math.isfinite(value) else None for name, value in values.items()}
+                    for task, values in metrics.items()
+                },
+                indent=2,
+                allow_nan=False,
+            )
+        )
         return
     for task, values in metrics.items():
         print(_task_block(task, values) + "\n")
@@ -206,8 +229,10 @@ def _positive_int(text: str) -> int:
     return value
 
 
-EQUIVALENCE_HELP = ("f(answer, other, kind) -> bool replacing the built-in answer equivalence everywhere (labels, "
-                    "agreement, answer classes): a module on the Python path, or FILE.py:FUNCTION")
+EQUIVALENCE_HELP = (
+    "f(answer, other, kind) -> bool replacing the built-in answer equivalence everywhere (labels, "
+    "agreement, answer classes): a module on the Python path, or FILE.py:FUNCTION"
+)
 
 
 def _evidence_arguments() -> argparse.ArgumentParser:
@@ -215,15 +240,29 @@ def _evidence_arguments() -> argparse.ArgumentParser:
     ``fit``."""
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("evidence options (default: the paper's configuration)")
-    group.add_argument("--answer-kind", choices=ANSWER_KINDS, help="normalize and compare answers as this kind "
-                       "instead of the kind stored in the records")
+    group.add_argument(
+        "--answer-kind",
+        choices=ANSWER_KINDS,
+        help="normalize and compare answers as this kind instead of the kind stored in the records",
+    )
     group.add_argument("--equivalence", metavar="MODULE:FUNCTION", help=EQUIVALENCE_HELP)
-    group.add_argument("--n-bins", type=_positive_int, default=N_BINS, metavar="J",
-                       help=f"TUP position bins (default {N_BINS})")
-    group.add_argument("--tail-window", type=_positive_int, default=TAIL_WINDOW, metavar="W",
-                       help=f"TUP tail window in tokens (default {TAIL_WINDOW})")
-    group.add_argument("--low-threshold", type=float, default=LOW_THRESHOLD, metavar="TAU",
-                       help=f"TUP low-logprob threshold (default {LOW_THRESHOLD})")
+    group.add_argument(
+        "--n-bins", type=_positive_int, default=N_BINS, metavar="J", help=f"TUP position bins (default {N_BINS})"
+    )
+    group.add_argument(
+        "--tail-window",
+        type=_positive_int,
+        default=TAIL_WINDOW,
+        metavar="W",
+        help=f"TUP tail window in tokens (default {TAIL_WINDOW})",
+    )
+    group.add_argument(
+        "--low-threshold",
+        type=float,
+        default=LOW_THRESHOLD,
+        metavar="TAU",
+        help=f"TUP low-logprob threshold (default {LOW_THRESHOLD})",
+    )
     return parent
 
 
@@ -239,19 +278,25 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.set_defaults(run=_evaluate)
 
     evidence_options = _evidence_arguments()
-    report = commands.add_parser("report", parents=[evidence_options],
-                                 help="leaderboard tables and figures over many runs")
+    report = commands.add_parser(
+        "report", parents=[evidence_options], help="leaderboard tables and figures over many runs"
+    )
     report.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
     report.add_argument("--out", type=Path, required=True, metavar="DIR")
     report.add_argument("--latex", action="store_true", help="also write LaTeX tables")
     report.add_argument("--resamples", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    report.add_argument("--jobs", type=_positive_int, metavar="N", help="worker processes (default: every CPU; the "
-                        "numbers do not depend on it)")
+    report.add_argument(
+        "--jobs",
+        type=_positive_int,
+        metavar="N",
+        help="worker processes (default: every CPU; the numbers do not depend on it)",
+    )
     report.set_defaults(run=_report)
 
-    rescore_command = commands.add_parser("rescore", parents=[evidence_options],
-                                          help="recompute labels, features and metrics with changed options")
+    rescore_command = commands.add_parser(
+        "rescore", parents=[evidence_options], help="recompute labels, features and metrics with changed options"
+    )
     rescore_command.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
     rescore_command.add_argument("--json", action="store_true", help="print the changes as JSON")
     rescore_command.set_defaults(run=_rescore)
@@ -260,18 +305,31 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
     fit.add_argument("--out", type=Path, required=True, metavar="HEAD.json")
     fit.add_argument("--method", choices=saved_head_methods(), default="trac")
-    fit.add_argument("--calibration", type=Path, nargs="+", metavar="RUN_DIR",
-                     help="held-out runs on which the abstention threshold is chosen")
-    fit.add_argument("--target-risk", type=float, metavar="RISK",
-                     help=f"risk the threshold must reach on the calibration runs (default {DEFAULT_TARGET_RISK})")
+    fit.add_argument(
+        "--calibration",
+        type=Path,
+        nargs="+",
+        metavar="RUN_DIR",
+        help="held-out runs on which the abstention threshold is chosen",
+    )
+    fit.add_argument(
+        "--target-risk",
+        type=float,
+        metavar="RISK",
+        help=f"risk the threshold must reach on the calibration runs (default {DEFAULT_TARGET_RISK})",
+    )
     fit.set_defaults(run=_fit)
 
     score = commands.add_parser("score", help="score the records of runs with a saved head")
     score.add_argument("head", type=Path, metavar="HEAD.json")
     score.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
     score.add_argument("--out", type=Path, metavar="SCORES.jsonl", help="write one JSON line per question")
-    score.add_argument("--equivalence", metavar="MODULE:FUNCTION", help=EQUIVALENCE_HELP + "; required, with the "
-                       "same spec, when the head was fitted with one (a head file stores the spec as data only)")
+    score.add_argument(
+        "--equivalence",
+        metavar="MODULE:FUNCTION",
+        help=EQUIVALENCE_HELP + "; required, with the "
+        "same spec, when the head was fitted with one (a head file stores the spec as data only)",
+    )
     score.set_defaults(run=_score)
     return parser
 

@@ -95,8 +95,10 @@ def decode_array(payload: Any, dtype: type, name: str) -> np.ndarray:
         raise RecordFormatError(f"field {name!r} must be an encoded array {{dtype, shape, b64}}, got {_short(payload)}")
     stored = _numeric_dtype(payload["dtype"])
     if stored is None or not np.can_cast(stored, dtype, casting="safe"):
-        raise RecordFormatError(f"field {name!r} has dtype {_short(payload['dtype'])}; expected a numeric dtype "
-                                f"castable to {np.dtype(dtype).newbyteorder('<').str}")
+        raise RecordFormatError(
+            f"field {name!r} has dtype {_short(payload['dtype'])}; expected a numeric dtype "
+            f"castable to {np.dtype(dtype).newbyteorder('<').str}"
+        )
     shape = payload["shape"]
     if not isinstance(shape, list) or not all(_is_int(size) and size >= 0 for size in shape):
         raise RecordFormatError(f"field {name!r} has shape {_short(shape)}; expected a list of non-negative integers")
@@ -105,8 +107,10 @@ def decode_array(payload: Any, dtype: type, name: str) -> np.ndarray:
     except (TypeError, ValueError) as error:
         raise RecordFormatError(f"field {name!r} is not valid base64: {error}") from error
     if len(raw) != math.prod(shape) * stored.itemsize:
-        raise RecordFormatError(f"field {name!r} holds {len(raw)} bytes; shape {shape} of {stored.str} needs "
-                                f"{math.prod(shape) * stored.itemsize}")
+        raise RecordFormatError(
+            f"field {name!r} holds {len(raw)} bytes; shape {shape} of {stored.str} needs "
+            f"{math.prod(shape) * stored.itemsize}"
+        )
     try:
         return np.frombuffer(raw, dtype=stored).reshape(shape).astype(dtype)
     except ValueError as error:  # a shape numpy cannot represent (too many dimensions, a dimension too large)
@@ -155,27 +159,49 @@ _COUNT = _Expected("a non-negative integer", lambda value: _is_int(value) and va
 _POSITIVE = _Expected("a positive integer", lambda value: _is_int(value) and value >= 1)
 _NUMBER = _Expected("a number", _is_number)
 _OBJECT = _Expected("a JSON object", lambda value: isinstance(value, Mapping))
-_NUMBERS = _Expected("a JSON object of numbers",
-                     lambda value: isinstance(value, Mapping) and all(map(_is_number, value.values())))
+_NUMBERS = _Expected(
+    "a JSON object of numbers", lambda value: isinstance(value, Mapping) and all(map(_is_number, value.values()))
+)
 _DOC_ID = _Expected("an integer or a string", lambda value: isinstance(value, str) or _is_int(value))
 
 _PROBE_FIELDS = {
-    "variant": _STRING, "appended_text": _STRING, "text": _STRING, "answer": _STRING.or_null(),
-    "answer_token_count": _COUNT, "finish_reason": _STRING, "num_prompt_tokens": _COUNT,
-    "num_cached_tokens": _COUNT.or_null(), "seconds": _NUMBER.or_null(),
+    "variant": _STRING,
+    "appended_text": _STRING,
+    "text": _STRING,
+    "answer": _STRING.or_null(),
+    "answer_token_count": _COUNT,
+    "finish_reason": _STRING,
+    "num_prompt_tokens": _COUNT,
+    "num_cached_tokens": _COUNT.or_null(),
+    "seconds": _NUMBER.or_null(),
 }
 _RESPONSE_FIELDS = {
-    "task": _STRING, "doc_id": _DOC_ID, "repeat": _COUNT, "model": _STRING, "answer_kind": _STRING,
-    "prompt_token_count": _COUNT, "text": _STRING, "answer": _STRING.or_null(), "reference": _STRING.or_null(),
-    "finish_reason": _STRING, "top_k": _POSITIVE, "probes": _OBJECT, "p_true": _NUMBER.or_null(),
-    "timing": _NUMBERS, "metadata": _OBJECT, "num_samples": _POSITIVE.or_null(), "decoding": _NUMBERS,
-    "marker": _STRING.or_null(), "generated_text": _STRING.or_null(),
+    "task": _STRING,
+    "doc_id": _DOC_ID,
+    "repeat": _COUNT,
+    "model": _STRING,
+    "answer_kind": _STRING,
+    "prompt_token_count": _COUNT,
+    "text": _STRING,
+    "answer": _STRING.or_null(),
+    "reference": _STRING.or_null(),
+    "finish_reason": _STRING,
+    "top_k": _POSITIVE,
+    "probes": _OBJECT,
+    "p_true": _NUMBER.or_null(),
+    "timing": _NUMBERS,
+    "metadata": _OBJECT,
+    "num_samples": _POSITIVE.or_null(),
+    "decoding": _NUMBERS,
+    "marker": _STRING.or_null(),
+    "generated_text": _STRING.or_null(),
 }
 """The schema of the scalar and mapping fields (the arrays are :data:`_RESPONSE_ARRAYS`, :data:`_PROBE_ARRAYS`)."""
 
 
-def _read_fields(payload: Any, cls: type, scalars: Mapping[str, _Expected], arrays: Mapping[str, type],
-                 prefix: str = "") -> dict[str, Any]:
+def _read_fields(
+    payload: Any, cls: type, scalars: Mapping[str, _Expected], arrays: Mapping[str, type], prefix: str = ""
+) -> dict[str, Any]:
     """The constructor arguments of ``cls`` from its stored JSON object, each field checked against the schema.
 
     Fields ``cls`` does not declare are ignored; ``prefix`` names where the object sits (``probes.trace.``).
@@ -184,8 +210,13 @@ def _read_fields(payload: Any, cls: type, scalars: Mapping[str, _Expected], arra
     if not isinstance(payload, Mapping):
         raise RecordFormatError(f"{what} must be a JSON object, got {_short(payload)}")
     declared = dataclasses.fields(cls)
-    missing = [item.name for item in declared if item.name not in payload
-               and item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING]
+    missing = [
+        item.name
+        for item in declared
+        if item.name not in payload
+        and item.default is dataclasses.MISSING
+        and item.default_factory is dataclasses.MISSING
+    ]
     if missing:
         raise RecordFormatError(f"{what} is missing fields {missing}")
     values: dict[str, Any] = {}
@@ -227,17 +258,15 @@ class ProbeRecord:
         if self.variant not in PROBE_VARIANTS:
             raise RecordFormatError(f"unknown probe variant {self.variant!r}; expected one of {PROBE_VARIANTS}")
         if self.token_ids.ndim != 1 or self.token_logprobs.ndim != 1:
-            raise RecordFormatError(f"probe token_ids and token_logprobs must be one-dimensional, got shapes "
-                                    f"{self.token_ids.shape} and {self.token_logprobs.shape}")
+            raise RecordFormatError(
+                f"probe token_ids and token_logprobs must be one-dimensional, got shapes "
+                f"{self.token_ids.shape} and {self.token_logprobs.shape}"
+            )
         n_tokens = len(self.token_ids)
         if len(self.token_logprobs) != n_tokens:
-            raise RecordFormatError(
-                f"probe has {n_tokens} token ids but {len(self.token_logprobs)} token logprobs"
-            )
+            raise RecordFormatError(f"probe has {n_tokens} token ids but {len(self.token_logprobs)} token logprobs")
         if not 0 <= self.answer_token_count <= n_tokens:
-            raise RecordFormatError(
-                f"probe answer_token_count {self.answer_token_count} outside 0..{n_tokens}"
-            )
+            raise RecordFormatError(f"probe answer_token_count {self.answer_token_count} outside 0..{n_tokens}")
 
     @property
     def answer_logprobs(self) -> np.ndarray:
@@ -374,8 +403,12 @@ def iter_records(path: str | Path) -> Iterator[ResponseRecord]:
             except ValueError as error:  # not JSON, or not UTF-8
                 if line.endswith(b"\n"):
                     raise RecordFormatError(f"{path}:{line_number}: corrupt line, not valid JSON ({error})") from error
-                warnings.warn(f"{path}: skipped its last line {line_number}, cut off mid-write (a run killed or a "
-                              f"full disk); kept the {kept} complete records before it", TracWarning, stacklevel=2)
+                warnings.warn(
+                    f"{path}: skipped its last line {line_number}, cut off mid-write (a run killed or a "
+                    f"full disk); kept the {kept} complete records before it",
+                    TracWarning,
+                    stacklevel=2,
+                )
                 return
             try:
                 record = ResponseRecord.from_dict(payload)

@@ -87,7 +87,10 @@ class _RenamedDistribution(Distribution):
         version = self._original.version
         cpu_version = version if "+cpu" in version else f"{version}+cpu"
         lines = [
-            "Name: vllm" if line.startswith("Name:") else f"Version: {cpu_version}" if line.startswith("Version:")
+            "Name: vllm"
+            if line.startswith("Name:")
+            else f"Version: {cpu_version}"
+            if line.startswith("Version:")
             else line
             for line in text.splitlines()
         ]

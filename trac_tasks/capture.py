@@ -24,9 +24,7 @@ from trac_metrics.records import ProbeRecord, RecordWriter, ResponseRecord
 from trac_tasks.config import TracConfig
 from trac_tasks.progress import LOGGER
 
-P_TRUE_TEMPLATE = (
-    "\n\nProposed answer: {answer}\nIs the proposed answer correct?\n(A) True\n(B) False\nThe answer is ("
-)
+P_TRUE_TEMPLATE = "\n\nProposed answer: {answer}\nIs the proposed answer correct?\n(A) True\n(B) False\nThe answer is ("
 """P(True) (Kadavath et al. 2022), asked after the question prompt and the primary's extracted answer (not the
 trace): the probability of "A" renormalized over {A, B} (docs/method.md#ptrue)."""
 
@@ -142,7 +140,6 @@ def build_record(
         generated_text=generated_text if generated_text != text else None,
         **summaries,
     )
-
 
 
 def records_dir() -> Path:

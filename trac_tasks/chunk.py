@@ -82,8 +82,10 @@ class ChunkState:
         for key, indices in self.questions.items():
             if key in self.written:
                 continue
-            if all(self.traces[i] is not None and self.open_jobs[i] == 0 and i not in self.waiting_for_partner
-                   for i in indices):
+            if all(
+                self.traces[i] is not None and self.open_jobs[i] == 0 and i not in self.waiting_for_partner
+                for i in indices
+            ):
                 self.written.add(key)
                 yield key, indices
 

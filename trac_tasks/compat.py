@@ -30,12 +30,8 @@ TESTED = {"lm_eval": "==0.4.13", "vllm": ">=0.32,<0.34"}
 same range. Another installed release gets a warning once per process."""
 
 REQUIRED: dict[str, tuple[str, ...]] = {
-    "lm_eval.tasks.manager": (
-        "lm_eval.tasks.manager:TaskManager.__init__(include_path)",
-    ),
-    "lm_eval.evaluator_utils": (
-        "lm_eval.evaluator_utils:_compute_task_aggregations",
-    ),
+    "lm_eval.tasks.manager": ("lm_eval.tasks.manager:TaskManager.__init__(include_path)",),
+    "lm_eval.evaluator_utils": ("lm_eval.evaluator_utils:_compute_task_aggregations",),
     "lm_eval.evaluator": (
         "lm_eval.evaluator:evaluate(lm, task_dict)",
         "lm_eval.evaluator:simple_evaluate(evaluation_tracker)",
@@ -146,9 +142,14 @@ def warn_if_untested(distribution: str) -> None:
         return
     _version_checked.add(distribution)
     if not SpecifierSet(TESTED[distribution]).contains(version, prereleases=True):
-        LOGGER.warning("trac-eval: its hooks are tested with %s%s, this is %s %s; plain tasks are not affected, TrAC "
-                       "tasks may stop with an incompatibility error. Set TRAC_EVAL_DISABLE=1 to turn the hooks off.",
-                       distribution, TESTED[distribution], distribution, version)
+        LOGGER.warning(
+            "trac-eval: its hooks are tested with %s%s, this is %s %s; plain tasks are not affected, TrAC "
+            "tasks may stop with an incompatibility error. Set TRAC_EVAL_DISABLE=1 to turn the hooks off.",
+            distribution,
+            TESTED[distribution],
+            distribution,
+            version,
+        )
 
 
 def symbol_problem(symbol: str) -> str | None:
@@ -217,8 +218,13 @@ def _versions() -> str:
 
 def _fail(hook: str, reason: str) -> None:
     failed[hook] = reason
-    LOGGER.warning("trac-eval: hook on %s not installed (%s): %s. Plain lm-eval tasks run unchanged; TrAC tasks will "
-                   "not run. Set TRAC_EVAL_DISABLE=1 to turn trac-eval's hooks off.", hook, _versions(), reason)
+    LOGGER.warning(
+        "trac-eval: hook on %s not installed (%s): %s. Plain lm-eval tasks run unchanged; TrAC tasks will "
+        "not run. Set TRAC_EVAL_DISABLE=1 to turn trac-eval's hooks off.",
+        hook,
+        _versions(),
+        reason,
+    )
 
 
 def require_trac_hooks(only_failed: bool = False) -> None:
@@ -228,5 +234,7 @@ def require_trac_hooks(only_failed: bool = False) -> None:
     missing = [hook for hook in TRAC_HOOKS if hook not in installed and (hook in failed or not only_failed)]
     if missing:
         reasons = "; ".join(f"{hook}: {failed.get(hook, 'never imported (renamed or moved?)')}" for hook in missing)
-        raise RuntimeError(f"trac-eval: TrAC tasks cannot run, trac-eval's hooks are not installed on this lm-eval "
-                           f"({_versions()}; tested: lm-eval{TESTED['lm_eval']}, vLLM{TESTED['vllm']}): {reasons}")
+        raise RuntimeError(
+            f"trac-eval: TrAC tasks cannot run, trac-eval's hooks are not installed on this lm-eval "
+            f"({_versions()}; tested: lm-eval{TESTED['lm_eval']}, vLLM{TESTED['vllm']}): {reasons}"
+        )

@@ -81,7 +81,9 @@ class RequestQueue:
         self._wakeup = asyncio.Event()
         connector = aiohttp.TCPConnector(limit=self.settings.concurrency, ssl=self.settings.verify_certificate)
         timeout = aiohttp.ClientTimeout(total=self.settings.timeout)
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout, headers=self.settings.headers) as session:
+        async with aiohttp.ClientSession(
+            connector=connector, timeout=timeout, headers=self.settings.headers
+        ) as session:
             workers = [asyncio.create_task(self._worker(session)) for _ in range(self.settings.concurrency)]
             try:
                 await asyncio.gather(*workers)
@@ -123,19 +125,30 @@ class RequestQueue:
                     if response.status == 200:
                         return _json_body(text, url, request.what), time.perf_counter() - started
                     if response.status not in RETRIED_STATUSES:
-                        raise ServerRequestError(f"trac-eval: the server at {url} refused a {request.what} request "
-                                                 f"(HTTP {response.status}): {text[:500]}")
+                        raise ServerRequestError(
+                            f"trac-eval: the server at {url} refused a {request.what} request "
+                            f"(HTTP {response.status}): {text[:500]}"
+                        )
                     problem = f"HTTP {response.status}: {text[:200]}"
-            except (aiohttp.ClientError, asyncio.TimeoutError) as error:
+            except (TimeoutError, aiohttp.ClientError) as error:
                 problem = f"{type(error).__name__}: {error}".rstrip(": ")
             if attempt < attempts:
                 delay = min(MAX_BACKOFF_SECONDS, 2.0 ** (attempt - 1))
-                LOGGER.warning("trac-eval: a %s request to %s failed (%s); attempt %d of %d in %.0f s",
-                               request.what, url, problem, attempt + 1, attempts, delay)
+                LOGGER.warning(
+                    "trac-eval: a %s request to %s failed (%s); attempt %d of %d in %.0f s",
+                    request.what,
+                    url,
+                    problem,
+                    attempt + 1,
+                    attempts,
+                    delay,
+                )
                 await asyncio.sleep(delay)
-        raise ServerRequestError(f"trac-eval: the server at {url} did not answer a {request.what} request in "
-                                 f"{attempts} attempts (last: {problem}); the records of every question finished so "
-                                 "far are written")
+        raise ServerRequestError(
+            f"trac-eval: the server at {url} did not answer a {request.what} request in "
+            f"{attempts} attempts (last: {problem}); the records of every question finished so "
+            "far are written"
+        )
 
 
 def _json_body(text: str, url: str, what: str) -> dict[str, Any]:
@@ -144,6 +157,8 @@ def _json_body(text: str, url: str, what: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         body = None
     if not isinstance(body, dict):
-        raise ServerRequestError(f"trac-eval: the server at {url} answered a {what} request with something that is "
-                                 f"not a JSON object: {text[:200]!r}")
+        raise ServerRequestError(
+            f"trac-eval: the server at {url} answered a {what} request with something that is "
+            f"not a JSON object: {text[:200]!r}"
+        )
     return body

@@ -106,8 +106,10 @@ class TracConfig:
             return self.answer_kind
         kind = _render("answer_kind", self.answer_kind, doc)
         if kind not in ANSWER_KINDS:
-            raise ValueError(f"trac.answer_kind template {self.answer_kind!r} gave {kind!r} for a document; expected "
-                             f"one of {ANSWER_KINDS}")
+            raise ValueError(
+                f"trac.answer_kind template {self.answer_kind!r} gave {kind!r} for a document; expected "
+                f"one of {ANSWER_KINDS}"
+            )
         return kind
 
     def closing_delimiter(self) -> str | None:
@@ -119,8 +121,9 @@ def _render(name: str, template: str, doc: Mapping[str, Any]) -> str:
     try:
         return _JINJA.from_string(template).render(**doc).strip()
     except jinja2.TemplateError as error:
-        raise ValueError(f"trac.{name} template {template!r} cannot be rendered on a document with fields "
-                         f"{sorted(doc)}: {error}") from error
+        raise ValueError(
+            f"trac.{name} template {template!r} cannot be rendered on a document with fields {sorted(doc)}: {error}"
+        ) from error
 
 
 def strip_trac(gen_kwargs: Mapping[str, Any]) -> dict[str, Any]:

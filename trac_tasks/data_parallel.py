@@ -36,19 +36,24 @@ def run_on_replicas(runner: Any, requests: Sequence[Any]) -> list[GenerationText
     """Run ``requests`` on ``runner.lm.data_parallel_size`` Ray replicas; write their records through ``runner``'s
     records file and return the texts in request order."""
     import ray
+
     from trac_tasks.runner import validate_documents
 
     lm = runner.lm
-    validate_documents(requests, [TracConfig.from_gen_kwargs(request.args[1], request.task_name)
-                                  for request in requests])
+    validate_documents(
+        requests, [TracConfig.from_gen_kwargs(request.args[1], request.task_name) for request in requests]
+    )
     shards = question_shards(repeat_indices(requests), int(lm.data_parallel_size))
     gpus = int(getattr(lm, "tensor_parallel_size", 1) or 1)
     if not ray.is_initialized():
         ray.init()
     resources = {"num_gpus": gpus} if ray.cluster_resources().get("GPU", 0) >= gpus else {"num_cpus": 1}
-    LOGGER.info("trac-eval: %d questions' TrAC requests on %d vLLM replicas (Ray, %s each)",
-                sum(repeat == 0 for repeat in repeat_indices(requests)), len(shards),
-                f"{gpus} GPU" if "num_gpus" in resources else "1 CPU")
+    LOGGER.info(
+        "trac-eval: %d questions' TrAC requests on %d vLLM replicas (Ray, %s each)",
+        sum(repeat == 0 for repeat in repeat_indices(requests)),
+        len(shards),
+        f"{gpus} GPU" if "num_gpus" in resources else "1 CPU",
+    )
     replica = ray.remote(**resources)(run_replica)
     shipped = replica_model(lm)
     try:

@@ -40,9 +40,7 @@ def resolve_data_file(data_file: str) -> Path:
     for candidate in (Path(data_file), DATA_DIR / data_file):
         if candidate.is_file():
             return candidate.resolve()
-    raise FileNotFoundError(
-        f"dataset file {data_file!r} not found (looked in the working directory and in {DATA_DIR})"
-    )
+    raise FileNotFoundError(f"dataset file {data_file!r} not found (looked in the working directory and in {DATA_DIR})")
 
 
 def local_jsonl(data_file: str | None = None, split: str = "test", **_: Any) -> dict[str, Any]:
@@ -153,9 +151,15 @@ def aime25_docs(dataset: Any) -> Any:
     return _mapped(dataset, aime25_doc)
 
 
-def aime(aime24_path: str = "Maxwell-Jia/AIME_2024", aime24_name: str | None = None, aime24_split: str = "train",
-         aime25_path: str = "math-ai/aime25", aime25_name: str | None = None, aime25_split: str = "test",
-         **_: Any) -> dict[str, Any]:
+def aime(
+    aime24_path: str = "Maxwell-Jia/AIME_2024",
+    aime24_name: str | None = None,
+    aime24_split: str = "train",
+    aime25_path: str = "math-ai/aime25",
+    aime25_name: str | None = None,
+    aime25_split: str = "test",
+    **_: Any,
+) -> dict[str, Any]:
     """``custom_dataset`` of ``trac_aime``: AIME 2024 and 2025 pooled (60 problems, docs/method.md#dataset-sources) as
     one ``test`` split of ``{id, problem, answer}`` rows, 2024 first. Other keyword arguments (lm-eval's metadata) are
     ignored."""
@@ -169,17 +173,37 @@ def aime(aime24_path: str = "Maxwell-Jia/AIME_2024", aime24_name: str | None = N
 # ----------------------------------------------------------------------------------------------------------
 
 BBH_OPTION_SUBTASKS = (
-    "date_understanding", "disambiguation_qa", "geometric_shapes", "hyperbaton", "logical_deduction_five_objects",
-    "logical_deduction_seven_objects", "logical_deduction_three_objects", "movie_recommendation",
-    "penguins_in_a_table", "reasoning_about_colored_objects", "ruin_names", "salient_translation_error_detection",
-    "snarks", "temporal_sequences", "tracking_shuffled_objects_five_objects",
-    "tracking_shuffled_objects_seven_objects", "tracking_shuffled_objects_three_objects",
+    "date_understanding",
+    "disambiguation_qa",
+    "geometric_shapes",
+    "hyperbaton",
+    "logical_deduction_five_objects",
+    "logical_deduction_seven_objects",
+    "logical_deduction_three_objects",
+    "movie_recommendation",
+    "penguins_in_a_table",
+    "reasoning_about_colored_objects",
+    "ruin_names",
+    "salient_translation_error_detection",
+    "snarks",
+    "temporal_sequences",
+    "tracking_shuffled_objects_five_objects",
+    "tracking_shuffled_objects_seven_objects",
+    "tracking_shuffled_objects_three_objects",
 )
 """BBH subtasks whose targets are option letters ``(A)``… (docs/method.md#bbh-target-formats)."""
 
 BBH_FREE_FORM_SUBTASKS = (
-    "boolean_expressions", "causal_judgement", "dyck_languages", "formal_fallacies", "multistep_arithmetic_two",
-    "navigate", "object_counting", "sports_understanding", "web_of_lies", "word_sorting",
+    "boolean_expressions",
+    "causal_judgement",
+    "dyck_languages",
+    "formal_fallacies",
+    "multistep_arithmetic_two",
+    "navigate",
+    "object_counting",
+    "sports_understanding",
+    "web_of_lies",
+    "word_sorting",
 )
 """BBH subtasks with free-form targets: True/False, Yes/No, valid/invalid, numbers, sequences, word lists."""
 
@@ -203,8 +227,13 @@ def bbh_doc(row: Mapping[str, Any], subtask: str) -> dict[str, Any]:
     option = _OPTION_TARGET_RE.fullmatch(target) if subtask in BBH_OPTION_SUBTASKS else None
     answer = option.group(1) if option else target
     readable_letter = option is not None and normalize_answer(answer, "mc") == answer
-    return {**row, "subtask": subtask, "multiple_choice": option is not None, "answer": answer,
-            "answer_kind": "mc" if readable_letter else "text"}
+    return {
+        **row,
+        "subtask": subtask,
+        "multiple_choice": option is not None,
+        "answer": answer,
+        "answer_kind": "mc" if readable_letter else "text",
+    }
 
 
 def _bbh_source(path: str, data_dir: str | None, subtask: str) -> str:
@@ -217,8 +246,11 @@ def bbh(path: str = "SaylorTwift/bbh", split: str = "test", data_dir: str | None
     Each subtask is the hub config of that name in ``path``, or, when ``data_dir`` is given, the file
     ``<data_dir>/<subtask>.jsonl`` in the hub schema. Other keyword arguments (lm-eval's metadata) are ignored.
     """
-    rows = [bbh_doc(row, subtask) for subtask in BBH_SUBTASKS
-            for row in load_split(_bbh_source(path, data_dir, subtask), subtask, split)]
+    rows = [
+        bbh_doc(row, subtask)
+        for subtask in BBH_SUBTASKS
+        for row in load_split(_bbh_source(path, data_dir, subtask), subtask, split)
+    ]
     return {"test": _dataset(rows, "trac_bbh")}
 
 
@@ -241,6 +273,7 @@ def gpqa_option_order(key: str) -> list[int]:
     a random state, a seed or the Python version (lm-eval's own GPQA tasks shuffle without a seed;
     docs/method.md#gpqa-option-order).
     """
+
     def rank(index: int) -> bytes:
         return hashlib.sha256(f"{key}:{index}".encode()).digest()
 
@@ -271,8 +304,7 @@ def _load_gated(path: str, name: str, split: str) -> Any:
         ) from error
 
 
-def gpqa(path: str = "Idavidrein/gpqa", name: str = "gpqa_diamond", split: str = "train",
-         **_: Any) -> dict[str, Any]:
+def gpqa(path: str = "Idavidrein/gpqa", name: str = "gpqa_diamond", split: str = "train", **_: Any) -> dict[str, Any]:
     """``custom_dataset`` of ``trac_gpqa_diamond``: the split with deterministic option order (see :func:`gpqa_doc`).
     Other keyword arguments (lm-eval's metadata) are ignored."""
     rows = [gpqa_doc(row) for row in _load_gated(path, name, split)]

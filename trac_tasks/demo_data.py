@@ -26,8 +26,10 @@ def _problem(rng: random.Random, index: int) -> dict[str, object]:
         problem = f"Tom has {a} boxes with {b} apples in each box. He eats {c} apples. How many apples are left?"
         answer, level = a * b - c, 2
     else:
-        problem = (f"A shop sells pens at {a} dollars each and notebooks at {b} dollars each. "
-                   f"Ana buys {c} pens and {c + 1} notebooks. How many dollars does she spend?")
+        problem = (
+            f"A shop sells pens at {a} dollars each and notebooks at {b} dollars each. "
+            f"Ana buys {c} pens and {c + 1} notebooks. How many dollars does she spend?"
+        )
         answer, level = a * c + b * (c + 1), 3
     return {
         "problem": problem,

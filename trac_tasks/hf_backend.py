@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from trac_tasks.chunk import ChunkState, ProbeJob
 from trac_tasks.config import PROBE_MAX_TOKENS, TracConfig, strip_trac
 from trac_tasks.probe import trace_body
-from trac_tasks.chunk import ChunkState, ProbeJob
 from trac_tasks.runner import BatchTracRunner, ProbeOutput, Trace, hook_generate_until
 
 
@@ -78,8 +78,9 @@ class HfTracRunner(BatchTracRunner):
         return torch.tensor([list(ids)], dtype=torch.long, device=self.lm.device)
 
     @staticmethod
-    def _step_logprobs(step_logits: Sequence[Any], token_ids: Sequence[int], k: int) -> tuple[list[float],
-                                                                                           list[list[float]]]:
+    def _step_logprobs(
+        step_logits: Sequence[Any], token_ids: Sequence[int], k: int
+    ) -> tuple[list[float], list[list[float]]]:
         """Chosen logprob and top-k logprobs per position, one position at a time (no [T, vocab] copy)."""
         import torch
 
@@ -94,17 +95,24 @@ class HfTracRunner(BatchTracRunner):
         """Plain greedy decoding: the model's own generation config (repetition penalty ...) must not apply."""
         from transformers import GenerationConfig
 
-        return GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=sorted(self.end_ids),
-                                pad_token_id=self.tokenizer.pad_token_id, return_dict_in_generate=True,
-                                output_logits=True)
+        return GenerationConfig(
+            do_sample=False,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=sorted(self.end_ids),
+            pad_token_id=self.tokenizer.pad_token_id,
+            return_dict_in_generate=True,
+            output_logits=True,
+        )
 
     def _applied_decoding(self, kwargs: dict[str, Any]) -> dict[str, float]:
         """Temperature and top-p ``generate`` applies: the request's, else the model's generation config's."""
         defaults = self.lm.model.generation_config
         if not kwargs.get("do_sample", defaults.do_sample):
             return {"temperature": 0.0, "top_p": 1.0}
-        return {"temperature": float(kwargs.get("temperature", defaults.temperature or 1.0)),
-                "top_p": float(kwargs.get("top_p", defaults.top_p or 1.0))}
+        return {
+            "temperature": float(kwargs.get("temperature", defaults.temperature or 1.0)),
+            "top_p": float(kwargs.get("top_p", defaults.top_p or 1.0)),
+        }
 
     # -------------------------------------------------------------------------------------- engine primitives
     def generate(self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]) -> list[Trace]:
@@ -120,32 +128,46 @@ class HfTracRunner(BatchTracRunner):
             until = handle_stop_sequences(kwargs.pop("until", None), eos=eos)
             max_gen_toks = kwargs.pop("max_gen_toks")
             if self.lm.max_length - max_gen_toks <= 0:
-                raise ValueError(f"task {request.task_name}: max_gen_toks {max_gen_toks} leaves no room for the "
-                                 f"prompt in the model's {self.lm.max_length} tokens")
+                raise ValueError(
+                    f"task {request.task_name}: max_gen_toks {max_gen_toks} leaves no room for the "
+                    f"prompt in the model's {self.lm.max_length} tokens"
+                )
             if not kwargs.get("do_sample"):
                 kwargs.pop("temperature", None)
                 kwargs.pop("top_p", None)
-            prompt_ids = list(self.lm.tok_encode(request.args[0],
-                                                 left_truncate_len=self.lm.max_length - max_gen_toks))
+            prompt_ids = list(self.lm.tok_encode(request.args[0], left_truncate_len=self.lm.max_length - max_gen_toks))
             started = time.perf_counter()
             with torch.no_grad():
                 output = self.lm.model.generate(
-                    input_ids=self._tensor(prompt_ids), attention_mask=torch.ones_like(self._tensor(prompt_ids)),
-                    max_new_tokens=max_gen_toks, pad_token_id=self.tokenizer.pad_token_id, use_cache=True,
+                    input_ids=self._tensor(prompt_ids),
+                    attention_mask=torch.ones_like(self._tensor(prompt_ids)),
+                    max_new_tokens=max_gen_toks,
+                    pad_token_id=self.tokenizer.pad_token_id,
+                    use_cache=True,
                     stopping_criteria=stop_sequences_criteria(self.tokenizer, until, len(prompt_ids), 1),
-                    return_dict_in_generate=True, output_logits=True, **kwargs,
+                    return_dict_in_generate=True,
+                    output_logits=True,
+                    **kwargs,
                 )
-            generated = output.sequences[0, len(prompt_ids):].tolist()
+            generated = output.sequences[0, len(prompt_ids) :].tolist()
             chosen, top = self._step_logprobs(output.logits, generated, config.top_k)
             ends_with_eos = bool(generated) and generated[-1] in self.end_ids
             raw_text = self.tokenizer.decode(generated, skip_special_tokens=False)  # keeps a special marker
             trace = Trace(
-                request=request, repeat=repeat, config=config, prompt_ids=prompt_ids, generated_ids=generated,
-                body_ids=trace_body(generated, self.end_ids), raw_text=raw_text,
+                request=request,
+                repeat=repeat,
+                config=config,
+                prompt_ids=prompt_ids,
+                generated_ids=generated,
+                body_ids=trace_body(generated, self.end_ids),
+                raw_text=raw_text,
                 text=postprocess_generated_text(self.lm.tok_decode(generated), until, think_end),
                 finish_reason="eos" if ends_with_eos else "length" if len(generated) >= max_gen_toks else "stop",
-                chosen=chosen, top=top, seconds=time.perf_counter() - started,
-                until=tuple(until), **self._applied_decoding(kwargs),
+                chosen=chosen,
+                top=top,
+                seconds=time.perf_counter() - started,
+                until=tuple(until),
+                **self._applied_decoding(kwargs),
             )
             # the cache holds every token but the last generated one (whose KV was never computed)
             self._caches[id(trace)] = _PrefixCache(output.past_key_values, (prompt_ids + generated)[:-1])
@@ -163,19 +185,27 @@ class HfTracRunner(BatchTracRunner):
             started = time.perf_counter()
             with torch.no_grad():
                 output = self.lm.model.generate(
-                    input_ids=self._tensor(job.prompt_ids), attention_mask=torch.ones_like(self._tensor(job.prompt_ids)),
-                    past_key_values=cache, generation_config=self._greedy_config(PROBE_MAX_TOKENS), use_cache=True,
+                    input_ids=self._tensor(job.prompt_ids),
+                    attention_mask=torch.ones_like(self._tensor(job.prompt_ids)),
+                    past_key_values=cache,
+                    generation_config=self._greedy_config(PROBE_MAX_TOKENS),
+                    use_cache=True,
                 )
-            decoded = output.sequences[0, len(job.prompt_ids):].tolist()
+            decoded = output.sequences[0, len(job.prompt_ids) :].tolist()
             if cache is not None:
                 prefix.held_ids = (job.prompt_ids + decoded)[:-1]
             chosen, top = self._step_logprobs(output.logits, decoded, trace.config.top_k)
-            results.append(ProbeOutput(
-                token_ids=decoded, chosen=chosen, top=top,
-                engine_finish_reason="eos" if decoded and decoded[-1] in self.end_ids else "length",
-                num_prompt_tokens=len(job.prompt_ids), num_cached_tokens=shared,
-                seconds=time.perf_counter() - started,
-            ))
+            results.append(
+                ProbeOutput(
+                    token_ids=decoded,
+                    chosen=chosen,
+                    top=top,
+                    engine_finish_reason="eos" if decoded and decoded[-1] in self.end_ids else "length",
+                    num_prompt_tokens=len(job.prompt_ids),
+                    num_cached_tokens=shared,
+                    seconds=time.perf_counter() - started,
+                )
+            )
         return results
 
     def _forward(self, trace: Trace, ids: list[int], max_shared: int | None = None) -> tuple[Any, int]:
@@ -201,14 +231,23 @@ class HfTracRunner(BatchTracRunner):
             logits, shared = self._forward(trace, job.prompt_ids + tokens, max_shared=len(job.prompt_ids) - 1)
             # logits[i] predicts the token at position shared + i + 1; the scored tokens start at len(prompt)
             first = len(job.prompt_ids) - shared - 1
-            chosen, top = self._step_logprobs(logits[first:first + len(tokens)], tokens, trace.config.top_k)
-            results.append(ProbeOutput(token_ids=list(tokens), chosen=chosen, top=top,
-                                       engine_finish_reason="teacher_forced", num_prompt_tokens=len(job.prompt_ids),
-                                       num_cached_tokens=shared, seconds=time.perf_counter() - started))
+            chosen, top = self._step_logprobs(logits[first : first + len(tokens)], tokens, trace.config.top_k)
+            results.append(
+                ProbeOutput(
+                    token_ids=list(tokens),
+                    chosen=chosen,
+                    top=top,
+                    engine_finish_reason="teacher_forced",
+                    num_prompt_tokens=len(job.prompt_ids),
+                    num_cached_tokens=shared,
+                    seconds=time.perf_counter() - started,
+                )
+            )
         return results
 
-    def next_token_logprobs(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob],
-                            candidates: Sequence[str]) -> list[dict[str, float]]:
+    def next_token_logprobs(
+        self, traces: Sequence[Trace], jobs: Sequence[ProbeJob], candidates: Sequence[str]
+    ) -> list[dict[str, float]]:
         import torch
 
         results = []

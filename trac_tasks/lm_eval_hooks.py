@@ -41,8 +41,13 @@ def index_package_tasks(manager_module: ModuleType) -> None:
     def __init__(*args: Any, **kwargs: Any) -> None:  # noqa: N807
         call = signature.bind(*args, **kwargs)
         include_path = call.arguments.get("include_path")
-        paths = [] if include_path is None else list(include_path) if isinstance(include_path, (list, tuple)) \
+        paths = (
+            []
+            if include_path is None
+            else list(include_path)
+            if isinstance(include_path, (list, tuple))
             else [include_path]
+        )
         ours = task_config_dir()
         if not any(Path(path).resolve() == ours for path in paths):
             paths.insert(0, ours)
@@ -60,8 +65,8 @@ def expand_multi_metric_aggregations(evaluator_utils: ModuleType) -> None:
     """Expand :class:`MultiMetricResult` values into ``"<name>,<filter>"`` keys of the task's results.
 
     lm-eval stores one number per (metric, filter); TrAC's cross-fitted aggregation computes dozens of numbers from
-    one pass over the documents (docs/method.md#metric-names), so it returns them together and this patch spreads them out. Their
-    standard errors are reported as ``"N/A"`` like any custom aggregation's.
+    one pass over the documents (docs/method.md#metric-names), so it returns them together and this patch spreads
+    them out. Their standard errors are reported as ``"N/A"`` like any custom aggregation's.
     """
     original = evaluator_utils._compute_task_aggregations
 
@@ -118,20 +123,30 @@ def refuse_unready_trac_tasks(lm: Any, task_dict: Any) -> None:
     """
     from trac_tasks.config import TRAC_KEY
 
-    trac_tasks = sorted(task.config.task for task in _tasks_of(task_dict)
-                        if TRAC_KEY in (getattr(task.config, "generation_kwargs", None) or {}))
+    trac_tasks = sorted(
+        task.config.task
+        for task in _tasks_of(task_dict)
+        if TRAC_KEY in (getattr(task.config, "generation_kwargs", None) or {})
+    )
     if not trac_tasks:
         return
     compat.require_trac_hooks()
     if type(lm).__name__ == "CachingLM":
-        raise ValueError(f"TrAC tasks {trac_tasks} cannot run with --use_cache: the cache returns one stored "
-                         "response for all K samples and keeps no token logprobs; drop --use_cache")
+        raise ValueError(
+            f"TrAC tasks {trac_tasks} cannot run with --use_cache: the cache returns one stored "
+            "response for all K samples and keeps no token logprobs; drop --use_cache"
+        )
     if not getattr(type(lm).generate_until, HOOKED, False):
         reason = compat.failed.get(type(lm).__module__)
-        why = (f"trac-eval's hook on {type(lm).__module__} is not installed: {reason}" if reason
-               else f"the {type(lm).__name__} backend has neither")
-        raise ValueError(f"TrAC tasks {trac_tasks} need token logprobs and an answer probe, which trac-eval provides "
-                         f"for --model vllm, hf and local-completions; {why}")
+        why = (
+            f"trac-eval's hook on {type(lm).__module__} is not installed: {reason}"
+            if reason
+            else f"the {type(lm).__name__} backend has neither"
+        )
+        raise ValueError(
+            f"TrAC tasks {trac_tasks} need token logprobs and an answer probe, which trac-eval provides "
+            f"for --model vllm, hf and local-completions; {why}"
+        )
 
 
 def hook_evaluator(evaluator: ModuleType) -> None:

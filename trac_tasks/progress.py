@@ -28,8 +28,16 @@ class RunProgress:
         self.started = time.perf_counter()
         self.tokens = 0
         self.probes = 0
-        self.bar = tqdm(total=total, desc="TrAC generations", unit="gen", file=sys.stderr, disable=disable,
-                        mininterval=1.0, miniters=1, dynamic_ncols=True)
+        self.bar = tqdm(
+            total=total,
+            desc="TrAC generations",
+            unit="gen",
+            file=sys.stderr,
+            disable=disable,
+            mininterval=1.0,
+            miniters=1,
+            dynamic_ncols=True,
+        )
 
     def trace_finished(self, generated_tokens: int) -> None:
         self.tokens += generated_tokens
@@ -81,9 +89,14 @@ class TaskSummary:
 
     def line(self) -> str:
         mean_tokens = self.trace_tokens / self.samples if self.samples else float("nan")
-        share = (f"{100 * self.probe_cached_tokens / self.probe_prompt_tokens:.1f} %"
-                 if self.probe_cache_known and self.probe_prompt_tokens else "not reported")
-        return (f"trac-eval: task {self.task}: {self.questions} questions, {self.samples} samples, mean trace "
-                f"{mean_tokens:.0f} tokens, probe prompts served from the prefix cache {share}, engine seconds "
-                f"probes {self.probe_seconds:.1f} vs generations {self.generation_seconds:.1f}; records in "
-                f"{self.path}")
+        share = (
+            f"{100 * self.probe_cached_tokens / self.probe_prompt_tokens:.1f} %"
+            if self.probe_cache_known and self.probe_prompt_tokens
+            else "not reported"
+        )
+        return (
+            f"trac-eval: task {self.task}: {self.questions} questions, {self.samples} samples, mean trace "
+            f"{mean_tokens:.0f} tokens, probe prompts served from the prefix cache {share}, engine seconds "
+            f"probes {self.probe_seconds:.1f} vs generations {self.generation_seconds:.1f}; records in "
+            f"{self.path}"
+        )

@@ -170,8 +170,9 @@ class TracRunner(ABC):
             text = config.marker
             if text == AUTO:
                 text = detect_marker(self.tokenizer, getattr(self.lm, "think_end_token", None))
-                LOGGER.info("trac-eval: end-of-thinking marker %s",
-                            repr(text) if text else "none (not a thinking model)")
+                LOGGER.info(
+                    "trac-eval: end-of-thinking marker %s", repr(text) if text else "none (not a thinking model)"
+                )
             self._markers[config.marker] = ThinkingMarker.build(text, self.encode)
         return self._markers[config.marker]
 
@@ -186,13 +187,13 @@ class TracRunner(ABC):
             return extract_answer(trace.text, kind=trace.kind)
         answer_ids = marker.answer_ids(trace.body_ids)
         if answer_ids is None:  # written with other token boundaries: the text after the marker
-            tail = trace.raw_text[trace.raw_text.rindex(marker.text) + len(marker.text):]
+            tail = trace.raw_text[trace.raw_text.rindex(marker.text) + len(marker.text) :]
         else:
             tail = self.decode(answer_ids)
         # lm-eval's stop strings apply to the answer part, as they do to the text lm-eval scores
         return extract_answer(postprocess_generated_text(tail, list(trace.until), None), kind=trace.kind)
 
-    def before_generation(self, requests: Sequence[Any], configs: Sequence[TracConfig]) -> None:
+    def before_generation(self, requests: Sequence[Any], configs: Sequence[TracConfig]) -> None:  # noqa: B027
         """Checks an engine makes once the documents are validated and before anything is generated (none here)."""
 
     def run(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[GenerationText]:
@@ -209,8 +210,10 @@ class TracRunner(ABC):
                 chunk = ChunkState(requests[part], repeats[part], configs[part])
                 self.execute(chunk)
                 if chunk.unfinished:
-                    raise RuntimeError(f"trac-eval: the engine finished without an output for "
-                                       f"{len(chunk.unfinished)} of {len(chunk.requests)} generations")
+                    raise RuntimeError(
+                        f"trac-eval: the engine finished without an output for "
+                        f"{len(chunk.unfinished)} of {len(chunk.requests)} generations"
+                    )
                 self._write_complete(chunk)
                 texts.extend(chunk.texts)
         finally:
@@ -232,21 +235,32 @@ class TracRunner(ABC):
         self._write_complete(chunk)
         return jobs
 
-    def job_finished(self, chunk: ChunkState, job: ProbeJob, output: ProbeOutput | dict[str, float],
-                     seconds: float) -> None:
+    def job_finished(
+        self, chunk: ChunkState, job: ProbeJob, output: ProbeOutput | dict[str, float], seconds: float
+    ) -> None:
         """Store a job's output in its response's probes (or P(True)); questions it completes are written."""
         trace = chunk.traces[job.index]
         if job.kind == "next_token":
             chunk.p_true[job.index] = p_true_probability(output)
             chunk.p_true_seconds[job.index] = seconds
         elif job.kind == "score":
-            parsed = ParsedProbe(answer=job.answer, kept_tokens=len(job.tokens), text=self.decode(job.tokens),
-                                 answer_token_count=min(len(self.encode(job.answer or "")), len(job.tokens)),
-                                 finish_reason="teacher_forced")
+            parsed = ParsedProbe(
+                answer=job.answer,
+                kept_tokens=len(job.tokens),
+                text=self.decode(job.tokens),
+                answer_token_count=min(len(self.encode(job.answer or "")), len(job.tokens)),
+                finish_reason="teacher_forced",
+            )
             chunk.probes[job.index][job.variant] = probe_record(job, output, parsed, trace.config.top_k)
         else:
-            parsed = parse_probe(output.token_ids, self.decode, trace.config.cue, trace.config.closing_delimiter(),
-                                 output.engine_finish_reason, trace.kind)
+            parsed = parse_probe(
+                output.token_ids,
+                self.decode,
+                trace.config.cue,
+                trace.config.closing_delimiter(),
+                output.engine_finish_reason,
+                trace.kind,
+            )
             chunk.probes[job.index][job.variant] = probe_record(job, output, parsed, trace.config.top_k)
         chunk.finish_job(job)
         self.progress.job_finished()
@@ -269,14 +283,26 @@ class TracRunner(ABC):
         trace = chunk.traces[index]
         p_true = chunk.p_true[index]
         return build_record(
-            trace.request, trace.repeat, trace.config, model=self.model_name,
-            prompt_token_count=len(trace.prompt_ids), generated_ids=trace.generated_ids, text=trace.text,
-            generated_text=trace.raw_text, answer=chunk.answers[index], marker=self.marker_for(trace.config).text,
-            finish_reason=trace.finish_reason, summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
-            probes=chunk.probes[index], p_true=p_true, num_samples=int(trace.request.repeats or 1),
+            trace.request,
+            trace.repeat,
+            trace.config,
+            model=self.model_name,
+            prompt_token_count=len(trace.prompt_ids),
+            generated_ids=trace.generated_ids,
+            text=trace.text,
+            generated_text=trace.raw_text,
+            answer=chunk.answers[index],
+            marker=self.marker_for(trace.config).text,
+            finish_reason=trace.finish_reason,
+            summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
+            probes=chunk.probes[index],
+            p_true=p_true,
+            num_samples=int(trace.request.repeats or 1),
             decoding=trace.decoding,
-            timing={"generation_seconds": trace.seconds,
-                    **({"p_true_seconds": chunk.p_true_seconds[index]} if p_true is not None else {})},
+            timing={
+                "generation_seconds": trace.seconds,
+                **({"p_true_seconds": chunk.p_true_seconds[index]} if p_true is not None else {}),
+            },
         )
 
     # ---------------------------------------------------------------------------------------------- the jobs
@@ -295,12 +321,22 @@ class TracRunner(ABC):
                 jobs.append(ProbeJob(index, "question_only", appended, trace.prompt_ids + suffix_ids))
             if "teacher_forced" in config.probe_variants:
                 tokens = tuple(self.encode((answer or "") + (config.closing_delimiter() or "")))
-                jobs.append(ProbeJob(index, "teacher_forced", trace_job.appended_text, trace_job.prompt_ids,
-                                     kind="score", tokens=tokens, answer=answer))
+                jobs.append(
+                    ProbeJob(
+                        index,
+                        "teacher_forced",
+                        trace_job.appended_text,
+                        trace_job.prompt_ids,
+                        kind="score",
+                        tokens=tokens,
+                        answer=answer,
+                    )
+                )
             if config.p_true:
                 question = P_TRUE_TEMPLATE.format(answer=answer if answer is not None else "(none)")
-                jobs.append(ProbeJob(index, "p_true", question, trace.prompt_ids + self.encode(question),
-                                     kind="next_token"))
+                jobs.append(
+                    ProbeJob(index, "p_true", question, trace.prompt_ids + self.encode(question), kind="next_token")
+                )
             if "shuffled_trace" in config.probe_variants:
                 chunk.waiting_for_partner.add(index)
         return [job for job in jobs if self._fits(job, trace)]
@@ -315,8 +351,12 @@ class TracRunner(ABC):
         trace = chunk.traces[index]
         if other is None:
             chunk.waiting_for_partner.discard(index)
-            warnings.warn(f"trac-eval: no other question in this chunk for the shuffled_trace probe of "
-                          f"{trace.request.task_name} doc {trace.request.doc_id}", TracWarning, stacklevel=2)
+            warnings.warn(
+                f"trac-eval: no other question in this chunk for the shuffled_trace probe of "
+                f"{trace.request.task_name} doc {trace.request.doc_id}",
+                TracWarning,
+                stacklevel=2,
+            )
             return []
         partner = chunk.traces[other]
         if partner is None:
@@ -326,8 +366,9 @@ class TracRunner(ABC):
         job = ProbeJob(index, "shuffled_trace", appended, trace.prompt_ids + partner.body_ids + suffix_ids)
         return [job] if self._fits(job, trace) else []
 
-    def _suffix(self, config: TracConfig, prompt_ids: Sequence[int], body_ids: Sequence[int],
-                body_text: str) -> tuple[str, list[int]]:
+    def _suffix(
+        self, config: TracConfig, prompt_ids: Sequence[int], body_ids: Sequence[int], body_text: str
+    ) -> tuple[str, list[int]]:
         """What follows prompt + trace in a probe prompt, as text and ids: the end-of-thinking marker when the
         trace (``body_ids``, decoded ``body_text``) left a thinking section open, then the cue
         (docs/method.md#probe-prompt)."""
@@ -343,8 +384,12 @@ class TracRunner(ABC):
         if len(job.prompt_ids) + new_tokens <= self.max_length:
             return True
         where = f" ({trace.request.task_name} doc {trace.request.doc_id})"
-        warnings.warn(f"trac-eval: the {job.variant} job{where} needs {len(job.prompt_ids) + new_tokens} tokens, "
-                      f"more than the model's {self.max_length}; it is stored as missing", TracWarning, stacklevel=2)
+        warnings.warn(
+            f"trac-eval: the {job.variant} job{where} needs {len(job.prompt_ids) + new_tokens} tokens, "
+            f"more than the model's {self.max_length}; it is stored as missing",
+            TracWarning,
+            stacklevel=2,
+        )
         return False
 
     def _trace_job(self, index: int, trace: Trace) -> ProbeJob:
@@ -375,8 +420,9 @@ class BatchTracRunner(TracRunner):
         """Logprobs of ``job.tokens`` placed right after ``job.prompt_ids`` (teacher forcing)."""
 
     @abstractmethod
-    def next_token_logprobs(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob],
-                            candidates: Sequence[str]) -> list[dict[str, float]]:
+    def next_token_logprobs(
+        self, traces: Sequence[Trace], jobs: Sequence[ProbeJob], candidates: Sequence[str]
+    ) -> list[dict[str, float]]:
         """Logprob of each candidate string as the next token after each job's prompt (absent when unknown)."""
 
     def execute(self, chunk: ChunkState) -> None:
@@ -418,8 +464,11 @@ def _question_aligned_chunks(repeats: Sequence[int], size: int) -> list[slice]:
 def _other_question(index: int, requests: Sequence[Any], repeats: Sequence[int]) -> int | None:
     """The primary sample of the next question of the same task in the chunk (cyclically), or None."""
     request = requests[index]
-    candidates = [i for i, other in enumerate(requests)
-                  if other.task_name == request.task_name and other.doc_id != request.doc_id and repeats[i] == 0]
+    candidates = [
+        i
+        for i, other in enumerate(requests)
+        if other.task_name == request.task_name and other.doc_id != request.doc_id and repeats[i] == 0
+    ]
     later = [i for i in candidates if i > index]
     return (later or candidates or [None])[0]
 
@@ -446,11 +495,17 @@ def probe_record(job: ProbeJob, output: ProbeOutput, parsed: ParsedProbe, top_k:
     """The stored probe: the engine output cut at the closing delimiter, top-k logprobs padded to width k."""
     kept = parsed.kept_tokens
     return ProbeRecord(
-        variant=job.variant, appended_text=job.appended_text, text=parsed.text, answer=parsed.answer,
-        token_ids=output.token_ids[:kept], token_logprobs=output.chosen[:kept],
+        variant=job.variant,
+        appended_text=job.appended_text,
+        text=parsed.text,
+        answer=parsed.answer,
+        token_ids=output.token_ids[:kept],
+        token_logprobs=output.chosen[:kept],
         top_logprobs=[(k_largest(values, top_k) + [float("-inf")] * top_k)[:top_k] for values in output.top[:kept]],
-        answer_token_count=parsed.answer_token_count, finish_reason=parsed.finish_reason,
-        num_prompt_tokens=output.num_prompt_tokens, num_cached_tokens=output.num_cached_tokens,
+        answer_token_count=parsed.answer_token_count,
+        finish_reason=parsed.finish_reason,
+        num_prompt_tokens=output.num_prompt_tokens,
+        num_cached_tokens=output.num_cached_tokens,
         seconds=output.seconds,
     )
 
@@ -467,8 +522,9 @@ def hook_generate_until(backend: type, runner_class: type[TracRunner]) -> None:
     backend.generate_until = generate_until
 
 
-def route_trac_requests(lm: Any, requests: list[Any], original: Any, runner_class: type, *args: Any,
-                        **kwargs: Any) -> list[str]:
+def route_trac_requests(
+    lm: Any, requests: list[Any], original: Any, runner_class: type, *args: Any, **kwargs: Any
+) -> list[str]:
     """Send TrAC requests to ``runner_class(lm)``, the others to lm-eval's ``original`` method called with the same
     extra arguments (``disable_tqdm``, positional or keyword); keep the order."""
     is_trac = [TRAC_KEY in request.args[1] for request in requests]

@@ -54,11 +54,17 @@ class ServedTracRunner(TracRunner):
             raise ValueError(
                 "trac-eval: TrAC tasks on --model local-completions send token-id prompts and read the token ids of "
                 "every response, so they need the served model's tokenizer here: add tokenizer_backend=huggingface,"
-                "tokenizer=<the served model's hub id or folder> to --model_args (and keep tokenized_requests=True)")
+                "tokenizer=<the served model's hub id or folder> to --model_args (and keep tokenized_requests=True)"
+            )
         super().__init__(lm, lm.tokenizer, str(lm.model), lm.max_length)
-        self.settings = ClientSettings(url=lm.base_url, headers=dict(lm.header), concurrency=max(1, lm._concurrent),
-                                       attempts=max(1, lm.max_retries), timeout=float(lm.timeout),
-                                       verify_certificate=bool(lm.verify_certificate))
+        self.settings = ClientSettings(
+            url=lm.base_url,
+            headers=dict(lm.header),
+            concurrency=max(1, lm._concurrent),
+            attempts=max(1, lm.max_retries),
+            timeout=float(lm.timeout),
+            verify_certificate=bool(lm.verify_certificate),
+        )
 
     # ----------------------------------------------------------------------------------------- the server check
     def before_generation(self, requests: Sequence[Any], configs: Sequence[TracConfig]) -> None:
@@ -70,9 +76,14 @@ class ServedTracRunner(TracRunner):
         top_k = max(config.top_k for config in configs)
         needs_prompt_logprobs = any("teacher_forced" in config.probe_variants for config in configs)
         wanted_logprobs = max([top_k] + [NEXT_TOKEN_LOGPROBS for config in configs if config.p_true])
-        payload = {"model": self.lm.model, "prompt": self.encode("The final answer is") or [self.lm.eot_token_id],
-                   "max_tokens": 1, "temperature": 0.0, "logprobs": wanted_logprobs,
-                   "return_tokens_as_token_ids": True}
+        payload = {
+            "model": self.lm.model,
+            "prompt": self.encode("The final answer is") or [self.lm.eot_token_id],
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "logprobs": wanted_logprobs,
+            "return_tokens_as_token_ids": True,
+        }
         if needs_prompt_logprobs:
             payload["prompt_logprobs"] = top_k
         answers: list[dict[str, Any]] = []
@@ -81,14 +92,18 @@ class ServedTracRunner(TracRunner):
         try:
             queue.run()
         except ServerRequestError as error:
-            raise ServerRequestError(f"{error} — before any generation: the TrAC tasks need a server that takes "
-                                     "token-id prompts with these logprobs (vLLM's OpenAI-compatible server)") from None
+            raise ServerRequestError(
+                f"{error} — before any generation: the TrAC tasks need a server that takes "
+                "token-id prompts with these logprobs (vLLM's OpenAI-compatible server)"
+            ) from None
         problem = _capability_problem(answers[0], wanted_logprobs, needs_prompt_logprobs)
         if problem:
             raise ValueError(f"trac-eval: the server at {self.settings.url} {problem}; nothing was generated")
         if _cached_tokens(answers[0]) is None:
-            LOGGER.warning("trac-eval: the server does not report cached prompt tokens (vLLM: start it with "
-                           "--enable-prompt-tokens-details); the probes' num_cached_tokens are stored as null")
+            LOGGER.warning(
+                "trac-eval: the server does not report cached prompt tokens (vLLM: start it with "
+                "--enable-prompt-tokens-details); the probes' num_cached_tokens are stored as null"
+            )
         self.lm._trac_server_checked = True
 
     # ------------------------------------------------------------------------------------------------ the run
@@ -106,8 +121,8 @@ class ServedTracRunner(TracRunner):
                 prompt_ids, payload = prepared[index]
                 trace = self._trace(chunk, index, prompt_ids, payload, body, seconds)
                 for job in self.trace_finished(chunk, index, trace):
-                    queue.submit(JOB, self._job_payload(job, trace.config.top_k), job_done(job),
-                                 f"{job.variant} job")
+                    queue.submit(JOB, self._job_payload(job, trace.config.top_k), job_done(job), f"{job.variant} job")
+
             return handle
 
         for index, (_, payload) in enumerate(prepared):
@@ -120,15 +135,21 @@ class ServedTracRunner(TracRunner):
         plus top-k logprobs, generated token ids and the sample's own seed."""
         encodings = [self._prompt_ids(request.args[0]) for request in chunk.requests]
         prepared = []
-        for request, repeat, config, encoding in zip(chunk.requests, chunk.repeats, chunk.configs, encodings,
-                                                      strict=True):
+        for request, repeat, config, encoding in zip(
+            chunk.requests, chunk.repeats, chunk.configs, encodings, strict=True
+        ):
             gen_kwargs = strip_trac(request.args[1])
             max_gen_toks = int(gen_kwargs.pop("max_tokens", gen_kwargs.pop("max_gen_toks", self.lm._max_gen_toks)))
-            prompt_ids, max_gen_toks = maybe_truncate(list(encoding), max_gen_toks=max_gen_toks,
-                                                      max_model_len=self.lm.max_length, side="left", verbose=True)
-            payload = self.lm._create_payload(list(prompt_ids), generate=True,
-                                              gen_kwargs={**gen_kwargs, "max_gen_toks": max_gen_toks},
-                                              seed=sample_seed(self.lm._seed, request, repeat), eos=self.lm.eos_string)
+            prompt_ids, max_gen_toks = maybe_truncate(
+                list(encoding), max_gen_toks=max_gen_toks, max_model_len=self.lm.max_length, side="left", verbose=True
+            )
+            payload = self.lm._create_payload(
+                list(prompt_ids),
+                generate=True,
+                gen_kwargs={**gen_kwargs, "max_gen_toks": max_gen_toks},
+                seed=sample_seed(self.lm._seed, request, repeat),
+                eos=self.lm.eos_string,
+            )
             payload["logprobs"] = max(config.top_k, int(payload.get("logprobs") or 0))
             payload["return_tokens_as_token_ids"] = True
             prepared.append((list(prompt_ids), payload))
@@ -143,19 +164,34 @@ class ServedTracRunner(TracRunner):
         add_special_tokens = bool(self.lm.add_bos_token) or not has_bos_prefix(prompt, bos)
         return self.tokenizer(prompt, add_special_tokens=add_special_tokens).input_ids
 
-    def _trace(self, chunk: ChunkState, index: int, prompt_ids: list[int], payload: dict[str, Any],
-               body: dict[str, Any], seconds: float) -> Trace:
+    def _trace(
+        self,
+        chunk: ChunkState,
+        index: int,
+        prompt_ids: list[int],
+        payload: dict[str, Any],
+        body: dict[str, Any],
+        seconds: float,
+    ) -> Trace:
         choice = _only_choice(body)
         generated, chosen, top = _generated_arrays(choice)
         finish_reason = finish_reason_of(choice.get("finish_reason"), choice.get("stop_reason"))
         temperature = float(payload.get("temperature") or 0.0)
         return Trace(
-            request=chunk.requests[index], repeat=chunk.repeats[index], config=chunk.configs[index],
-            prompt_ids=prompt_ids, generated_ids=generated,
+            request=chunk.requests[index],
+            repeat=chunk.repeats[index],
+            config=chunk.configs[index],
+            prompt_ids=prompt_ids,
+            generated_ids=generated,
             # an EOS or stop token id ends the list; the trace body the probe continues excludes it
             body_ids=generated[:-1] if finish_reason == "eos" else generated,
-            raw_text=choice["text"], text=choice["text"],  # what lm-eval's local-completions returns
-            finish_reason=finish_reason, chosen=chosen, top=top, seconds=seconds, temperature=temperature,
+            raw_text=choice["text"],
+            text=choice["text"],  # what lm-eval's local-completions returns
+            finish_reason=finish_reason,
+            chosen=chosen,
+            top=top,
+            seconds=seconds,
+            temperature=temperature,
             top_p=float(payload.get("top_p", 1.0)) if temperature > 0 else 1.0,
             until=tuple(payload.get("stop") or ()),
         )
@@ -168,46 +204,63 @@ class ServedTracRunner(TracRunner):
             return {**payload, "prompt": job.prompt_ids + list(job.tokens), "prompt_logprobs": top_k}
         logprobs = NEXT_TOKEN_LOGPROBS if job.kind == "next_token" else top_k
         max_tokens = 1 if job.kind == "next_token" else PROBE_MAX_TOKENS
-        return {**payload, "prompt": job.prompt_ids, "max_tokens": max_tokens, "logprobs": logprobs,
-                "return_tokens_as_token_ids": True}
+        return {
+            **payload,
+            "prompt": job.prompt_ids,
+            "max_tokens": max_tokens,
+            "logprobs": logprobs,
+            "return_tokens_as_token_ids": True,
+        }
 
     def _job_result(self, job: ProbeJob, body: dict[str, Any], seconds: float) -> ProbeOutput | dict[str, float]:
         choice = _only_choice(body)
         if job.kind == "next_token":
             (next_tokens,) = choice["logprobs"]["top_logprobs"][:1]
-            return p_true_logprobs((self.decode([_token_id(token)]), logprob)
-                                   for token, logprob in next_tokens.items())
+            return p_true_logprobs((self.decode([_token_id(token)]), logprob) for token, logprob in next_tokens.items())
         if job.kind == "score":
-            positions = (choice.get("prompt_logprobs") or [])[len(job.prompt_ids):]
+            positions = (choice.get("prompt_logprobs") or [])[len(job.prompt_ids) :]
             if len(positions) != len(job.tokens):
-                raise RuntimeError(f"trac-eval: the server returned {len(positions)} prompt logprobs for the "
-                                   f"{len(job.tokens)} teacher-forced tokens")
+                raise RuntimeError(
+                    f"trac-eval: the server returned {len(positions)} prompt logprobs for the "
+                    f"{len(job.tokens)} teacher-forced tokens"
+                )
             return ProbeOutput(
-                token_ids=list(job.tokens), chosen=[position[str(token)]["logprob"]
-                                                    for token, position in zip(job.tokens, positions, strict=True)],
+                token_ids=list(job.tokens),
+                chosen=[position[str(token)]["logprob"] for token, position in zip(job.tokens, positions, strict=True)],
                 top=[[entry["logprob"] for entry in position.values()] for position in positions],
-                engine_finish_reason="teacher_forced", num_prompt_tokens=len(job.prompt_ids),
-                num_cached_tokens=_cached_tokens(body), seconds=seconds)
+                engine_finish_reason="teacher_forced",
+                num_prompt_tokens=len(job.prompt_ids),
+                num_cached_tokens=_cached_tokens(body),
+                seconds=seconds,
+            )
         generated, chosen, top = _generated_arrays(choice)
-        return ProbeOutput(token_ids=generated, chosen=chosen, top=top,
-                           engine_finish_reason="length" if choice.get("finish_reason") == "length" else "eos",
-                           num_prompt_tokens=len(job.prompt_ids), num_cached_tokens=_cached_tokens(body),
-                           seconds=seconds)
+        return ProbeOutput(
+            token_ids=generated,
+            chosen=chosen,
+            top=top,
+            engine_finish_reason="length" if choice.get("finish_reason") == "length" else "eos",
+            num_prompt_tokens=len(job.prompt_ids),
+            num_cached_tokens=_cached_tokens(body),
+            seconds=seconds,
+        )
 
 
 def _only_choice(body: dict[str, Any]) -> dict[str, Any]:
     choices = body.get("choices")
     if not isinstance(choices, list) or len(choices) != 1:
-        raise RuntimeError(f"trac-eval: expected one completion choice per request, the server sent "
-                           f"{len(choices) if isinstance(choices, list) else 'none'}")
+        raise RuntimeError(
+            f"trac-eval: expected one completion choice per request, the server sent "
+            f"{len(choices) if isinstance(choices, list) else 'none'}"
+        )
     return choices[0]
 
 
 def _token_id(token: str) -> int:
     if not token.startswith(TOKEN_ID_PREFIX):
-        raise RuntimeError(f"trac-eval: the server returned the token {token!r} instead of its id "
-                           "(return_tokens_as_token_ids)")
-    return int(token[len(TOKEN_ID_PREFIX):])
+        raise RuntimeError(
+            f"trac-eval: the server returned the token {token!r} instead of its id (return_tokens_as_token_ids)"
+        )
+    return int(token[len(TOKEN_ID_PREFIX) :])
 
 
 def _generated_arrays(choice: dict[str, Any]) -> tuple[list[int], list[float], list[list[float]]]:
@@ -216,8 +269,11 @@ def _generated_arrays(choice: dict[str, Any]) -> tuple[list[int], list[float], l
     tokens, chosen, top = logprobs.get("tokens"), logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
     if tokens is None or chosen is None or top is None or not len(tokens) == len(chosen) == len(top):
         raise RuntimeError("trac-eval: the server's response lacks per-token logprobs for its generated tokens")
-    return [_token_id(token) for token in tokens], [float(value) for value in chosen], \
-        [[float(value) for value in position.values()] for position in top]
+    return (
+        [_token_id(token) for token in tokens],
+        [float(value) for value in chosen],
+        [[float(value) for value in position.values()] for position in top],
+    )
 
 
 def _cached_tokens(body: dict[str, Any]) -> int | None:
@@ -237,11 +293,15 @@ def _capability_problem(body: dict[str, Any], wanted_logprobs: int, needs_prompt
     if not tokens or not top:
         return "returns no per-token logprobs (the completions API's logprobs parameter)"
     if not all(isinstance(token, str) and token.startswith(TOKEN_ID_PREFIX) for token in tokens):
-        return (f"returns tokens as text ({tokens[0]!r}), not as ids: TrAC needs the exact generated token ids "
-                "(vLLM's return_tokens_as_token_ids)")
+        return (
+            f"returns tokens as text ({tokens[0]!r}), not as ids: TrAC needs the exact generated token ids "
+            "(vLLM's return_tokens_as_token_ids)"
+        )
     if len(top[0] or {}) < wanted_logprobs:
-        return (f"returns {len(top[0] or {})} top logprobs per token, the tasks need {wanted_logprobs} "
-                "(vLLM: --max-logprobs)")
+        return (
+            f"returns {len(top[0] or {})} top logprobs per token, the tasks need {wanted_logprobs} "
+            "(vLLM: --max-logprobs)"
+        )
     if needs_prompt_logprobs and not choices[0].get("prompt_logprobs"):
         return "returns no prompt logprobs, which the teacher_forced probe variant needs (vLLM's prompt_logprobs)"
     return None

@@ -88,6 +88,6 @@ def _last_end(ids: Sequence[int], pattern: Sequence[int]) -> int | None:
         return None
     first = pattern[0]
     for start in range(len(ids) - width, -1, -1):
-        if ids[start] == first and list(ids[start:start + width]) == list(pattern):
+        if ids[start] == first and list(ids[start : start + width]) == list(pattern):
             return start + width
     return None

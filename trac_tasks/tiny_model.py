@@ -17,7 +17,9 @@ import sys
 from pathlib import Path
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-DEFAULT_DIR = Path(os.environ.get("TRAC_TINY_MODEL_DIR", Path.home() / ".cache" / "trac-eval" / "smollm2-135m-instruct"))
+DEFAULT_DIR = Path(
+    os.environ.get("TRAC_TINY_MODEL_DIR", Path.home() / ".cache" / "trac-eval" / "smollm2-135m-instruct")
+)
 _READY_MARKER = "trac_ready"
 
 

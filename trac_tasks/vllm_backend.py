@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from trac_tasks.config import NEXT_TOKEN_LOGPROBS, PROBE_MAX_TOKENS, TracConfig, strip_trac
 from trac_tasks.chunk import ChunkState, ProbeJob
+from trac_tasks.config import NEXT_TOKEN_LOGPROBS, PROBE_MAX_TOKENS, TracConfig, strip_trac
 from trac_tasks.runner import (
     BatchTracRunner,
     ProbeOutput,
@@ -27,6 +27,7 @@ from trac_tasks.runner import (
     hook_generate_until,
     p_true_logprobs,
 )
+
 
 def install(module: ModuleType) -> None:
     """Wrap ``module.VLLM.generate_until`` so TrAC requests are captured and probed."""
@@ -53,10 +54,16 @@ class VllmTracRunner(BatchTracRunner):
         return super().run(requests, disable_tqdm)
 
     def _generate(self, prompts: Sequence[list[int]], params: Any) -> list[Any]:
-        return self.lm.model.generate([self.tokens_prompt(prompt_token_ids=ids) for ids in prompts],
-                                      sampling_params=params, use_tqdm=False, lora_request=self.lm.lora_request)
+        return self.lm.model.generate(
+            [self.tokens_prompt(prompt_token_ids=ids) for ids in prompts],
+            sampling_params=params,
+            use_tqdm=False,
+            lora_request=self.lm.lora_request,
+        )
 
-    def _sampling_requests(self, requests: Sequence[Any], configs: Sequence[TracConfig]) -> list[tuple[list[int], Any, list[str]]]:
+    def _sampling_requests(
+        self, requests: Sequence[Any], configs: Sequence[TracConfig]
+    ) -> list[tuple[list[int], Any, list[str]]]:
         """Prompt ids, SamplingParams (with top-k logprobs) and lm-eval stop strings of each request, built with
         lm-eval's own helpers exactly as its ``generate_until`` would."""
         from lm_eval.models.utils import maybe_truncate
@@ -66,14 +73,20 @@ class VllmTracRunner(BatchTracRunner):
         prepared = []
         for request, config, encoding in zip(requests, configs, encodings, strict=True):
             kwargs, until, max_gen_toks = self.lm.modify_gen_kwargs(
-                strip_trac(request.args[1]), eos=eos, default_max_gen_toks=self.lm.max_gen_toks)
+                strip_trac(request.args[1]), eos=eos, default_max_gen_toks=self.lm.max_gen_toks
+            )
             prompt_ids, max_gen_toks = maybe_truncate(
-                encoding, max_gen_toks=max_gen_toks, max_model_len=self.lm.max_length,
-                side=self.lm.truncation_side, verbose=True)
+                encoding,
+                max_gen_toks=max_gen_toks,
+                max_model_len=self.lm.max_length,
+                side=self.lm.truncation_side,
+                verbose=True,
+            )
             kwargs["logprobs"] = max(config.top_k, int(kwargs.get("logprobs") or 0))
             stop = [s for s in until if s == eos] if self.lm.think_end_token else until
-            prepared.append((list(prompt_ids), self.sampling_params(max_tokens=max_gen_toks, stop=stop, **kwargs),
-                             until))
+            prepared.append(
+                (list(prompt_ids), self.sampling_params(max_tokens=max_gen_toks, stop=stop, **kwargs), until)
+            )
         return prepared
 
     def execute(self, chunk: ChunkState) -> None:
@@ -97,16 +110,26 @@ class VllmTracRunner(BatchTracRunner):
         loop = _EngineLoop(engine, self)
 
         def job_done(job: ProbeJob) -> Callable[[Any, float], None]:
-            return lambda output, seconds: self.job_finished(chunk, job, self._job_result(job, output, seconds),
-                                                             seconds)
+            return lambda output, seconds: self.job_finished(
+                chunk, job, self._job_result(job, output, seconds), seconds
+            )
 
         def generation_done(index: int) -> Callable[[Any, float], None]:
             def handle(output: Any, seconds: float) -> None:
                 prompt_ids, params, until = prepared[index]
-                trace = self._trace(chunk.requests[index], chunk.repeats[index], chunk.configs[index], prompt_ids,
-                                    params, until, output, seconds)
+                trace = self._trace(
+                    chunk.requests[index],
+                    chunk.repeats[index],
+                    chunk.configs[index],
+                    prompt_ids,
+                    params,
+                    until,
+                    output,
+                    seconds,
+                )
                 for job in self.trace_finished(chunk, index, trace):
                     loop.submit(*self._job_request(job, chunk.traces[job.index]), job_done(job))
+
             return handle
 
         try:
@@ -122,8 +145,9 @@ class VllmTracRunner(BatchTracRunner):
         prompt logprobs of the scored tokens, or one step with the 20 most likely next tokens."""
         top_k = trace.config.top_k
         if job.kind == "score":
-            return job.prompt_ids + list(job.tokens), self.sampling_params(temperature=0.0, max_tokens=1,
-                                                                           prompt_logprobs=top_k)
+            return job.prompt_ids + list(job.tokens), self.sampling_params(
+                temperature=0.0, max_tokens=1, prompt_logprobs=top_k
+            )
         if job.kind == "next_token":
             return job.prompt_ids, self.sampling_params(temperature=0.0, max_tokens=1, logprobs=NEXT_TOKEN_LOGPROBS)
         return job.prompt_ids, self.sampling_params(temperature=0.0, max_tokens=PROBE_MAX_TOKENS, logprobs=top_k)
@@ -131,23 +155,43 @@ class VllmTracRunner(BatchTracRunner):
     def _job_result(self, job: ProbeJob, output: Any, seconds: float) -> ProbeOutput | dict[str, float]:
         """A job's engine output in the runner's terms."""
         if job.kind == "next_token":
-            return p_true_logprobs((entry.decoded_token, entry.logprob)
-                                   for entry in output.outputs[0].logprobs[0].values())
+            return p_true_logprobs(
+                (entry.decoded_token, entry.logprob) for entry in output.outputs[0].logprobs[0].values()
+            )
         if job.kind == "score":
-            chosen, top = _logprob_arrays(job.tokens, output.prompt_logprobs[len(job.prompt_ids):])
-            return ProbeOutput(token_ids=list(job.tokens), chosen=chosen, top=top,
-                               engine_finish_reason="teacher_forced", num_prompt_tokens=len(job.prompt_ids),
-                               num_cached_tokens=output.num_cached_tokens, seconds=seconds)
+            chosen, top = _logprob_arrays(job.tokens, output.prompt_logprobs[len(job.prompt_ids) :])
+            return ProbeOutput(
+                token_ids=list(job.tokens),
+                chosen=chosen,
+                top=top,
+                engine_finish_reason="teacher_forced",
+                num_prompt_tokens=len(job.prompt_ids),
+                num_cached_tokens=output.num_cached_tokens,
+                seconds=seconds,
+            )
         completion = output.outputs[0]
         chosen, top = _logprob_arrays(completion.token_ids, completion.logprobs)
         return ProbeOutput(
-            token_ids=list(completion.token_ids), chosen=chosen, top=top,
+            token_ids=list(completion.token_ids),
+            chosen=chosen,
+            top=top,
             engine_finish_reason="length" if completion.finish_reason == "length" else "eos",
-            num_prompt_tokens=len(job.prompt_ids), num_cached_tokens=output.num_cached_tokens, seconds=seconds,
+            num_prompt_tokens=len(job.prompt_ids),
+            num_cached_tokens=output.num_cached_tokens,
+            seconds=seconds,
         )
 
-    def _trace(self, request: Any, repeat: int, config: TracConfig, prompt_ids: list[int], params: Any,
-               until: list[str], output: Any, seconds: float) -> Trace:
+    def _trace(
+        self,
+        request: Any,
+        repeat: int,
+        config: TracConfig,
+        prompt_ids: list[int],
+        params: Any,
+        until: list[str],
+        output: Any,
+        seconds: float,
+    ) -> Trace:
         from lm_eval.models.utils import postprocess_generated_text
 
         completion = output.outputs[0]
@@ -155,13 +199,21 @@ class VllmTracRunner(BatchTracRunner):
         finish_reason = finish_reason_of(completion.finish_reason, completion.stop_reason)
         generated = list(completion.token_ids)
         return Trace(
-            request=request, repeat=repeat, config=config, prompt_ids=prompt_ids, generated_ids=generated,
+            request=request,
+            repeat=repeat,
+            config=config,
+            prompt_ids=prompt_ids,
+            generated_ids=generated,
             # an EOS or stop token id ends the list; the trace body the probe continues excludes it
             body_ids=generated[:-1] if finish_reason == "eos" else generated,
             raw_text=completion.text,
             text=postprocess_generated_text(completion.text, until, self.lm.think_end_token),
-            finish_reason=finish_reason, chosen=chosen, top=top, seconds=seconds,
-            temperature=float(params.temperature), top_p=float(params.top_p) if params.temperature > 0 else 1.0,
+            finish_reason=finish_reason,
+            chosen=chosen,
+            top=top,
+            seconds=seconds,
+            temperature=float(params.temperature),
+            top_p=float(params.top_p) if params.temperature > 0 else 1.0,
             until=tuple(until),
         )
 
@@ -171,9 +223,12 @@ class VllmTracRunner(BatchTracRunner):
         started = time.perf_counter()
         outputs = self._generate([ids for ids, _, _ in prepared], [params for _, params, _ in prepared])
         seconds = (time.perf_counter() - started) / max(len(prepared), 1)
-        return [self._trace(request, repeat, config, prompt_ids, params, until, output, seconds)
-                for request, repeat, config, (prompt_ids, params, until), output
-                in zip(requests, repeats, configs, prepared, outputs, strict=True)]
+        return [
+            self._trace(request, repeat, config, prompt_ids, params, until, output, seconds)
+            for request, repeat, config, (prompt_ids, params, until), output in zip(
+                requests, repeats, configs, prepared, outputs, strict=True
+            )
+        ]
 
     def _run_jobs(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[Any]:
         """Jobs of one kind through ``LLM.generate``; their wall time is shared equally."""
@@ -192,8 +247,9 @@ class VllmTracRunner(BatchTracRunner):
         """Prompt logprobs of the given tokens (vLLM does not read the prefix cache for such requests)."""
         return self._run_jobs(traces, jobs)
 
-    def next_token_logprobs(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob],
-                            candidates: Sequence[str]) -> list[dict[str, float]]:
+    def next_token_logprobs(
+        self, traces: Sequence[Trace], jobs: Sequence[ProbeJob], candidates: Sequence[str]
+    ) -> list[dict[str, float]]:
         """Read from the 20 most likely next tokens: a candidate outside them is absent (probability ≈ 0)."""
         return self._run_jobs(traces, jobs)
 
@@ -214,8 +270,9 @@ class _EngineLoop:
 
         params.output_kind = RequestOutputKind.FINAL_ONLY
         request_id = f"trac-{next(self.runner.request_counter)}"
-        self.engine.add_request(request_id, self._engine_input(prompt_ids), params,
-                                lora_request=self.runner.lm.lora_request)
+        self.engine.add_request(
+            request_id, self._engine_input(prompt_ids), params, lora_request=self.runner.lm.lora_request
+        )
         self.handlers[request_id] = handler
         self.seconds[request_id] = 0.0
 
@@ -247,8 +304,9 @@ class _EngineLoop:
                 if output.finished and output.request_id in self.handlers:
                     self.handlers.pop(output.request_id)(output, self.seconds.pop(output.request_id))
         if self.handlers:
-            raise RuntimeError(f"trac-eval: the vLLM engine finished without an output for {len(self.handlers)} "
-                               "requests (aborted?)")
+            raise RuntimeError(
+                f"trac-eval: the vLLM engine finished without an output for {len(self.handlers)} requests (aborted?)"
+            )
 
 
 def _logprob_arrays(token_ids: Sequence[int], logprobs: Sequence[Any]) -> tuple[list[float], list[list[float]]]:

@@ -24,8 +24,8 @@ def _number_in(path: str, prefix: str = "") -> int | None:
     except OSError:
         return None
     for line in lines:
-        if line.startswith(prefix) and line[len(prefix):].split()[0].isdecimal():
-            return int(line[len(prefix):].split()[0])
+        if line.startswith(prefix) and line[len(prefix) :].split()[0].isdecimal():
+            return int(line[len(prefix) :].split()[0])
     return None
 
 
@@ -55,5 +55,7 @@ def require_memory(request: str, needed: int, purpose: str) -> None:
     available now)" (``request`` = "--resamples 100000000", ``purpose`` = "for 1 pair(s) ...")."""
     limit = memory_limit()
     if needed > limit:
-        raise MemoryLimitError(f"{request} needs at least ~{size_text(needed)} {purpose}; the limit is "
-                               f"{size_text(limit)} (memory available now)")
+        raise MemoryLimitError(
+            f"{request} needs at least ~{size_text(needed)} {purpose}; the limit is "
+            f"{size_text(limit)} (memory available now)"
+        )

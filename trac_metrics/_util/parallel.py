@@ -23,10 +23,12 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def parallel_map(function: Callable[[Item], Result], items: Sequence[Item], jobs: int | None = None,
-                 progress: Progress | None = None) -> list[Result]:
+def parallel_map(
+    function: Callable[[Item], Result], items: Sequence[Item], jobs: int | None = None, progress: Progress | None = None
+) -> list[Result]:
     """``[function(item) for item in items]`` on up to ``jobs`` processes (default: :func:`default_jobs`; 1 runs
-    in this process, as on platforms without ``fork``). ``function`` must be picklable (a module-level function or a ``functools.partial`` of one).
+    in this process, as on platforms without ``fork``). ``function`` must be picklable (a module-level function
+    or a ``functools.partial`` of one).
     ``progress`` wraps the stream of finished results (e.g. a tqdm bar)."""
     jobs = min(default_jobs() if jobs is None else jobs, len(items))
     if jobs < 1 and items:

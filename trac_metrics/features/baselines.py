@@ -208,7 +208,8 @@ def confidence_weighted_vote(
 
     Sample k has weight w_k = exp(c_k), c_k its mean token logprob (``confidences``); the score is
     Σ_k w_k·I[a(k) ≡ a] / Σ_k w_k, the primary included (a None answer agrees only with itself). The weights are
-    computed as exp(c_k − max c), which leaves the share unchanged and cannot underflow to all zeros. Non-finite confidences or a length mismatch raise ValueError.
+    computed as exp(c_k − max c), which leaves the share unchanged and cannot underflow to all zeros. Non-finite
+    confidences or a length mismatch raise ValueError.
     """
     confidence = finite_sequence(confidences, "confidences")
     if confidence.size != len(answers):

@@ -51,8 +51,9 @@ def resolve_equivalence(spec: str) -> Equivalence:
     """
     source, colon, attribute = spec.rpartition(":")
     if not colon or not source or not attribute:
-        raise ValueError(f"equivalence {spec!r} must be written MODULE:FUNCTION or FILE.py:FUNCTION, "
-                         "e.g. my_checks:same_answer")
+        raise ValueError(
+            f"equivalence {spec!r} must be written MODULE:FUNCTION or FILE.py:FUNCTION, e.g. my_checks:same_answer"
+        )
     try:
         target: Any = _module_from_file(source) if source.endswith(".py") else importlib.import_module(source)
     except (ImportError, OSError) as error:
@@ -85,8 +86,9 @@ class EvidenceOptions:
     ``answer_kind``: None keeps each record's stored kind; one of ``answers.ANSWER_KINDS`` replaces it wherever
     answers are normalized and compared (label z, majority label, agreement e, answer classes, vote statistics).
     The stored extracted answers are kept as they are (no re-extraction from the text).
-    ``equivalence``: None, or ``"module:function"`` / ``"file.py:function"`` (:func:`resolve_equivalence`) naming ``f(answer, other, kind) -> bool`` that replaces
-    :func:`trac_metrics.answers.equivalent` (through :func:`trac_metrics.answers.use_equivalence`).
+    ``equivalence``: None, or ``"module:function"`` / ``"file.py:function"`` (:func:`resolve_equivalence`) naming
+    ``f(answer, other, kind) -> bool`` that replaces :func:`trac_metrics.answers.equivalent` (through
+    :func:`trac_metrics.answers.use_equivalence`).
     ``n_bins``, ``tail_window``, ``low_threshold``: TUP's J, W and τ (docs/method.md#trace-uncertainty-profile); φ_P has
     2·J + 11 numbers.
 
@@ -117,8 +119,9 @@ class EvidenceOptions:
 
     def changes(self) -> dict[str, Any]:
         """The fields that differ from the default configuration (empty for the default)."""
-        return {item.name: getattr(self, item.name) for item in fields(self)
-                if getattr(self, item.name) != item.default}
+        return {
+            item.name: getattr(self, item.name) for item in fields(self) if getattr(self, item.name) != item.default
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (stored in a saved head's metadata)."""
@@ -156,7 +159,8 @@ def _check_question(records: Sequence[ResponseRecord]) -> list[ResponseRecord]:
     if repeats != list(range(len(ordered))):
         raise ValueError(
             f"question {ordered[0].key[:2]} has repeats {repeats}; expected 0..{len(ordered) - 1} (with lm-eval's "
-            "--use_cache, all K samples come back as one cached response: run TrAC tasks without it)")
+            "--use_cache, all K samples come back as one cached response: run TrAC tasks without it)"
+        )
     if len({record.answer_kind for record in ordered}) != 1:
         raise ValueError(f"question {ordered[0].key[:2]} mixes answer kinds")
     if ordered[0].reference is None:
@@ -205,9 +209,13 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions) -> dict[s
     features: dict[str, Any] = {
         # a primary whose probe could not run (prompt beyond the context) has all of φ_A missing
         "pce": _pce_of(primary, "trace", kind) or [float("nan")] * len(PCE_FEATURE_NAMES),
-        "tup": tup_features(primary.token_logprobs.astype(np.float64), primary.topk_entropy.astype(np.float64),
-                            n_bins=options.n_bins, tail_window=options.tail_window,
-                            low_threshold=options.low_threshold).tolist(),
+        "tup": tup_features(
+            primary.token_logprobs.astype(np.float64),
+            primary.topk_entropy.astype(np.float64),
+            n_bins=options.n_bins,
+            tail_window=options.tail_window,
+            low_threshold=options.low_threshold,
+        ).tolist(),
     }
     for variant in primary.probes:
         if variant != "trace":

@@ -160,13 +160,22 @@ def tup_features(
         raise ValueError(f"logprobs has {lam.size} tokens but entropies has {eta.size}")
     n_features = 2 * n_bins + len(_AUX_NAMES)
     if lam.size == 0:
-        warnings.warn("tup_features: response has no generated tokens; returning NaN features", TracWarning)
+        warnings.warn(
+            "tup_features: response has no generated tokens; returning NaN features", TracWarning, stacklevel=2
+        )
         return np.full(n_features, np.nan)
     lam_slope, lam_r2 = _trend(lam)
     eta_slope, eta_r2 = _trend(eta)
     summary = [
-        lam.mean(), lam.min(), lam.std(), lam_slope, lam_r2,
-        eta.mean(), eta.max(), eta_slope, eta_r2,
+        lam.mean(),
+        lam.min(),
+        lam.std(),
+        lam_slope,
+        lam_r2,
+        eta.mean(),
+        eta.max(),
+        eta_slope,
+        eta_r2,
         lam[-tail_window:].mean(),
         np.mean(lam < low_threshold),
     ]
@@ -244,9 +253,7 @@ def check_primary_index(primary_index: int, n_answers: int) -> None:
         raise ValueError(f"primary_index {primary_index} outside 0..{n_answers - 1}")
 
 
-def consensus_features(
-    answers: Sequence[str | None], kind: str = "math", primary_index: int = 0
-) -> dict[str, float]:
+def consensus_features(answers: Sequence[str | None], kind: str = "math", primary_index: int = 0) -> dict[str, float]:
     """Vote statistics of the K sampled answers, the primary included (docs/method.md#consensus-statistics).
 
     * ``q_K`` = max_b π_b, the modal vote share (SC@K);

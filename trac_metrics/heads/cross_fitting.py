@@ -70,8 +70,6 @@ def _unsplittable_reason(labels: np.ndarray, group_codes: np.ndarray, n_splits: 
     return None
 
 
-
-
 def fold_assignments(y: Any, groups: Any, seed: int, n_splits: int = 5) -> np.ndarray:
     """Test-fold index (0..n_splits-1) of each row for one repetition (docs/method.md#cross-fitting-protocol).
 
@@ -115,9 +113,7 @@ def _degenerate_training_fold(
     return None
 
 
-def cross_fit(
-    X: Any, y: Any, groups: Any, seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5
-) -> np.ndarray:
+def cross_fit(X: Any, y: Any, groups: Any, seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5) -> np.ndarray:
     """Out-of-fold probabilities of class 1, shape (len(seeds), n rows) (docs/method.md#cross-fitting-protocol).
 
     For each seed, rows are split by :func:`fold_assignments`; for each fold a fresh head
@@ -142,8 +138,10 @@ def cross_fit_many(
     matrices = {name: as_feature_matrix(X, name) for name, X in feature_sets.items()}
     n_rows = {matrix.shape[0] for matrix in matrices.values()}
     if len(n_rows) != 1:
-        raise ValueError(f"feature matrices have different numbers of rows: "
-                         f"{ {name: matrix.shape[0] for name, matrix in matrices.items()} }")
+        raise ValueError(
+            f"feature matrices have different numbers of rows: "
+            f"{ {name: matrix.shape[0] for name, matrix in matrices.items()} }"
+        )
     labels = as_binary_labels(y, n_rows.pop())
     codes = _as_group_codes(groups, labels.size)
     seeds = _check_seeds(seeds)

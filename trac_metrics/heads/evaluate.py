@@ -55,7 +55,9 @@ def _head_metrics(scores_by_seed: np.ndarray, labels: np.ndarray, method: str) -
 
 
 def evaluate_task(
-    evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5,
+    evidences: Sequence[Mapping[str, Any]],
+    seeds: Sequence[int] = FOLD_SEEDS,
+    n_splits: int = 5,
     heads: Mapping[str, FeatureRow] | None = None,
 ) -> TaskEvaluation:
     """Cross-fitted metrics of every method computable from ``evidences`` (one dict per question).
@@ -72,8 +74,9 @@ def evaluate_task(
         return _evaluate(evidences, seeds, n_splits, head_features() if heads is None else heads)
 
 
-def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_splits: int,
-              heads: Mapping[str, FeatureRow]) -> TaskEvaluation:
+def _evaluate(
+    evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_splits: int, heads: Mapping[str, FeatureRow]
+) -> TaskEvaluation:
     if not evidences:
         raise ValueError("evaluate_task needs at least one question's evidence")
     labels = np.asarray([evidence["correct"] for evidence in evidences], dtype=np.int64)
@@ -89,8 +92,11 @@ def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_sp
         if not missing:
             feature_sets[method] = np.asarray(rows, dtype=np.float64)
         elif missing < len(rows):
-            warnings.warn(f"{method} head not reported: {missing} of {len(rows)} questions lack its features",
-                          TracWarning, stacklevel=3)
+            warnings.warn(
+                f"{method} head not reported: {missing} of {len(rows)} questions lack its features",
+                TracWarning,
+                stacklevel=3,
+            )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         scores_by_head = cross_fit_many(feature_sets, labels, groups, seeds, n_splits)
@@ -99,8 +105,9 @@ def _evaluate(evidences: Sequence[Mapping[str, Any]], seeds: Sequence[int], n_sp
         scores[method] = mean_oof_score(scores_by_seed)
         by_seed[method] = scores_by_seed
         metrics.update(_head_metrics(scores_by_seed, labels, method))
-    baseline_names = [name for name in evidences[0]["baselines"]
-                      if all(name in evidence["baselines"] for evidence in evidences)]
+    baseline_names = [
+        name for name in evidences[0]["baselines"] if all(name in evidence["baselines"] for evidence in evidences)
+    ]
     for method in baseline_names:
         values = np.asarray([evidence["baselines"][method] for evidence in evidences], dtype=np.float64)
         scores[method] = values

@@ -14,6 +14,7 @@ on source rows only (:func:`transfer_scores`).
 A fitted head is stored as plain JSON (:class:`FittedHead`): the missing-value convention, the standardizer and the
 logistic parameters are saved together, as the paper states, and scoring needs numpy only.
 """
+
 from __future__ import annotations
 
 import json
@@ -206,12 +207,26 @@ def _json_list(payload: dict[str, Any], name: str, items: str, is_item: Callable
 
 
 def _check_version(version: Any) -> None:
-    expect(is_number(version) and version == HEAD_FORMAT_VERSION, "version",
-           f"{HEAD_FORMAT_VERSION} (the format this code reads)", version)
+    expect(
+        is_number(version) and version == HEAD_FORMAT_VERSION,
+        "version",
+        f"{HEAD_FORMAT_VERSION} (the format this code reads)",
+        version,
+    )
 
 
-HEAD_FIELDS = ("kind", "version", "feature_names", "impute_means", "indicator_features", "scaler_mean",
-               "scaler_scale", "coef", "intercept", "metadata")
+HEAD_FIELDS = (
+    "kind",
+    "version",
+    "feature_names",
+    "impute_means",
+    "indicator_features",
+    "scaler_mean",
+    "scaler_scale",
+    "coef",
+    "intercept",
+    "metadata",
+)
 """The fields of a saved head, all required (:meth:`FittedHead.to_dict`)."""
 
 
@@ -240,19 +255,34 @@ class FittedHead:
         _check_version(self.version)
         n_features = len(self.feature_names)
         expect(n_features > 0, "feature_names", "at least one name", self.feature_names)
-        expect(len(self.impute_means) == n_features, "impute_means", f"{n_features} numbers (one per feature)",
-               self.impute_means)
+        expect(
+            len(self.impute_means) == n_features,
+            "impute_means",
+            f"{n_features} numbers (one per feature)",
+            self.impute_means,
+        )
         indicators = list(self.indicator_features)
-        expect(indicators == sorted(set(indicators)) and all(0 <= j < n_features for j in indicators),
-               "indicator_features", f"increasing feature indices in [0, {n_features})", self.indicator_features)
+        expect(
+            indicators == sorted(set(indicators)) and all(0 <= j < n_features for j in indicators),
+            "indicator_features",
+            f"increasing feature indices in [0, {n_features})",
+            self.indicator_features,
+        )
         n_columns = n_features + len(indicators)
         for name in ("scaler_mean", "scaler_scale", "coef"):
-            expect(len(getattr(self, name)) == n_columns, name,
-                   f"{n_columns} numbers ({n_features} features + {len(indicators)} missingness indicators)",
-                   getattr(self, name))
+            expect(
+                len(getattr(self, name)) == n_columns,
+                name,
+                f"{n_columns} numbers ({n_features} features + {len(indicators)} missingness indicators)",
+                getattr(self, name),
+            )
         for name in ("impute_means", "scaler_mean", "scaler_scale", "coef", "intercept"):
-            expect(np.isfinite(np.asarray(getattr(self, name), dtype=float)).all(), name, "finite numbers",
-                   getattr(self, name))
+            expect(
+                np.isfinite(np.asarray(getattr(self, name), dtype=float)).all(),
+                name,
+                "finite numbers",
+                getattr(self, name),
+            )
         expect(min(self.scaler_scale) > 0, "scaler_scale", "positive numbers", self.scaler_scale)
 
     def predict(self, X: Any) -> np.ndarray:
@@ -290,8 +320,12 @@ class FittedHead:
         is a :class:`HeadFormatError` naming the field. ``metadata`` may be any JSON object."""
         if not isinstance(payload, dict):
             raise HeadFormatError(f"expected a JSON object (a FittedHead), got {_shown(payload)}")
-        expect(payload.get("kind") == HEAD_KIND, "kind", f"{HEAD_KIND!r} (this file is not a FittedHead)",
-               payload.get("kind"))
+        expect(
+            payload.get("kind") == HEAD_KIND,
+            "kind",
+            f"{HEAD_KIND!r} (this file is not a FittedHead)",
+            payload.get("kind"),
+        )
         check_fields(payload, HEAD_FIELDS)
         _check_version(payload["version"])  # first: another version may have other fields
         expect(is_number(payload["intercept"]), "intercept", "a number", payload["intercept"])
@@ -303,8 +337,9 @@ class FittedHead:
         return cls(
             feature_names=_json_list(payload, "feature_names", "strings", lambda value: isinstance(value, str)),
             impute_means=numbers("impute_means"),
-            indicator_features=_json_list(payload, "indicator_features", "integers",
-                                          lambda value: is_number(value) and isinstance(value, int)),
+            indicator_features=_json_list(
+                payload, "indicator_features", "integers", lambda value: is_number(value) and isinstance(value, int)
+            ),
             scaler_mean=numbers("scaler_mean"),
             scaler_scale=numbers("scaler_scale"),
             coef=numbers("coef"),
@@ -374,12 +409,19 @@ def fit_head(
     return fit_unchecked(features, labels, feature_names, C, max_iter, metadata or {})
 
 
-def fit_unchecked(features: np.ndarray, labels: np.ndarray, feature_names: Sequence[str], C: float = 1.0,
-                  max_iter: int = 1000, metadata: dict[str, Any] | None = None) -> FittedHead:
+def fit_unchecked(
+    features: np.ndarray,
+    labels: np.ndarray,
+    feature_names: Sequence[str],
+    C: float = 1.0,
+    max_iter: int = 1000,
+    metadata: dict[str, Any] | None = None,
+) -> FittedHead:
     """:func:`fit_head` on rows already validated (cross-fitting checks its folds once for every head)."""
     means, indicators, center, scale = _preprocessing(features)
-    coef, intercept = _logistic_newton((_design(features, means, indicators) - center) / scale,
-                                       labels.astype(float), C, max_iter)
+    coef, intercept = _logistic_newton(
+        (_design(features, means, indicators) - center) / scale, labels.astype(float), C, max_iter
+    )
     return FittedHead(
         feature_names=tuple(feature_names),
         impute_means=tuple(float(v) for v in means),

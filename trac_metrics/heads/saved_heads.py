@@ -58,16 +58,17 @@ def feature_rows(pair: PairRun, method: str) -> np.ndarray:
     rows = [row_of(evidence) for evidence in pair.evidences]
     missing = [str(evidence["doc_id"]) for evidence, row in zip(pair.evidences, rows, strict=True) if row is None]
     if missing:
-        raise ValueError(f"{pair.name}: {len(missing)} of {len(rows)} questions have no {method} features (e.g. doc "
-                         f"{missing[0]}; cf needs K > 1 samples per question)")
+        raise ValueError(
+            f"{pair.name}: {len(missing)} of {len(rows)} questions have no {method} features (e.g. doc "
+            f"{missing[0]}; cf needs K > 1 samples per question)"
+        )
     return np.asarray(rows, dtype=np.float64)
 
 
 def _stacked(pairs: Sequence[PairRun], method: str) -> tuple[np.ndarray, np.ndarray]:
     if not pairs:
         raise ValueError("no runs given")
-    return (np.vstack([feature_rows(pair, method) for pair in pairs]),
-            np.concatenate([pair.labels for pair in pairs]))
+    return (np.vstack([feature_rows(pair, method) for pair in pairs]), np.concatenate([pair.labels for pair in pairs]))
 
 
 class NoThresholdError(ValueError):
@@ -95,8 +96,9 @@ def choose_threshold(scores: Any, labels: Any, target_risk: float) -> Threshold:
     values = np.asarray(scores, dtype=np.float64)
     correct = selective.as_binary_labels(labels)
     if values.ndim != 1 or values.size != correct.size or values.size == 0 or np.isnan(values).any():
-        raise ValueError(f"need one finite score per calibration label, got {values.shape} scores for "
-                         f"{correct.size} labels")
+        raise ValueError(
+            f"need one finite score per calibration label, got {values.shape} scores for {correct.size} labels"
+        )
     order = np.argsort(-values, kind="stable")
     ranked, errors = values[order], np.cumsum(~correct[order])
     group_ends = np.flatnonzero(np.append(ranked[1:] != ranked[:-1], True))
@@ -107,10 +109,15 @@ def choose_threshold(scores: Any, labels: Any, target_risk: float) -> Threshold:
         best = int(np.argmin(risks))
         raise NoThresholdError(
             f"no score threshold reaches risk <= {target_risk:g} on the {values.size} calibration questions; the "
-            f"lowest risk is {risks[best]:.4f} (accepting the top {accepted[best]})")
+            f"lowest risk is {risks[best]:.4f} (accepting the top {accepted[best]})"
+        )
     chosen = feasible[-1]
-    return Threshold(float(ranked[group_ends[chosen]]), float(target_risk), float(accepted[chosen] / values.size),
-                     float(risks[chosen]))
+    return Threshold(
+        float(ranked[group_ends[chosen]]),
+        float(target_risk),
+        float(accepted[chosen] / values.size),
+        float(risks[chosen]),
+    )
 
 
 def realized(accept: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -121,8 +128,13 @@ def realized(accept: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 
 
 def _pair_summary(pair: PairRun) -> dict[str, Any]:
-    return {"model": pair.model, "task": pair.task, "decoding": dict(pair.decoding),
-            "questions": len(pair.evidences), "accuracy": pair.accuracy}
+    return {
+        "model": pair.model,
+        "task": pair.task,
+        "decoding": dict(pair.decoding),
+        "questions": len(pair.evidences),
+        "accuracy": pair.accuracy,
+    }
 
 
 def fit_online_head(
@@ -145,26 +157,46 @@ def fit_online_head(
     X, y = _stacked(pairs, method)
     names = head_feature_names(method, options.n_bins)
     if X.shape[1] != len(names):
-        raise ValueError(f"{method} rows have {X.shape[1]} columns but n_bins={options.n_bins} gives {len(names)}: "
-                         "read the runs with the same options")
+        raise ValueError(
+            f"{method} rows have {X.shape[1]} columns but n_bins={options.n_bins} gives {len(names)}: "
+            "read the runs with the same options"
+        )
     head = fit_head(X, y, names)
     metadata: dict[str, Any] = {
-        "method": method, "evidence_options": options.to_dict(),
-        "training_pairs": [_pair_summary(pair) for pair in pairs], "training_questions": int(y.size),
-        "threshold": None, "target_risk": None, "calibration_coverage": None, "calibration_risk": None,
+        "method": method,
+        "evidence_options": options.to_dict(),
+        "training_pairs": [_pair_summary(pair) for pair in pairs],
+        "training_questions": int(y.size),
+        "threshold": None,
+        "target_risk": None,
+        "calibration_coverage": None,
+        "calibration_risk": None,
         "calibration_pairs": None,
     }
     if calibration:
         X_cal, y_cal = _stacked(calibration, method)
         threshold = choose_threshold(head.predict(X_cal), y_cal, target_risk)
-        metadata.update(threshold=threshold.value, target_risk=threshold.target_risk,
-                        calibration_coverage=threshold.coverage, calibration_risk=threshold.risk,
-                        calibration_pairs=[_pair_summary(pair) for pair in calibration])
+        metadata.update(
+            threshold=threshold.value,
+            target_risk=threshold.target_risk,
+            calibration_coverage=threshold.coverage,
+            calibration_risk=threshold.risk,
+            calibration_pairs=[_pair_summary(pair) for pair in calibration],
+        )
     return replace(head, metadata=metadata)
 
 
-METADATA_FIELDS = ("method", "evidence_options", "training_pairs", "training_questions", "threshold", "target_risk",
-                   "calibration_coverage", "calibration_risk", "calibration_pairs")
+METADATA_FIELDS = (
+    "method",
+    "evidence_options",
+    "training_pairs",
+    "training_questions",
+    "threshold",
+    "target_risk",
+    "calibration_coverage",
+    "calibration_risk",
+    "calibration_pairs",
+)
 """The metadata of a head written by :func:`fit_online_head` (all required)."""
 _CALIBRATION_FIELDS = ("target_risk", "calibration_coverage", "calibration_risk", "calibration_pairs")
 """The metadata that a threshold comes with, and that is null without one."""
@@ -191,9 +223,13 @@ def _check_pairs(pairs: Any, name: str) -> None:
         for key in ("model", "task"):
             expect(isinstance(pair[key], str), f"{where}.{key}", "a string", pair[key])
         decoding = pair["decoding"]
-        expect(isinstance(decoding, dict) and all(value is None or isinstance(value, str) or is_finite_number(value)
-                                                  for value in decoding.values()),
-               f"{where}.decoding", "a JSON object of finite numbers, strings or nulls", decoding)
+        expect(
+            isinstance(decoding, dict)
+            and all(value is None or isinstance(value, str) or is_finite_number(value) for value in decoding.values()),
+            f"{where}.decoding",
+            "a JSON object of finite numbers, strings or nulls",
+            decoding,
+        )
         expect(_is_count(pair["questions"]), f"{where}.questions", "a positive integer", pair["questions"])
         expect(_is_share(pair["accuracy"]), f"{where}.accuracy", "a number in [0, 1]", pair["accuracy"])
 
@@ -206,14 +242,22 @@ def check_head(head: FittedHead) -> None:
     imported (:func:`head_options`)."""
     metadata = head.metadata
     method = metadata.get("method")
-    expect(method in saved_head_methods(), "metadata.method", f"one of {saved_head_methods()} (the head was not "
-           "written by trac fit)", method)
+    expect(
+        method in saved_head_methods(),
+        "metadata.method",
+        f"one of {saved_head_methods()} (the head was not written by trac fit)",
+        method,
+    )
     check_fields(metadata, METADATA_FIELDS, "metadata.")
     options = metadata["evidence_options"]
     expect(isinstance(options, dict), "metadata.evidence_options", "a JSON object", options)
     check_fields(options, _OPTION_FIELDS, "metadata.evidence_options.")
-    expect(options["equivalence"] is None or isinstance(options["equivalence"], str),
-           "metadata.evidence_options.equivalence", "null or a MODULE:FUNCTION string", options["equivalence"])
+    expect(
+        options["equivalence"] is None or isinstance(options["equivalence"], str),
+        "metadata.evidence_options.equivalence",
+        "null or a MODULE:FUNCTION string",
+        options["equivalence"],
+    )
     try:
         EvidenceOptions.from_dict({**options, "equivalence": None})  # the other options, without importing anything
     except ValueError as error:
@@ -221,19 +265,31 @@ def check_head(head: FittedHead) -> None:
     n_bins = options["n_bins"]  # a head with TUP columns has more than 2·J: never build the names of a huge J
     plausible = method == "pce" or 2 * n_bins < len(head.feature_names)
     columns = head_feature_names(method, n_bins) if plausible else None
-    expect(head.feature_names == columns, "feature_names", f"the columns of a {method} head with n_bins={n_bins}",
-           head.feature_names)
+    expect(
+        head.feature_names == columns,
+        "feature_names",
+        f"the columns of a {method} head with n_bins={n_bins}",
+        head.feature_names,
+    )
     _check_pairs(metadata["training_pairs"], "metadata.training_pairs")
-    expect(_is_count(metadata["training_questions"]), "metadata.training_questions", "a positive integer",
-           metadata["training_questions"])
+    expect(
+        _is_count(metadata["training_questions"]),
+        "metadata.training_questions",
+        "a positive integer",
+        metadata["training_questions"],
+    )
     if metadata["threshold"] is None:
         for name in _CALIBRATION_FIELDS:
             expect(metadata[name] is None, f"metadata.{name}", "null, as the threshold is null", metadata[name])
         return
     expect(_is_share(metadata["threshold"]), "metadata.threshold", "null or a number in [0, 1]", metadata["threshold"])
     for name in _CALIBRATION_FIELDS[:-1]:
-        expect(_is_share(metadata[name]), f"metadata.{name}", "a number in [0, 1], as the head has a threshold",
-               metadata[name])
+        expect(
+            _is_share(metadata[name]),
+            f"metadata.{name}",
+            "a number in [0, 1], as the head has a threshold",
+            metadata[name],
+        )
     _check_pairs(metadata["calibration_pairs"], "metadata.calibration_pairs")
 
 
@@ -258,9 +314,11 @@ def head_options(head: FittedHead, equivalence: str | None = None) -> EvidenceOp
     check_head(head)
     stored = head.metadata["evidence_options"]
     if stored["equivalence"] != equivalence:
-        raise ValueError(f"the head was fitted with {_spec(stored['equivalence'])} but scoring was given "
-                         f"{_spec(equivalence)}: give trac score the equivalence the head was fitted with (a head "
-                         "file never names code to run by itself)")
+        raise ValueError(
+            f"the head was fitted with {_spec(stored['equivalence'])} but scoring was given "
+            f"{_spec(equivalence)}: give trac score the equivalence the head was fitted with (a head "
+            "file never names code to run by itself)"
+        )
     return EvidenceOptions.from_dict(stored)
 
 
@@ -297,7 +355,8 @@ def score_pairs(head: FittedHead, pairs: Sequence[PairRun]) -> list[PairScores]:
             raise ValueError(
                 f"{pair.name}: the {method} rows have {rows.shape[1]} features but the head was fitted on "
                 f"{len(head.feature_names)} (evidence options {head.metadata.get('evidence_options')}): read the "
-                "target runs with the feature configuration the head was fitted with")
+                "target runs with the feature configuration the head was fitted with"
+            )
         scores = head.predict(rows)
         scored.append(PairScores(pair, scores, None if threshold is None else scores >= threshold))
     return scored
@@ -309,10 +368,15 @@ def score_lines(scored: Sequence[PairScores]) -> Iterator[dict[str, Any]]:
     for item in scored:
         for index, evidence in enumerate(item.pair.evidences):
             score = float(item.scores[index])
-            yield {"model": item.pair.model, "task": item.pair.task, "decoding": dict(item.pair.decoding),
-                   "doc_id": evidence["doc_id"], "score": None if math.isnan(score) else score,
-                   "accept": None if item.accept is None else bool(item.accept[index]),
-                   "correct": int(evidence["correct"])}
+            yield {
+                "model": item.pair.model,
+                "task": item.pair.task,
+                "decoding": dict(item.pair.decoding),
+                "doc_id": evidence["doc_id"],
+                "score": None if math.isnan(score) else score,
+                "accept": None if item.accept is None else bool(item.accept[index]),
+                "correct": int(evidence["correct"]),
+            }
 
 
 def _number(value: float) -> str:
@@ -324,31 +388,46 @@ def format_scores(head: FittedHead, scored: Sequence[PairScores]) -> str:
     questions next to the calibration values."""
     metadata = head.metadata
     threshold = metadata.get("threshold")
-    lines = [(f"{metadata['method']} head fitted on {metadata['training_questions']} questions of "
-             f"{len(metadata['training_pairs'])} pair(s)")]
+    lines = [
+        (
+            f"{metadata['method']} head fitted on {metadata['training_questions']} questions of "
+            f"{len(metadata['training_pairs'])} pair(s)"
+        )
+    ]
     if threshold is not None:
-        lines.append(f"abstention threshold {threshold:.4f} (target risk {metadata['target_risk']:g}; calibration "
-                     f"coverage {metadata['calibration_coverage']:.4f}, risk {metadata['calibration_risk']:.4f})")
+        lines.append(
+            f"abstention threshold {threshold:.4f} (target risk {metadata['target_risk']:g}; calibration "
+            f"coverage {metadata['calibration_coverage']:.4f}, risk {metadata['calibration_risk']:.4f})"
+        )
     header = f"{'pair':<40} | {'questions':>9} | {'accuracy':>8} | {'AUROC':>7} | {'AURC':>7}"
     lines.append(header + (f" | {'coverage':>8} | {'risk':>7}" if threshold is not None else ""))
     for item in scored:
-        line = (f"{item.pair.name:<40} | {len(item.scores):>9} | {_number(item.pair.accuracy):>8} | "
-                f"{_number(item.auroc()):>7} | {_number(item.aurc()):>7}")
+        line = (
+            f"{item.pair.name:<40} | {len(item.scores):>9} | {_number(item.pair.accuracy):>8} | "
+            f"{_number(item.auroc()):>7} | {_number(item.aurc()):>7}"
+        )
         if item.accept is not None:
             coverage, risk = realized(item.accept, item.labels)
             line += f" | {_number(coverage):>8} | {_number(risk):>7}"
         lines.append(line)
-    training = {(item["model"], item["task"], tuple(sorted(item["decoding"].items())))
-                for item in metadata["training_pairs"]}
-    in_sample = [item.pair.name for item in scored
-                 if (item.pair.model, item.pair.task, tuple(sorted(item.pair.decoding.items()))) in training]
+    training = {
+        (item["model"], item["task"], tuple(sorted(item["decoding"].items()))) for item in metadata["training_pairs"]
+    }
+    in_sample = [
+        item.pair.name
+        for item in scored
+        if (item.pair.model, item.pair.task, tuple(sorted(item.pair.decoding.items()))) in training
+    ]
     if in_sample:
         lines.append(f"note: {', '.join(in_sample)} were training pairs of this head: their scores are in-sample")
     if threshold is not None and scored:
-        coverage, risk = realized(np.concatenate([item.accept for item in scored]),
-                                  np.concatenate([item.labels for item in scored]))
-        lines.append(f"all target questions: coverage {_number(coverage)} (calibration "
-                     f"{metadata['calibration_coverage']:.4f}), risk {_number(risk)} (calibration "
-                     f"{metadata['calibration_risk']:.4f}, target {metadata['target_risk']:g})"
-                     + ("; no question accepted, so the risk is undefined" if math.isnan(risk) else ""))
+        coverage, risk = realized(
+            np.concatenate([item.accept for item in scored]), np.concatenate([item.labels for item in scored])
+        )
+        lines.append(
+            f"all target questions: coverage {_number(coverage)} (calibration "
+            f"{metadata['calibration_coverage']:.4f}), risk {_number(risk)} (calibration "
+            f"{metadata['calibration_risk']:.4f}, target {metadata['target_risk']:g})"
+            + ("; no question accepted, so the risk is undefined" if math.isnan(risk) else "")
+        )
     return "\n".join(lines)

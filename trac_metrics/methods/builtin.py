@@ -115,8 +115,14 @@ def _supervised_consensus(evidence: Mapping[str, Any]) -> list[float] | None:
     consensus, pce = _consensus(evidence), _pce(evidence)
     if consensus is None or pce is None:
         return None
-    return [consensus["q_K"], consensus["h_K"], consensus["vote_margin"], evidence["baselines"]["mean_logprob"],
-            *_tup(evidence), pce[1]]
+    return [
+        consensus["q_K"],
+        consensus["h_K"],
+        consensus["vote_margin"],
+        evidence["baselines"]["mean_logprob"],
+        *_tup(evidence),
+        pce[1],
+    ]
 
 
 def _variant(evidence: Mapping[str, Any], name: str) -> list[float] | None:
@@ -164,33 +170,82 @@ BUILTIN_METHODS = (
     Method("trac", "TrAC", HEAD, PROBED, features=_trac, feature_names=_trac_names, leaderboard_row=8),
     Method("pce", "PCE", HEAD, PROBED, features=_pce, feature_names=_pce_names, leaderboard_row=7),
     Method("tup", "TUP", HEAD, ONE_GENERATION, features=_tup, feature_names=tup_feature_names, leaderboard_row=6),
-    Method("cf", "TrAC+CF@{k}", HEAD, K_PROBED, features=_consensus_fusion, feature_names=_consensus_fusion_names,
-           leaderboard_row=7),
-    Method("sup_consensus", "Supervised Consensus@{k}", HEAD, K_PROBED, features=_supervised_consensus,
-           leaderboard_row=2),
+    Method(
+        "cf",
+        "TrAC+CF@{k}",
+        HEAD,
+        K_PROBED,
+        features=_consensus_fusion,
+        feature_names=_consensus_fusion_names,
+        leaderboard_row=7,
+    ),
+    Method(
+        "sup_consensus", "Supervised Consensus@{k}", HEAD, K_PROBED, features=_supervised_consensus, leaderboard_row=2
+    ),
     Method("mean_logprob", "Mean log-probability", SINGLE, ONE_GENERATION, score=_mean_logprob, leaderboard_row=1),
     Method("self_certainty", "Self-certainty", SINGLE, ONE_GENERATION, score=_self_certainty, leaderboard_row=2),
     Method("deepconf_bottom", "DeepConf-bottom", SINGLE, ONE_GENERATION, score=_deepconf_bottom, leaderboard_row=3),
-    Method("p_true", "P(True)", SINGLE, Cost(extra_seconds=("p_true",)), score=_p_true, leaderboard_row=4,
-           switch=P_TRUE_SWITCH),
+    Method(
+        "p_true",
+        "P(True)",
+        SINGLE,
+        Cost(extra_seconds=("p_true",)),
+        score=_p_true,
+        leaderboard_row=4,
+        switch=P_TRUE_SWITCH,
+    ),
     Method("selfdoubt", "SelfDoubt", SINGLE, ONE_GENERATION, score=_selfdoubt, leaderboard_row=5),
     Method("sc_modal", "SC@{k} (modal answer)", SAMPLED, K_GENERATIONS, score=_sc_modal, leaderboard_row=4),
     Method("sc_primary", "SC@{k} (primary answer)", SAMPLED, K_GENERATIONS, score=_sc_primary, leaderboard_row=3),
-    Method("semantic_entropy", "Semantic entropy@{k}", SAMPLED, K_GENERATIONS, score=_semantic_entropy,
-           leaderboard_row=5),
+    Method(
+        "semantic_entropy", "Semantic entropy@{k}", SAMPLED, K_GENERATIONS, score=_semantic_entropy, leaderboard_row=5
+    ),
     Method("selfcheck", "SelfCheckGPT@{k}", SAMPLED, K_GENERATIONS, score=_selfcheck, leaderboard_row=1),
     Method("cw_vote", "CW vote@{k}", SAMPLED, K_GENERATIONS, score=_cw_vote, leaderboard_row=6),
-    *(Method(f"pce_{variant}", label, HEAD, with_probe(ONE_GENERATION, variant),
-             features=partial(_variant, name=variant), leaderboard_row=None, switch=PROBE_VARIANTS_SWITCH)
-      for variant, label in (("question_only", "PCE (question-only probe)"),
-                             ("shuffled_trace", "PCE (shuffled-trace probe)"),
-                             ("teacher_forced", "PCE (teacher-forced support)"))),
-    Method("pce_agreement", "PCE agreement only", HEAD, PROBED, features=_pce_agreement, leaderboard_row=None,
-           scope=Scope.REPORT),
-    Method("pce_likelihood", "PCE likelihood only", HEAD, PROBED, features=_pce_likelihood, leaderboard_row=None,
-           scope=Scope.REPORT),
-    Method("p_true_pce", "P(True) + PCE", HEAD, Cost(extra_seconds=("probe_trace", "p_true")), features=_p_true_pce,
-           leaderboard_row=None, scope=Scope.REPORT, switch=P_TRUE_SWITCH),
+    *(
+        Method(
+            f"pce_{variant}",
+            label,
+            HEAD,
+            with_probe(ONE_GENERATION, variant),
+            features=partial(_variant, name=variant),
+            leaderboard_row=None,
+            switch=PROBE_VARIANTS_SWITCH,
+        )
+        for variant, label in (
+            ("question_only", "PCE (question-only probe)"),
+            ("shuffled_trace", "PCE (shuffled-trace probe)"),
+            ("teacher_forced", "PCE (teacher-forced support)"),
+        )
+    ),
+    Method(
+        "pce_agreement",
+        "PCE agreement only",
+        HEAD,
+        PROBED,
+        features=_pce_agreement,
+        leaderboard_row=None,
+        scope=Scope.REPORT,
+    ),
+    Method(
+        "pce_likelihood",
+        "PCE likelihood only",
+        HEAD,
+        PROBED,
+        features=_pce_likelihood,
+        leaderboard_row=None,
+        scope=Scope.REPORT,
+    ),
+    Method(
+        "p_true_pce",
+        "P(True) + PCE",
+        HEAD,
+        Cost(extra_seconds=("probe_trace", "p_true")),
+        features=_p_true_pce,
+        leaderboard_row=None,
+        scope=Scope.REPORT,
+        switch=P_TRUE_SWITCH,
+    ),
 )
 """Every built-in method, in registry order (TrAC and its components, single-trace then sampling baselines, the
 ablation heads, then the report-only diagnostic heads)."""

@@ -39,8 +39,13 @@ def _averaged(metric: str) -> str:
 
 def group_yaml() -> str:
     """The text of ``trac_math.yaml`` for the methods registered now."""
-    lines = ["group: trac_math", "task:", *(f"  - {task}" for task in TASKS), "aggregate_metric_list:",
-             *map(_averaged, ACCURACY_METRICS)]
+    lines = [
+        "group: trac_math",
+        "task:",
+        *(f"  - {task}" for task in TASKS),
+        "aggregate_metric_list:",
+        *map(_averaged, ACCURACY_METRICS),
+    ]
     for method in group_methods():
         lines += [f"  # {method.name}", *(_averaged(f"{method.name}_{metric}") for metric in METRIC_NAMES)]
     lines += ["metadata:", "  version: 1.0"]

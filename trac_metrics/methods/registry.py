@@ -128,8 +128,9 @@ class Method:
             raise ValueError(f"method {self.name!r} needs a display label")
         is_head = self.family is Family.HEAD
         if is_head != (self.features is not None) or is_head == (self.score is not None):
-            raise ValueError(f"method {self.name!r}: a head has features and no score, a baseline a score and no "
-                             "features")
+            raise ValueError(
+                f"method {self.name!r}: a head has features and no score, a baseline a score and no features"
+            )
         if is_head and not self.higher_is_confident:
             raise ValueError(f"method {self.name!r}: a head's score is P(correct), higher is always more confident")
         if self.feature_names is not None and not is_head:
@@ -190,8 +191,11 @@ def scored_methods(k: int) -> tuple[Method, ...]:
 def head_features(*scopes: Scope) -> dict[str, FeatureRow]:
     """Name → feature row of the heads evaluated in ``scopes`` (default: the task's), in registry order."""
     wanted = scopes or (Scope.TASK,)
-    return {method.name: method.features for method in _REGISTRY.values()
-            if method.family is Family.HEAD and method.scope in wanted}
+    return {
+        method.name: method.features
+        for method in _REGISTRY.values()
+        if method.family is Family.HEAD and method.scope in wanted
+    }
 
 
 def saved_head_methods() -> tuple[str, ...]:

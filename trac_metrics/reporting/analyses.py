@@ -40,8 +40,10 @@ REPRESENTATIONS = (("TUP", "tup"), ("PCE", "pce"), ("TrAC", "trac"))
 """Rows of the transfer and label-efficiency tables (docs/method.md#transfer-tables): label and
 registered head (:mod:`trac_metrics.methods`)."""
 
-PROBE_VARIANTS_HOW_TO = ("add `trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced]` to the "
-                         "task's generation_kwargs and rerun")
+PROBE_VARIANTS_HOW_TO = (
+    "add `trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced]` to the "
+    "task's generation_kwargs and rerun"
+)
 P_TRUE_HOW_TO = "add `trac: p_true: true` to the task's generation_kwargs and rerun"
 
 
@@ -82,8 +84,9 @@ def _auroc_intervals(data: ReportData, indices: Sequence[int], methods: Sequence
     return {method: result.ci(method) for method in methods}
 
 
-def _method_table(data: ReportData, name: str, title: str, rows: Sequence[tuple[str, str]],
-                  how_to: str = "") -> ReportTable:
+def _method_table(
+    data: ReportData, name: str, title: str, rows: Sequence[tuple[str, str]], how_to: str = ""
+) -> ReportTable:
     """Rows ``(label, method)`` × AUROC, its CI, AURC and the number of pairs with a defined AUROC.
 
     Rows whose method no run has are left out and named in the note with ``how_to``; with fewer than two rows left
@@ -96,52 +99,81 @@ def _method_table(data: ReportData, name: str, title: str, rows: Sequence[tuple[
     indices = [i for i, evaluation in enumerate(data.evaluations) if all(m in evaluation.scores for m in methods)]
     if len(shown) < 2 or not indices:
         why = "no pair has all of its methods" if len(shown) >= 2 else "the runs lack the methods to compare"
-        return ReportTable(name, title, _empty(METHOD_COLUMNS, "representation"),
-                           note=f"Empty: {why}. {lacking}".strip())
+        return ReportTable(
+            name, title, _empty(METHOD_COLUMNS, "representation"), note=f"Empty: {why}. {lacking}".strip()
+        )
     intervals = _auroc_intervals(data, indices, methods)
     records = []
     for method in methods:
         auroc = data.per_pair(method, "auroc")[indices]
         aurc = data.per_pair(method, "aurc")[indices]
-        records.append([mean_of_defined(auroc), *intervals[method], mean_of_defined(aurc),
-                        int((~np.isnan(auroc)).sum())])
-    frame = pd.DataFrame(records, columns=list(METHOD_COLUMNS),
-                         index=pd.Index([label for label, _ in shown], name="representation"))
+        records.append(
+            [mean_of_defined(auroc), *intervals[method], mean_of_defined(aurc), int((~np.isnan(auroc)).sum())]
+        )
+    frame = pd.DataFrame(
+        records, columns=list(METHOD_COLUMNS), index=pd.Index([label for label, _ in shown], name="representation")
+    )
     left_out = sorted(set(range(len(data.pairs))) - set(indices))
-    scope = (f"Pair-equal macro over {len(indices)} of {len(data.pairs)} pair(s), those with every method of this "
-             f"table ('pairs': those with a defined AUROC). 95% CI: hierarchical bootstrap, {data.n_resamples} "
-             f"resamples (seed {data.seed}).")
+    scope = (
+        f"Pair-equal macro over {len(indices)} of {len(data.pairs)} pair(s), those with every method of this "
+        f"table ('pairs': those with a defined AUROC). 95% CI: hierarchical bootstrap, {data.n_resamples} "
+        f"resamples (seed {data.seed})."
+    )
     note = [scope, f"Left out (a method missing): {_names(left_out, data)}." if left_out else "", lacking]
     return ReportTable(name, title, frame, {"AUROC": True, "AURC": False}, " ".join(part for part in note if part))
 
 
 def component_ablation(data: ReportData) -> ReportTable:
     """Component ablation (docs/method.md#component-ablation): TUP only, PCE only, TUP + PCE (= TrAC)."""
-    return _method_table(data, "ablation_components", "Component ablation",
-                         [("TUP only", "tup"), ("PCE only", "pce"), ("PCE + TUP (= TrAC)", "trac")])
+    return _method_table(
+        data,
+        "ablation_components",
+        "Component ablation",
+        [("TUP only", "tup"), ("PCE only", "pce"), ("PCE + TUP (= TrAC)", "trac")],
+    )
 
 
 def trace_controls(data: ReportData) -> ReportTable:
     """Trace-conditioning controls (docs/method.md#trace-conditioning-controls): the probe-variant heads
     (docs/method.md#probe-variants) against PCE."""
-    return _method_table(data, "ablation_trace_controls", "Trace-conditioning controls",
-                         [("Question-only probe", "pce_question_only"), ("Shuffled-trace probe", "pce_shuffled_trace"),
-                          ("Teacher-forced support", "pce_teacher_forced"), ("PCE with completed trace", "pce")],
-                         PROBE_VARIANTS_HOW_TO)
+    return _method_table(
+        data,
+        "ablation_trace_controls",
+        "Trace-conditioning controls",
+        [
+            ("Question-only probe", "pce_question_only"),
+            ("Shuffled-trace probe", "pce_shuffled_trace"),
+            ("Teacher-forced support", "pce_teacher_forced"),
+            ("PCE with completed trace", "pce"),
+        ],
+        PROBE_VARIANTS_HOW_TO,
+    )
 
 
 def pce_decomposition(data: ReportData) -> ReportTable:
     """PCE decomposition (docs/method.md#pce-decomposition): agreement e alone, likelihoods alone, both (= PCE)."""
-    return _method_table(data, "ablation_pce_decomposition", "PCE feature decomposition",
-                         [("Agreement only", "pce_agreement"), ("Likelihood only", "pce_likelihood"),
-                          ("Agreement + likelihood (= PCE)", "pce")])
+    return _method_table(
+        data,
+        "ablation_pce_decomposition",
+        "PCE feature decomposition",
+        [
+            ("Agreement only", "pce_agreement"),
+            ("Likelihood only", "pce_likelihood"),
+            ("Agreement + likelihood (= PCE)", "pce"),
+        ],
+    )
 
 
 def p_true_fusion(data: ReportData) -> ReportTable:
     """Comparison with self-verification (docs/method.md#comparison-with-self-verification): P(True), PCE, and a head on
     [φ_A; P(True)]."""
-    return _method_table(data, "ablation_p_true", "Comparison with self-verification",
-                         [("P(True)", "p_true"), ("PCE", "pce"), ("P(True) + PCE", "p_true_pce")], P_TRUE_HOW_TO)
+    return _method_table(
+        data,
+        "ablation_p_true",
+        "Comparison with self-verification",
+        [("P(True)", "p_true"), ("PCE", "pce"), ("P(True) + PCE", "p_true_pce")],
+        P_TRUE_HOW_TO,
+    )
 
 
 # --------------------------------------------------------------------------------- docs/method.md#consensus-blind-spot
@@ -160,15 +192,23 @@ def consensus_blind_spot(data: ReportData, thresholds: Sequence[float] = (0.625,
     (mean over repetitions) restricted to the subset. Pairs without votes (K = 1) are left out and named.
     """
     columns = ("pairs", "n", "wrong", "SC", "PCE")
-    voted = [i for i in _has(data, "sc_modal")
-             if all("consensus" in evidence["features"] for evidence in data.pairs[i].evidences)]
+    voted = [
+        i
+        for i in _has(data, "sc_modal")
+        if all("consensus" in evidence["features"] for evidence in data.pairs[i].evidences)
+    ]
     unvoted = sorted(set(range(len(data.pairs))) - set(voted))
     lacking = f"Left out (no SC@K votes, K = 1): {_names(unvoted, data)}." if unvoted else ""
     if not voted:
-        return ReportTable("consensus_blind_spot", "Consensus blind spot", _empty(columns, "vote ≥"),
-                           note=f"Empty: no run sampled K > 1 responses per question. {lacking}")
-    votes = {i: np.asarray([evidence["features"]["consensus"]["q_K"] for evidence in data.pairs[i].evidences])
-             for i in voted}
+        return ReportTable(
+            "consensus_blind_spot",
+            "Consensus blind spot",
+            _empty(columns, "vote ≥"),
+            note=f"Empty: no run sampled K > 1 responses per question. {lacking}",
+        )
+    votes = {
+        i: np.asarray([evidence["features"]["consensus"]["q_K"] for evidence in data.pairs[i].evidences]) for i in voted
+    }
     records = []
     for threshold in thresholds:
         n = wrong = 0
@@ -186,12 +226,15 @@ def consensus_blind_spot(data: ReportData, thresholds: Sequence[float] = (0.625,
         records.append([len(sc), n, wrong, mean_of_defined(sc), mean_of_defined(pce)])
     frame = pd.DataFrame(records, columns=list(columns), index=pd.Index(list(thresholds), name="vote ≥"))
     frame[["pairs", "n", "wrong"]] = frame[["pairs", "n", "wrong"]].astype(int)
-    note = ("Pairs: those whose subset (q_K ≥ threshold) holds both correct and wrong primary answers; n and wrong "
-            "count their subset questions; SC and PCE are pair-equal macros of AUROC over them (a pair with a "
-            "degenerate PCE cross-fit is skipped in the PCE macro). SC scores are q_K: constant at 1.0, so its "
-            "AUROC there is 0.5 by construction.")
-    return ReportTable("consensus_blind_spot", "Consensus blind spot", frame, {"SC": True, "PCE": True},
-                       f"{note} {lacking}".strip())
+    note = (
+        "Pairs: those whose subset (q_K ≥ threshold) holds both correct and wrong primary answers; n and wrong "
+        "count their subset questions; SC and PCE are pair-equal macros of AUROC over them (a pair with a "
+        "degenerate PCE cross-fit is skipped in the PCE macro). SC scores are q_K: constant at 1.0, so its "
+        "AUROC there is 0.5 by construction."
+    )
+    return ReportTable(
+        "consensus_blind_spot", "Consensus blind spot", frame, {"SC": True, "PCE": True}, f"{note} {lacking}".strip()
+    )
 
 
 # -------------------------------------------------------------------------------------- docs/method.md#transfer-tables
@@ -199,8 +242,10 @@ def consensus_blind_spot(data: ReportData, thresholds: Sequence[float] = (0.625,
 SourceRule = Callable[[PairRun, PairRun], bool]
 SCHEMES: dict[str, tuple[SourceRule, str]] = {
     "LODO": (lambda target, other: other.task != target.task, "at least 2 tasks"),
-    "Global": (lambda target, other: (other.model, other.task) != (target.model, target.task),
-               "at least 2 (model, task) pairs"),
+    "Global": (
+        lambda target, other: (other.model, other.task) != (target.model, target.task),
+        "at least 2 (model, task) pairs",
+    ),
     "LOMO": (lambda target, other: other.model != target.model, "at least 2 models"),
 }
 """Transfer schemes (docs/method.md#transfer-heads): which pairs may train the head that scores a target pair. Global is
@@ -236,8 +281,12 @@ def _transfer_aurocs(data: ReportData, method: str, matrices: Sequence[np.ndarra
         for sources, targets in targets_by_source.items():
             source_x = np.vstack([matrices[j] for j in sources])
             source_y = np.concatenate([data.evaluations[j].labels for j in sources])
-            scores = transfer_scores(source_x, source_y, np.vstack([matrices[i] for i in targets]),
-                                     [f"{method}[{c}]" for c in range(source_x.shape[1])])
+            scores = transfer_scores(
+                source_x,
+                source_y,
+                np.vstack([matrices[i] for i in targets]),
+                [f"{method}[{c}]" for c in range(source_x.shape[1])],
+            )
             for i, part in zip(targets, np.split(scores, np.cumsum([len(matrices[i]) for i in targets])[:-1])):
                 values[i] = _auroc(part, data.evaluations[i].labels)
     return values
@@ -262,35 +311,56 @@ def transfer_by_target(data: ReportData) -> ReportTable:
     for task in tasks:
         indices = [i for i, pair in enumerate(data.pairs) if pair.task == task]
         both = [i for i in indices if not (np.isnan(transfer[i]) or np.isnan(in_domain[i]))]
-        records.append([mean_of_defined(transfer[indices]), mean_of_defined(in_domain[indices]),
-                        mean_of_defined(transfer[both] - in_domain[both]), len(both)])
-    frame = pd.DataFrame(records, columns=["Transfer", "In-domain", "Δ", "pairs"],
-                         index=pd.Index(tasks, name="held-out task"))
-    note = ("PCE head: Transfer = fitted on all pairs of the other tasks (source rows only) and scored on the task's "
-            "pairs; In-domain = 5×5-fold cross-fitted AUROC; both pair-equal macros over the task's pairs; Δ and "
-            "'pairs' over the pairs where both are defined.")
+        records.append(
+            [
+                mean_of_defined(transfer[indices]),
+                mean_of_defined(in_domain[indices]),
+                mean_of_defined(transfer[both] - in_domain[both]),
+                len(both),
+            ]
+        )
+    frame = pd.DataFrame(
+        records, columns=["Transfer", "In-domain", "Δ", "pairs"], index=pd.Index(tasks, name="held-out task")
+    )
+    note = (
+        "PCE head: Transfer = fitted on all pairs of the other tasks (source rows only) and scored on the task's "
+        "pairs; In-domain = 5×5-fold cross-fitted AUROC; both pair-equal macros over the task's pairs; Δ and "
+        "'pairs' over the pairs where both are defined."
+    )
     reason = _scheme_reason(data, "LODO")
-    return ReportTable("transfer_lodo", "Leave-one-dataset-out transfer (PCE)", frame,
-                       note=f"{note} {reason}." if reason else note)
+    return ReportTable(
+        "transfer_lodo", "Leave-one-dataset-out transfer (PCE)", frame, note=f"{note} {reason}." if reason else note
+    )
 
 
 def transfer_representations(data: ReportData) -> ReportTable:
     """Transfer table, bottom (docs/method.md#transfer-tables): macro AUROC of TUP, PCE and TrAC heads under
     leave-one-dataset-out, one global head per held-out pair (leave-one-pair-out) and leave-one-model-out."""
     matrices = {method: _feature_rows(data, method) for _, method in REPRESENTATIONS}
-    values = {(label, scheme): _transfer_aurocs(data, method, matrices[method], scheme)
-              for label, method in REPRESENTATIONS for scheme in SCHEMES}
-    frame = pd.DataFrame([[mean_of_defined(values[label, scheme]) for scheme in SCHEMES]
-                          for label, _ in REPRESENTATIONS],
-                         columns=list(SCHEMES), index=pd.Index([label for label, _ in REPRESENTATIONS],
-                                                               name="representation"))
+    values = {
+        (label, scheme): _transfer_aurocs(data, method, matrices[method], scheme)
+        for label, method in REPRESENTATIONS
+        for scheme in SCHEMES
+    }
+    frame = pd.DataFrame(
+        [[mean_of_defined(values[label, scheme]) for scheme in SCHEMES] for label, _ in REPRESENTATIONS],
+        columns=list(SCHEMES),
+        index=pd.Index([label for label, _ in REPRESENTATIONS], name="representation"),
+    )
     counts = ", ".join(f"{scheme} over {int((~np.isnan(values['TrAC', scheme])).sum())} pair(s)" for scheme in SCHEMES)
     reasons = [reason for scheme in SCHEMES if (reason := _scheme_reason(data, scheme))]
-    note = (f"Pair-equal macro AUROC of each target pair scored by a head fitted on source pairs only ({counts}; "
-            "pairs with one class or no usable source are NaN and skipped). Global holds out the target's "
-            f"(model, task), all decodings. {'. '.join(reasons)}{'.' if reasons else ''}")
-    return ReportTable("transfer_representations", "Transfer: representation comparison", frame,
-                       dict.fromkeys(SCHEMES, True), note.strip())
+    note = (
+        f"Pair-equal macro AUROC of each target pair scored by a head fitted on source pairs only ({counts}; "
+        "pairs with one class or no usable source are NaN and skipped). Global holds out the target's "
+        f"(model, task), all decodings. {'. '.join(reasons)}{'.' if reasons else ''}"
+    )
+    return ReportTable(
+        "transfer_representations",
+        "Transfer: representation comparison",
+        frame,
+        dict.fromkeys(SCHEMES, True),
+        note.strip(),
+    )
 
 
 # ----------------------------------------------------------------------------------------------- label efficiency
@@ -308,7 +378,7 @@ class LabelSplit:
     train_by_class: tuple[np.ndarray, np.ndarray]
 
     def training(self, fraction: float) -> np.ndarray:
-        return np.sort(np.concatenate([order[:math.ceil(fraction * order.size)] for order in self.train_by_class]))
+        return np.sort(np.concatenate([order[: math.ceil(fraction * order.size)] for order in self.train_by_class]))
 
 
 def label_split(labels: np.ndarray, test_fraction: float, seed: int, key: str) -> LabelSplit:
@@ -341,8 +411,9 @@ def _percent(fraction: float) -> str:
     return f"{fraction * 100:g}%"
 
 
-def label_efficiency(data: ReportData, fractions: Sequence[float] = (0.01, 0.05, 0.25, 1.0),
-                     test_fraction: float = 0.4, seed: int = 0) -> ReportTable:
+def label_efficiency(
+    data: ReportData, fractions: Sequence[float] = (0.01, 0.05, 0.25, 1.0), test_fraction: float = 0.4, seed: int = 0
+) -> ReportTable:
     """Label efficiency (docs/method.md#label-efficiency): heads fitted on a fraction of each pair's training labels
     (fixed stratified 40% test split, :func:`label_split`), AUROC on the test split, pair-equal macro; ``retention`` =
     macro at the fraction / macro at 100% on the same pairs."""
@@ -351,8 +422,9 @@ def label_efficiency(data: ReportData, fractions: Sequence[float] = (0.01, 0.05,
     matrices = {label: _feature_rows(data, method) for label, method in REPRESENTATIONS}
     splits = [label_split(pair.labels, test_fraction, seed, pair.name) for pair in data.pairs]
     steps = sorted(set(fractions) | {1.0})
-    aurocs = {(label, fraction): np.full(len(data.pairs), math.nan) for label, _ in REPRESENTATIONS
-              for fraction in steps}
+    aurocs = {
+        (label, fraction): np.full(len(data.pairs), math.nan) for label, _ in REPRESENTATIONS for fraction in steps
+    }
     problems: dict[float, list[tuple[int, str]]] = defaultdict(list)
     with threadpool_limits(limits=1, user_api="blas"):
         for i, (pair, split) in enumerate(zip(data.pairs, splits, strict=True)):
@@ -379,16 +451,25 @@ def label_efficiency(data: ReportData, fractions: Sequence[float] = (0.01, 0.05,
             ratios.append(mean_of_defined(at[defined]) / mean_of_defined(full[defined]) if defined.any() else math.nan)
         records.append([*row, *ratios, len(data.pairs) - len(problems[fraction])])
     columns = [label for label, _ in REPRESENTATIONS] + [f"{label} retention" for label, _ in REPRESENTATIONS]
-    frame = pd.DataFrame(records, columns=[*columns, "pairs"],
-                         index=pd.Index([_percent(fraction) for fraction in fractions], name="labels"))
-    left_out = [f"{_percent(fraction)}: {len(found)} of {len(data.pairs)} pair(s) NaN "
-                f"({_names([i for i, _ in found], data)}; e.g. {found[0][1]})."
-                for fraction in fractions if (found := problems[fraction])]
-    note = (f"Fixed stratified {test_fraction:.0%} test split per pair (seed {seed}); heads fitted on the stated share "
-            "of each class's training questions (rounded up, nested). Retention: macro AUROC at the share / at 100% "
-            "on the same pairs. " + " ".join(left_out))
-    return ReportTable("label_efficiency", "Label efficiency", frame, {label: True for label, _ in REPRESENTATIONS},
-                       note.strip())
+    frame = pd.DataFrame(
+        records,
+        columns=[*columns, "pairs"],
+        index=pd.Index([_percent(fraction) for fraction in fractions], name="labels"),
+    )
+    left_out = [
+        f"{_percent(fraction)}: {len(found)} of {len(data.pairs)} pair(s) NaN "
+        f"({_names([i for i, _ in found], data)}; e.g. {found[0][1]})."
+        for fraction in fractions
+        if (found := problems[fraction])
+    ]
+    note = (
+        f"Fixed stratified {test_fraction:.0%} test split per pair (seed {seed}); heads fitted on the stated share "
+        "of each class's training questions (rounded up, nested). Retention: macro AUROC at the share / at 100% "
+        "on the same pairs. " + " ".join(left_out)
+    )
+    return ReportTable(
+        "label_efficiency", "Label efficiency", frame, {label: True for label, _ in REPRESENTATIONS}, note.strip()
+    )
 
 
 # ------------------------------------------------------------------------------------ docs/method.md#decoding-symmetry
@@ -406,9 +487,13 @@ def decoding_symmetry(data: ReportData) -> ReportTable:
         groups[pair.task, pair.model].append(i)
     varied = {key: indices for key, indices in sorted(groups.items()) if len(indices) > 1}
     if not varied:
-        return ReportTable("decoding_symmetry", "Decoding-symmetry matrix", _empty(columns, "task / model / decoding"),
-                           note="Empty: no (model, task) was run under more than one primary/probe decoding (run the "
-                                "same task with other temperature / probe_temperature to fill it).")
+        return ReportTable(
+            "decoding_symmetry",
+            "Decoding-symmetry matrix",
+            _empty(columns, "task / model / decoding"),
+            note="Empty: no (model, task) was run under more than one primary/probe decoding (run the "
+            "same task with other temperature / probe_temperature to fill it).",
+        )
     pce, trac = data.per_pair("pce", "auroc"), data.per_pair("trac", "auroc")
     default = decoding_label(DEFAULT_DECODING)
     rows, records = [], []
@@ -420,14 +505,26 @@ def decoding_symmetry(data: ReportData) -> ReportTable:
             rows.append(f"{task} / {model} / {label}{' (default)' if label == default else ''}")
             records.append([len(pair.evidences), pair.accuracy, mean_of_defined(agree), pce[i], trac[i]])
     frame = pd.DataFrame(records, columns=list(columns), index=pd.Index(rows, name="task / model / decoding"))
-    return ReportTable("decoding_symmetry", "Decoding-symmetry matrix", frame,
-                       note="Rows: (model, task) pairs run under several primary → probe decodings. Acc: primary "
-                            "accuracy; Agreement: share of questions whose probe re-states the primary answer; PCE / "
-                            "TrAC: cross-fitted AUROC of the pair.")
+    return ReportTable(
+        "decoding_symmetry",
+        "Decoding-symmetry matrix",
+        frame,
+        note="Rows: (model, task) pairs run under several primary → probe decodings. Acc: primary "
+        "accuracy; Agreement: share of questions whose probe re-states the primary answer; PCE / "
+        "TrAC: cross-fitted AUROC of the pair.",
+    )
 
 
 def all_analyses(data: ReportData) -> list[ReportTable]:
     """Every analysis table of ``trac report``, in the paper's order."""
-    return [component_ablation(data), trace_controls(data), pce_decomposition(data), p_true_fusion(data),
-            consensus_blind_spot(data), transfer_by_target(data), transfer_representations(data),
-            label_efficiency(data), decoding_symmetry(data)]
+    return [
+        component_ablation(data),
+        trace_controls(data),
+        pce_decomposition(data),
+        p_true_fusion(data),
+        consensus_blind_spot(data),
+        transfer_by_target(data),
+        transfer_representations(data),
+        label_efficiency(data),
+        decoding_symmetry(data),
+    ]

@@ -59,8 +59,11 @@ def leaderboard_methods(data: ReportData) -> list[tuple[str, str]]:
 
 def mean_latency(data: ReportData, method: str) -> float:
     """Mean over the pairs that evaluated ``method`` (and stored timings) of its relative latency."""
-    return mean_of_defined(pair.relative_latency(method) for pair, evaluation in zip(data.pairs, data.evaluations)
-                            if method in evaluation.scores)
+    return mean_of_defined(
+        pair.relative_latency(method)
+        for pair, evaluation in zip(data.pairs, data.evaluations)
+        if method in evaluation.scores
+    )
 
 
 def tasks(data: ReportData) -> list[str]:
@@ -87,8 +90,9 @@ def undefined_reasons(data: ReportData, methods: Sequence[str], metrics: Sequenc
                     if method_label(method, k) not in names:
                         names.append(method_label(method, k))
         if by_reason:
-            lines.append(f"{pair.name}: " + "; ".join(f"{', '.join(names)}: {reason}"
-                                                        for reason, names in by_reason.items()))
+            lines.append(
+                f"{pair.name}: " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
+            )
     return lines
 
 
@@ -98,8 +102,10 @@ def _reason(evaluation: TaskEvaluation, method: str, metric: str) -> str:
     if method not in evaluation.scores:
         return "not in this pair's records"
     if np.isnan(evaluation.scores[method]).any():
-        return (f"not cross-fitted ({correct} correct / {n - correct} wrong answers: too few of a class for 5-fold "
-                "stratified cross-fitting)")
+        return (
+            f"not cross-fitted ({correct} correct / {n - correct} wrong answers: too few of a class for 5-fold "
+            "stratified cross-fitting)"
+        )
     if metric == "auroc" and correct in (0, n):
         return f"AUROC undefined (all {n} answers {'correct' if correct else 'wrong'}: one class only)"
     if metric == "excess_aurc" and correct == n:
@@ -129,11 +135,13 @@ def main_table(data: ReportData) -> ReportTable:
             columns[f"{task} {METRIC_LABELS[metric]}"] = [task_mean(data, method, metric, task) for _, method in rows]
     for metric in (*BOOTSTRAP_METRICS, "excess_aurc", *map(risk_key, DEFAULT_COVERAGES)):
         label = METRIC_LABELS[metric]
-        columns[f"macro {label}" if metric in BOOTSTRAP_METRICS else label] = [data.macro(method, metric)
-                                                                               for _, method in rows]
+        columns[f"macro {label}" if metric in BOOTSTRAP_METRICS else label] = [
+            data.macro(method, metric) for _, method in rows
+        ]
     columns["latency ×"] = [mean_latency(data, method) for _, method in rows]
-    index = pd.MultiIndex.from_tuples([(block, method_label(method, k)) for block, method in rows],
-                                      names=["block", "method"])
+    index = pd.MultiIndex.from_tuples(
+        [(block, method_label(method, k)) for block, method in rows], names=["block", "method"]
+    )
     frame = pd.DataFrame(columns, index=index)
     rank = {column: column.endswith("AUROC") for column in frame.columns if column != "latency ×"}
     methods = [method for _, method in rows]
@@ -143,19 +151,25 @@ def main_table(data: ReportData) -> ReportTable:
         "error rate of the c% most confident answers. AUROC higher is better, the rest lower; best in bold, second "
         "underlined. Latency: cost per question in generations, from the runs' own timings (mean over pairs).",
         _missing_methods_note(data, methods),
-        _undefined_note(data, methods, ("auroc", "aurc", "excess_aurc", "risk_at_10")))
+        _undefined_note(data, methods, ("auroc", "aurc", "excess_aurc", "risk_at_10")),
+    )
     return ReportTable("leaderboard", "Leaderboard (paper Table 1 layout)", frame, rank, note)
 
 
 def _missing_methods_note(data: ReportData, methods: Sequence[str]) -> str:
     k = k_label(data.pairs)
-    partial = [f"{method_label(method, k)} ({count} of {len(data.pairs)} pairs)" for method in methods
-               if (count := sum(method in evaluation.scores for evaluation in data.evaluations)) < len(data.pairs)]
+    partial = [
+        f"{method_label(method, k)} ({count} of {len(data.pairs)} pairs)"
+        for method in methods
+        if (count := sum(method in evaluation.scores for evaluation in data.evaluations)) < len(data.pairs)
+    ]
     absent = [method.display(k) for method in leaderboard_rows() if method.name not in methods]
     return _notes(
-        f"Evaluated on some pairs only (means over those, no bootstrap interval): {', '.join(partial)}." if partial
+        f"Evaluated on some pairs only (means over those, no bootstrap interval): {', '.join(partial)}."
+        if partial
         else "",
-        f"Not in the runs: {', '.join(absent)}." if absent else "")
+        f"Not in the runs: {', '.join(absent)}." if absent else "",
+    )
 
 
 @contextmanager
@@ -179,8 +193,10 @@ def _nan_samples_note(data: ReportData, counts: dict[str, int]) -> str:
     shown = [f"{what} {count}" for what, count in counts.items() if count]
     if not shown:
         return ""
-    return (f"Resamples that drew only pairs where the metric is undefined have no value and are left out of the "
-            f"interval (count of {data.n_resamples}): {', '.join(shown)}.")
+    return (
+        f"Resamples that drew only pairs where the metric is undefined have no value and are left out of the "
+        f"interval (count of {data.n_resamples}): {', '.join(shown)}."
+    )
 
 
 def ci_table(data: ReportData, level: float = 0.95) -> ReportTable:
@@ -195,12 +211,18 @@ def ci_table(data: ReportData, level: float = 0.95) -> ReportTable:
         columns[f"macro {shown}"] = [data.macro(method, metric) for _, method in rows]
         with _nan_samples_in_note():
             intervals = [data.ci(method, metric, level) for _, method in rows]
-        nan_counts.update({f"{shown} {method_label(method, k)}": nan_samples(data, metric, method)
-                           for _, method in rows if method in bootstrap.methods})
+        nan_counts.update(
+            {
+                f"{shown} {method_label(method, k)}": nan_samples(data, metric, method)
+                for _, method in rows
+                if method in bootstrap.methods
+            }
+        )
         columns[f"{shown} lo"] = [lo for lo, _ in intervals]
         columns[f"{shown} hi"] = [hi for _, hi in intervals]
-    index = pd.MultiIndex.from_tuples([(block, method_label(method, k)) for block, method in rows],
-                                      names=["block", "method"])
+    index = pd.MultiIndex.from_tuples(
+        [(block, method_label(method, k)) for block, method in rows], names=["block", "method"]
+    )
     without = [method_label(method, k) for _, method in rows if method not in data.common_methods]
     note = _notes(
         f"{level:.0%} percentile intervals of the pair-equal macro from {data.n_resamples} hierarchical bootstrap "
@@ -208,9 +230,16 @@ def ci_table(data: ReportData, level: float = 0.95) -> ReportTable:
         "head's metric is averaged over its cross-fitting repetitions inside every resample, as on the full data, "
         "so each interval belongs to the macro shown.",
         f"No interval (not evaluated on every pair): {', '.join(without)}." if without else "",
-        _nan_samples_note(data, nan_counts), _undefined_note(data, [method for _, method in rows], ("auroc", "aurc")))
-    return ReportTable("confidence_intervals", f"Macro AUROC / AURC with {level:.0%} bootstrap intervals",
-                       pd.DataFrame(columns, index=index), {}, note)
+        _nan_samples_note(data, nan_counts),
+        _undefined_note(data, [method for _, method in rows], ("auroc", "aurc")),
+    )
+    return ReportTable(
+        "confidence_intervals",
+        f"Macro AUROC / AURC with {level:.0%} bootstrap intervals",
+        pd.DataFrame(columns, index=index),
+        {},
+        note,
+    )
 
 
 def paired_table(data: ReportData, level: float = 0.95) -> ReportTable:
@@ -226,8 +255,11 @@ def paired_table(data: ReportData, level: float = 0.95) -> ReportTable:
             if a in data.bootstraps[metric].methods and b in data.bootstraps[metric].methods:
                 nan_counts[f"{shown} {index[-1][1]}"] = nan_samples(data, metric, a, b)
     frame = pd.DataFrame(records, index=pd.MultiIndex.from_tuples(index, names=["metric", "comparison"]))
-    missing = [f"{method_label(a, k)} − {method_label(b, k)}" for a, b in COMPARISONS
-               if a not in data.common_methods or b not in data.common_methods]
+    missing = [
+        f"{method_label(a, k)} − {method_label(b, k)}"
+        for a, b in COMPARISONS
+        if a not in data.common_methods or b not in data.common_methods
+    ]
     note = _notes(
         "difference: macro of the first method minus macro of the second (leaderboard numbers). AUROC: positive "
         "favours the first method; AURC: negative favours the first method (lower is better). lo / hi: "
@@ -237,7 +269,8 @@ def paired_table(data: ReportData, level: float = 0.95) -> ReportTable:
         "/ losses: pairs where the first method's per-pair value is better / equal / worse (per-pair table); pairs: "
         "pairs where both are defined.",
         f"NaN interval (a method not evaluated on every pair): {', '.join(missing)}." if missing else "",
-        _nan_samples_note(data, nan_counts))
+        _nan_samples_note(data, nan_counts),
+    )
     return ReportTable("paired_differences", "Paired differences against self-consistency", frame, {}, note)
 
 
@@ -248,9 +281,16 @@ def paired_row(data: ReportData, a: str, b: str, metric: str, level: float = 0.9
     compared = ~np.isnan(value_a) & ~np.isnan(value_b)
     tied = compared & (np.abs(value_a - value_b) <= _TIE_TOLERANCE)
     better = compared & ~tied & ((value_a > value_b) if higher else (value_a < value_b))
-    row = {"difference": data.macro(a, metric) - data.macro(b, metric), "lo": math.nan, "hi": math.nan,
-           "p": math.nan, "wins": int(better.sum()), "ties": int(tied.sum()),
-           "losses": int((compared & ~tied & ~better).sum()), "pairs": int(compared.sum())}
+    row = {
+        "difference": data.macro(a, metric) - data.macro(b, metric),
+        "lo": math.nan,
+        "hi": math.nan,
+        "p": math.nan,
+        "wins": int(better.sum()),
+        "ties": int(tied.sum()),
+        "losses": int((compared & ~tied & ~better).sum()),
+        "pairs": int(compared.sum()),
+    }
     bootstrap = data.bootstraps[metric]
     if a in bootstrap.methods and b in bootstrap.methods:
         with _nan_samples_in_note():
@@ -269,12 +309,18 @@ def per_pair_table(data: ReportData) -> ReportTable:
     rows = leaderboard_methods(data)
     k = k_label(data.pairs)
     frame = pd.DataFrame(
-        {"n": [len(pair.evidences) for pair in data.pairs], "accuracy": [pair.accuracy for pair in data.pairs],
-         "K": [pair.num_samples for pair in data.pairs],
-         **{method_label(method, k): data.per_pair(method, "auroc") for _, method in rows}},
-        index=pd.Index([pair.name for pair in data.pairs], name="pair"))
-    note = _notes("Per-pair AUROC (learned heads: mean over the cross-fitting repetitions, as lm-eval reports it).",
-                  _undefined_note(data, [method for _, method in rows], ("auroc",)))
+        {
+            "n": [len(pair.evidences) for pair in data.pairs],
+            "accuracy": [pair.accuracy for pair in data.pairs],
+            "K": [pair.num_samples for pair in data.pairs],
+            **{method_label(method, k): data.per_pair(method, "auroc") for _, method in rows},
+        },
+        index=pd.Index([pair.name for pair in data.pairs], name="pair"),
+    )
+    note = _notes(
+        "Per-pair AUROC (learned heads: mean over the cross-fitting repetitions, as lm-eval reports it).",
+        _undefined_note(data, [method for _, method in rows], ("auroc",)),
+    )
     return ReportTable("per_pair", "Per-pair AUROC", frame, {}, note)
 
 

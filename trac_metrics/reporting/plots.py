@@ -116,8 +116,14 @@ def cost_quality_plot(data: ReportData, path: str | os.PathLike[str]) -> Path:
         heights = spread_labels(xs, ys, gap=0.045 * span)
         axes.scatter(xs, ys, s=20, c=[f"C{i % 10}" for i in range(len(xs))])
         for label, x, y, height in zip(labels, xs, ys, heights):
-            axes.annotate(label, (x, y), xytext=(x * 1.08, height), fontsize=7, va="center",
-                          arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.5"} if height != y else None)
+            axes.annotate(
+                label,
+                (x, y),
+                xytext=(x * 1.08, height),
+                fontsize=7,
+                va="center",
+                arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.5"} if height != y else None,
+            )
         axes.set_xscale("log")
         low, high = min(xs) / 1.3, max(xs) * 3.0
         axes.set_xticks([2.0**power for power in range(math.floor(math.log2(low)), math.ceil(math.log2(high)) + 1)])

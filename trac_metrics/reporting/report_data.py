@@ -63,12 +63,19 @@ class ReportData:
         when none is."""
         return mean_of_defined(self.per_pair(method, metric))
 
-    def bootstrap_subset(self, indices: Sequence[int], methods: Sequence[str],
-                         metrics: Sequence[str] = tuple(BOOTSTRAP_METRICS)) -> dict[str, BootstrapResult]:
+    def bootstrap_subset(
+        self, indices: Sequence[int], methods: Sequence[str], metrics: Sequence[str] = tuple(BOOTSTRAP_METRICS)
+    ) -> dict[str, BootstrapResult]:
         """The same bootstrap (resample count, seed) restricted to the pairs ``indices``, e.g. those that have a
         method missing from other pairs."""
-        return bootstrap([self.pairs[i] for i in indices], [self.evaluations[i] for i in indices], methods,
-                         {name: BOOTSTRAP_METRICS[name] for name in metrics}, self.n_resamples, self.seed)
+        return bootstrap(
+            [self.pairs[i] for i in indices],
+            [self.evaluations[i] for i in indices],
+            methods,
+            {name: BOOTSTRAP_METRICS[name] for name in metrics},
+            self.n_resamples,
+            self.seed,
+        )
 
     def ci(self, method: str, metric: str, level: float = 0.95) -> tuple[float, float]:
         """Percentile interval of the macro; (NaN, NaN) when ``method`` is not in every pair or ``metric`` was not
@@ -96,8 +103,7 @@ def build_report_data(
     if not pairs:
         raise ValueError("a report needs at least one (model, task) pair")
     evaluations = evaluate_pairs(pairs, heads=head_features(Scope.TASK, Scope.REPORT), progress=progress, jobs=jobs)
-    bootstraps = bootstrap(pairs, evaluations, common_methods(evaluations), BOOTSTRAP_METRICS, n_resamples, seed,
-                           jobs)
+    bootstraps = bootstrap(pairs, evaluations, common_methods(evaluations), BOOTSTRAP_METRICS, n_resamples, seed, jobs)
     return ReportData(tuple(pairs), tuple(evaluations), bootstraps, n_resamples, seed)
 
 
@@ -114,9 +120,15 @@ def bootstrap(
     given pair), same draws for all, on ``jobs`` processes; a cross-fitted head's metric is averaged over its
     repetitions inside each resample."""
     columns = _bootstrap_columns(evaluations[0], methods)
-    data = [PairData(pair.name, evaluation.labels, np.arange(len(evaluation.labels)),
-                     {column: _column_scores(evaluation, column) for names in columns.values() for column in names})
-            for pair, evaluation in zip(pairs, evaluations, strict=True)]
+    data = [
+        PairData(
+            pair.name,
+            evaluation.labels,
+            np.arange(len(evaluation.labels)),
+            {column: _column_scores(evaluation, column) for names in columns.values() for column in names},
+        )
+        for pair, evaluation in zip(pairs, evaluations, strict=True)
+    ]
     all_columns = [column for names in columns.values() for column in names]
     with warnings.catch_warnings():
         # pairs where a metric is undefined are skipped; the tables show those pairs' NaN values themselves
@@ -130,8 +142,12 @@ _REPETITION = "#repetition"
 
 def _bootstrap_columns(evaluation: TaskEvaluation, methods: Sequence[str]) -> dict[str, list[str]]:
     """The score columns bootstrapped for each method: one per cross-fitting repetition of a head, else one."""
-    return {method: [f"{method}{_REPETITION}{r}" for r in range(len(evaluation.scores_by_seed[method]))]
-            if method in evaluation.scores_by_seed else [method] for method in methods}
+    return {
+        method: [f"{method}{_REPETITION}{r}" for r in range(len(evaluation.scores_by_seed[method]))]
+        if method in evaluation.scores_by_seed
+        else [method]
+        for method in methods
+    }
 
 
 def _column_scores(evaluation: TaskEvaluation, column: str) -> np.ndarray:

@@ -15,8 +15,10 @@ from trac_metrics.reporting.plots import cost_quality_plot, risk_coverage_plot
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.tables import ReportTable, to_latex, to_markdown, write_csv
 
-FIGURES = (("risk_coverage.png", "Macro risk–coverage curves", risk_coverage_plot),
-           ("cost_quality.png", "Relative latency vs macro AUROC", cost_quality_plot))
+FIGURES = (
+    ("risk_coverage.png", "Macro risk–coverage curves", risk_coverage_plot),
+    ("cost_quality.png", "Relative latency vs macro AUROC", cost_quality_plot),
+)
 _FILE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
@@ -57,8 +59,10 @@ def check_table_names(tables: Sequence[ReportTable]) -> None:
 def report_header(data: ReportData) -> str:
     """Title, the pairs (name, questions, accuracy, K) and the bootstrap settings."""
     lines = ["# TrAC report", "", f"{len(data.pairs)} (model, task) pair(s):", ""]
-    lines += [f"- {pair.name}: n = {len(pair.evidences)}, accuracy {pair.accuracy:.3f}, K = {pair.num_samples}"
-              for pair in data.pairs]
+    lines += [
+        f"- {pair.name}: n = {len(pair.evidences)}, accuracy {pair.accuracy:.3f}, K = {pair.num_samples}"
+        for pair in data.pairs
+    ]
     lines += ["", f"Bootstrap: {data.n_resamples} hierarchical resamples, seed {data.seed}.", ""]
     return "\n".join(lines)
 

@@ -65,8 +65,10 @@ class PairChange:
     def note(self) -> str | None:
         """Why AUROC and the learned heads are NaN after the change, when every label is now of one class."""
         if self.accuracy_after in (0.0, 1.0):
-            return (f"all {self.questions} labels are now {int(self.accuracy_after)}: AUROC and the learned heads are "
-                    "undefined (NaN)")
+            return (
+                f"all {self.questions} labels are now {int(self.accuracy_after)}: AUROC and the learned heads are "
+                "undefined (NaN)"
+            )
         return None
 
 
@@ -86,11 +88,20 @@ def rescore(
     evaluations_after = evaluate_pairs(after, progress=progress)
     changes = []
     for old, new, old_eval, new_eval in zip(before, after, evaluations_before, evaluations_after, strict=True):
-        changes.append(PairChange(
-            name=old.name, model=old.model, task=old.task, decoding=dict(old.decoding), questions=len(old.evidences),
-            flips=label_flips(old, new), accuracy_before=old.accuracy, accuracy_after=new.accuracy,
-            metrics_before=_main_metrics(old_eval.metrics), metrics_after=_main_metrics(new_eval.metrics),
-        ))
+        changes.append(
+            PairChange(
+                name=old.name,
+                model=old.model,
+                task=old.task,
+                decoding=dict(old.decoding),
+                questions=len(old.evidences),
+                flips=label_flips(old, new),
+                accuracy_before=old.accuracy,
+                accuracy_after=new.accuracy,
+                metrics_before=_main_metrics(old_eval.metrics),
+                metrics_after=_main_metrics(new_eval.metrics),
+            )
+        )
     return changes
 
 
@@ -103,8 +114,15 @@ def label_flips(before: PairRun, after: PairRun) -> tuple[LabelFlip, ...]:
         if old["doc_id"] != new["doc_id"]:
             raise ValueError(f"{before.name}: question order differs ({old['doc_id']} vs {new['doc_id']})")
         if old["correct"] != new["correct"]:
-            flips.append(LabelFlip(str(old["doc_id"]), old["primary_answer"], old["reference"],
-                                   int(old["correct"]), int(new["correct"])))
+            flips.append(
+                LabelFlip(
+                    str(old["doc_id"]),
+                    old["primary_answer"],
+                    old["reference"],
+                    int(old["correct"]),
+                    int(new["correct"]),
+                )
+            )
     return tuple(flips)
 
 
@@ -135,11 +153,15 @@ def format_changes(changes: Sequence[PairChange], options: EvidenceOptions) -> s
     """Plain-text report: per pair the flipped labels (first :data:`SHOWN_FLIPS`), accuracy and metric changes."""
     lines = [f"rescored with {describe_options(options)} (compared with the default configuration)"]
     for change in changes:
-        lines.append(f"\n{change.name}: {len(change.flips)} of {change.questions} labels flipped; accuracy "
-                     f"{_number(change.accuracy_before)} → {_number(change.accuracy_after)}")
+        lines.append(
+            f"\n{change.name}: {len(change.flips)} of {change.questions} labels flipped; accuracy "
+            f"{_number(change.accuracy_before)} → {_number(change.accuracy_after)}"
+        )
         for flip in change.flips[:SHOWN_FLIPS]:
-            lines.append(f"  doc {flip.doc_id}: answer {flip.primary_answer!r} vs reference {flip.reference!r}: "
-                         f"{_verdict(flip.before)} → {_verdict(flip.after)}")
+            lines.append(
+                f"  doc {flip.doc_id}: answer {flip.primary_answer!r} vs reference {flip.reference!r}: "
+                f"{_verdict(flip.before)} → {_verdict(flip.after)}"
+            )
         if len(change.flips) > SHOWN_FLIPS:
             lines.append(f"  ... and {len(change.flips) - SHOWN_FLIPS} more (--json lists all)")
         if change.note:
@@ -154,8 +176,10 @@ def format_changes(changes: Sequence[PairChange], options: EvidenceOptions) -> s
 
 def _cell(change: PairChange, method: str, metric: str) -> str:
     key = f"{method}_{metric}"
-    return (f"{_number(change.metrics_before[key])} → {_number(change.metrics_after[key])} "
-            f"({_signed(change.delta(method, metric))})")
+    return (
+        f"{_number(change.metrics_before[key])} → {_number(change.metrics_after[key])} "
+        f"({_signed(change.delta(method, metric))})"
+    )
 
 
 def _json_number(value: float) -> float | None:
@@ -167,20 +191,29 @@ def changes_to_json(changes: Sequence[PairChange], options: EvidenceOptions) -> 
     return {
         "options": options.to_dict(),
         "changed_options": options.changes(),
-        "pairs": [{
-            "pair": change.name,
-            "model": change.model,
-            "task": change.task,
-            "decoding": dict(change.decoding),
-            "questions": change.questions,
-            "labels_flipped": len(change.flips),
-            "flips": [vars(flip) for flip in change.flips],
-            "accuracy": {"before": change.accuracy_before, "after": change.accuracy_after},
-            "note": change.note,
-            "metrics": {method: {metric: {
-                "before": _json_number(change.metrics_before[f"{method}_{metric}"]),
-                "after": _json_number(change.metrics_after[f"{method}_{metric}"]),
-                "delta": _json_number(change.delta(method, metric)),
-            } for metric in MAIN_METRICS} for method in MAIN_METHODS},
-        } for change in changes],
+        "pairs": [
+            {
+                "pair": change.name,
+                "model": change.model,
+                "task": change.task,
+                "decoding": dict(change.decoding),
+                "questions": change.questions,
+                "labels_flipped": len(change.flips),
+                "flips": [vars(flip) for flip in change.flips],
+                "accuracy": {"before": change.accuracy_before, "after": change.accuracy_after},
+                "note": change.note,
+                "metrics": {
+                    method: {
+                        metric: {
+                            "before": _json_number(change.metrics_before[f"{method}_{metric}"]),
+                            "after": _json_number(change.metrics_after[f"{method}_{metric}"]),
+                            "delta": _json_number(change.delta(method, metric)),
+                        }
+                        for metric in MAIN_METRICS
+                    }
+                    for method in MAIN_METHODS
+                },
+            }
+            for change in changes
+        ],
     }

@@ -36,6 +36,7 @@ from trac_metrics.records import ResponseRecord, iter_records
 
 RECORDS_FOLDER = "trac_records"
 
+
 class NoRecordsError(ValueError):
     """The paths given to a report hold no TrAC records: no record files, or files without one complete question."""
 
@@ -132,7 +133,8 @@ def find_record_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
         if not files:
             raise NoRecordsError(
                 f"{path}: no TrAC records (lm_eval writes them to <output_path>/{RECORDS_FOLDER}/<task>.<time>.jsonl "
-                "when a trac_* task runs on the vllm or hf backend)")
+                "when a trac_* task runs on the vllm or hf backend)"
+            )
         found.extend(files)
     return list(dict.fromkeys(path.resolve() for path in found))
 
@@ -179,8 +181,9 @@ class _PairAccumulator:
     def _add(self, doc_id: str, evidence: dict[str, Any], path: Path) -> None:
         if doc_id in self.evidences:
             raise ValueError(
-                f"{self.key[0]} / {self.key[1]}: question {doc_id} appears in {self.origin[doc_id]} and in {path}; pass one "
-                "generation per (model, task, decoding) to a report")
+                f"{self.key[0]} / {self.key[1]}: question {doc_id} appears in {self.origin[doc_id]} and in {path}; "
+                "pass one generation per (model, task, decoding) to a report"
+            )
         self.evidences[doc_id] = evidence
         self.origin[doc_id] = path
         if path not in self.sources:
@@ -221,8 +224,9 @@ def load_pairs(
     for per_file in parallel_map(partial(_read_file, options=options), files, jobs, progress):
         for key, accumulator in per_file.items():
             pairs.setdefault(key, _PairAccumulator(key, options)).merge(accumulator)
-    complete = sorted(((key, accumulator) for key, accumulator in pairs.items() if accumulator.evidences),
-                      key=lambda item: item[0])
+    complete = sorted(
+        ((key, accumulator) for key, accumulator in pairs.items() if accumulator.evidences), key=lambda item: item[0]
+    )
     if not complete:
         found = "no complete question (each has fewer records than its num_samples)" if pairs else "no records"
         raise NoRecordsError(f"{found} in {', '.join(str(file) for file in files)}")
@@ -248,19 +252,30 @@ def _read_file(path: Path, options: EvidenceOptions) -> dict[PairKey, _PairAccum
         else:
             incomplete.append(f"{key[0]} / {key[1]} question {doc_id} ({len(records)} of {records[0].num_samples})")
     if incomplete:
-        shown = "; ".join(incomplete[:_LISTED]) + (f"; and {len(incomplete) - _LISTED} more"
-                                                    if len(incomplete) > _LISTED else "")
-        warnings.warn(f"{path}: dropped {len(incomplete)} incomplete question(s), with fewer records than their "
-                      f"num_samples K (a run cut short?): {shown}", TracWarning, stacklevel=2)
+        shown = "; ".join(incomplete[:_LISTED]) + (
+            f"; and {len(incomplete) - _LISTED} more" if len(incomplete) > _LISTED else ""
+        )
+        warnings.warn(
+            f"{path}: dropped {len(incomplete)} incomplete question(s), with fewer records than their "
+            f"num_samples K (a run cut short?): {shown}",
+            TracWarning,
+            stacklevel=2,
+        )
     return pairs
 
 
 def _finish(key: PairKey, accumulator: _PairAccumulator) -> PairRun:
     model, task, decoding = key
     ordered = sorted(accumulator.evidences.values(), key=lambda evidence: _doc_order(str(evidence["doc_id"])))
-    return PairRun(model=model, task=task, decoding=dict(decoding), evidences=tuple(ordered),
-                   seconds=dict(accumulator.seconds), responses=accumulator.responses,
-                   sources=tuple(accumulator.sources))
+    return PairRun(
+        model=model,
+        task=task,
+        decoding=dict(decoding),
+        evidences=tuple(ordered),
+        seconds=dict(accumulator.seconds),
+        responses=accumulator.responses,
+        sources=tuple(accumulator.sources),
+    )
 
 
 def _doc_order(doc_id: str) -> tuple[int, int, str]:
@@ -268,7 +283,9 @@ def _doc_order(doc_id: str) -> tuple[int, int, str]:
 
 
 def evaluate_pairs(
-    pairs: Sequence[PairRun], heads: Mapping[str, FeatureRow] | None = None, progress: Progress | None = None,
+    pairs: Sequence[PairRun],
+    heads: Mapping[str, FeatureRow] | None = None,
+    progress: Progress | None = None,
     jobs: int | None = None,
 ) -> list[TaskEvaluation]:
     """:func:`~trac_metrics.heads.evaluate.evaluate_task` of every pair, on ``jobs`` processes (default: every CPU; the
@@ -280,4 +297,3 @@ def evaluate_pairs(
 
 def _evaluate_pair(pair: PairRun, heads: Mapping[str, FeatureRow]) -> TaskEvaluation:
     return evaluate_task(pair.evidences, heads=heads)
-

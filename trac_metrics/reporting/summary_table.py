@@ -25,8 +25,9 @@ def method_table(metrics: Mapping[str, float]) -> pd.DataFrame:
                 if method in order:
                     rows.setdefault(method, {})[name] = float(value)
     ordered = [method for method in order if method in rows]
-    return pd.DataFrame([rows[method] for method in ordered], index=pd.Index(ordered, name="method"),
-                        columns=list(METRIC_NAMES))
+    return pd.DataFrame(
+        [rows[method] for method in ordered], index=pd.Index(ordered, name="method"), columns=list(METRIC_NAMES)
+    )
 
 
 def format_table(table: pd.DataFrame) -> str:

@@ -48,8 +48,9 @@ def rank_marks(table: ReportTable) -> dict[tuple[int, str], str]:
     """
     missing = [column for column in table.rank_columns if column not in table.frame.columns]
     if missing:
-        raise ValueError(f"table {table.name!r}: rank columns {missing} are not in its columns "
-                         f"{list(table.frame.columns)}")
+        raise ValueError(
+            f"table {table.name!r}: rank columns {missing} are not in its columns {list(table.frame.columns)}"
+        )
     marks: dict[tuple[int, str], str] = {}
     for column, higher_is_better in table.rank_columns.items():
         values = pd.to_numeric(table.frame[column], errors="coerce").to_numpy(dtype=float)
@@ -88,8 +89,9 @@ def _column_label(column: object) -> str:
     return " ".join(str(part) for part in column) if isinstance(column, tuple) else str(column)
 
 
-def _rendered_cells(table: ReportTable, marked: Mapping[str, Callable[[str], str]],
-                    escape: Callable[[str], str]) -> tuple[list[str], list[list[str]]]:
+def _rendered_cells(
+    table: ReportTable, marked: Mapping[str, Callable[[str], str]], escape: Callable[[str], str]
+) -> tuple[list[str], list[list[str]]]:
     """Header and body cells (index levels first), escaped, with rank marks applied."""
     marks = rank_marks(table)
     index_names, row_labels = _row_labels(table.frame)
@@ -113,8 +115,12 @@ def to_markdown(table: ReportTable) -> str:
     """``## title``, a GitHub table (best **bold**, second <u>underlined</u>), then the note as a paragraph."""
     marked = {BEST: lambda text: f"**{text}**", SECOND: lambda text: f"<u>{text}</u>"}
     header, body = _rendered_cells(table, marked, _markdown_escape)
-    lines = [f"## {table.title}", "", "| " + " | ".join(header) + " |",
-             "|" + "|".join(["---"] * (len(header) - table.frame.shape[1]) + ["---:"] * table.frame.shape[1]) + "|"]
+    lines = [
+        f"## {table.title}",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] * (len(header) - table.frame.shape[1]) + ["---:"] * table.frame.shape[1]) + "|",
+    ]
     lines += ["| " + " | ".join(cells) + " |" for cells in body]
     if table.note:
         lines += ["", table.note]
@@ -122,10 +128,30 @@ def to_markdown(table: ReportTable) -> str:
 
 
 _LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-    "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
-    "→": r"$\rightarrow$", "−": "$-$", "×": r"$\times$", "≥": r"$\geq$", "≤": r"$\leq$", "±": r"$\pm$",
-    "φ": r"$\varphi$", "≈": r"$\approx$", "↑": r"$\uparrow$", "↓": r"$\downarrow$", "–": "--", "—": "---",
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "→": r"$\rightarrow$",
+    "−": "$-$",
+    "×": r"$\times$",
+    "≥": r"$\geq$",
+    "≤": r"$\leq$",
+    "±": r"$\pm$",
+    "φ": r"$\varphi$",
+    "≈": r"$\approx$",
+    "↑": r"$\uparrow$",
+    "↓": r"$\downarrow$",
+    "–": "--",
+    "—": "---",
 }
 
 
@@ -140,9 +166,17 @@ def to_latex(table: ReportTable) -> str:
     marked = {BEST: lambda text: f"\\textbf{{{text}}}", SECOND: lambda text: f"\\underline{{{text}}}"}
     header, body = _rendered_cells(table, marked, latex_escape)
     n_labels = len(header) - table.frame.shape[1]
-    lines = ["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{latex_escape(table.title)}}}",
-             f"\\label{{tab:{table.name}}}", f"\\begin{{tabular}}{{{'l' * n_labels}{'r' * table.frame.shape[1]}}}",
-             "\\toprule", " & ".join(header) + " \\\\", "\\midrule"]
+    lines = [
+        "\\begin{table}[t]",
+        "\\centering",
+        "\\small",
+        f"\\caption{{{latex_escape(table.title)}}}",
+        f"\\label{{tab:{table.name}}}",
+        f"\\begin{{tabular}}{{{'l' * n_labels}{'r' * table.frame.shape[1]}}}",
+        "\\toprule",
+        " & ".join(header) + " \\\\",
+        "\\midrule",
+    ]
     for position, cells in enumerate(body):
         if position and n_labels > 1 and cells[0]:
             lines.append("\\midrule")

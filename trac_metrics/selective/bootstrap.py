@@ -39,8 +39,16 @@ from trac_metrics._warnings import TracWarning
 
 Metric = Callable[[np.ndarray, np.ndarray], float]
 
-__all__ = ["BootstrapResult", "Metric", "PairData", "bootstrap_memory", "hierarchical_bootstrap",
-           "hierarchical_bootstrap_many", "macro", "mean_of_defined"]
+__all__ = [
+    "BootstrapResult",
+    "Metric",
+    "PairData",
+    "bootstrap_memory",
+    "hierarchical_bootstrap",
+    "hierarchical_bootstrap_many",
+    "macro",
+    "mean_of_defined",
+]
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays: compare by identity
@@ -145,7 +153,6 @@ class BootstrapResult:
             "pairs": int(compared.sum()),
         }
 
-
     def averaged(self, columns: Mapping[str, Sequence[str]]) -> BootstrapResult:
         """A result whose method m is the mean of the columns ``columns[m]``, per pair and per resample.
 
@@ -209,8 +216,11 @@ def hierarchical_bootstrap_many(
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
     questions = [np.unique(pair.groups).size for pair in checked]
-    require_memory(f"n_resamples={n_resamples}", bootstrap_memory(questions, n_resamples, len(methods), len(metrics)),
-                   f"for {len(checked)} pair(s) with {sum(questions)} questions in all")
+    require_memory(
+        f"n_resamples={n_resamples}",
+        bootstrap_memory(questions, n_resamples, len(methods), len(metrics)),
+        f"for {len(checked)} pair(s) with {sum(questions)} questions in all",
+    )
     per_pair = {name: np.empty((len(checked), len(methods))) for name in metrics}
     point: dict[str, dict[str, float]] = {name: {} for name in metrics}
     for name, metric in metrics.items():
@@ -239,8 +249,9 @@ def hierarchical_bootstrap_many(
             per_pair[name],
             methods,
         )
-        results[name] = BootstrapResult(methods, tuple(pair.name for pair in checked),
-                                        MappingProxyType(point[name]), per_pair[name], samples)
+        results[name] = BootstrapResult(
+            methods, tuple(pair.name for pair in checked), MappingProxyType(point[name]), per_pair[name], samples
+        )
     return results
 
 
@@ -254,8 +265,9 @@ def bootstrap_memory(questions: Sequence[int], n_resamples: int, n_columns: int,
     return int(n_resamples) * per_resample
 
 
-def _pair_draw_values(draws: tuple[PairData, np.ndarray, np.ndarray], metrics: tuple[Metric, ...],
-                      methods: tuple[str, ...]) -> np.ndarray:
+def _pair_draw_values(
+    draws: tuple[PairData, np.ndarray, np.ndarray], metrics: tuple[Metric, ...], methods: tuple[str, ...]
+) -> np.ndarray:
     """[metrics, draws, methods] values of each metric on each draw of one pair (NaN where the metric is undefined
     on the original data: that pair is skipped for the method)."""
     pair, counts, defined = draws
@@ -266,8 +278,9 @@ def _pair_draw_values(draws: tuple[PairData, np.ndarray, np.ndarray], metrics: t
         scores = pair.scores[method]
         fast = [i for i, statistic in enumerate(statistics) if statistic is not None and defined[i, j]]
         if fast:
-            values[fast, :, j] = _grouped_metric([statistics[i] for i in fast], scores, pair.labels, question_of,
-                                                 counts).T
+            values[fast, :, j] = _grouped_metric(
+                [statistics[i] for i in fast], scores, pair.labels, question_of, counts
+            ).T
         for i, metric in enumerate(metrics):
             if statistics[i] is None and defined[i, j]:
                 values[i, :, j] = _called_metric(metric, scores, pair.labels, counts[:, question_of])
@@ -360,7 +373,10 @@ _DRAWS_PER_BLOCK = 128
 
 
 def _grouped_metric(
-    statistics: Sequence[GroupStatistic], scores: np.ndarray, labels: np.ndarray, question_of: np.ndarray,
+    statistics: Sequence[GroupStatistic],
+    scores: np.ndarray,
+    labels: np.ndarray,
+    question_of: np.ndarray,
     counts: np.ndarray,
 ) -> np.ndarray:
     """Tie-group statistics on every draw, [draws, statistics], without re-sorting per draw.

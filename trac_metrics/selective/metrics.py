@@ -49,7 +49,10 @@ METRIC_NAMES: tuple[str, ...] = ("auroc", "aurc", "e_aurc", "excess_aurc", *map(
 with the default coverages, and the ``<metric>`` of every ``<method>_<metric>`` result."""
 
 METRIC_LABELS: dict[str, str] = {
-    "auroc": "AUROC", "aurc": "AURC", "e_aurc": "E-AURC", "excess_aurc": "excess AURC",
+    "auroc": "AUROC",
+    "aurc": "AURC",
+    "e_aurc": "E-AURC",
+    "excess_aurc": "excess AURC",
     **{risk_key(c): f"risk@{round(c * 100, 6):g}" for c in DEFAULT_COVERAGES},
 }
 """How rendered report tables name each metric (the one place display labels come from)."""
@@ -126,7 +129,9 @@ def _auroc(scores: np.ndarray, labels: np.ndarray) -> float:
     n_neg = labels.size - n_pos
     if n_pos == 0 or n_neg == 0:
         kind = "correct" if n_neg == 0 else "incorrect"
-        warnings.warn(f"auroc: all {labels.size} responses are {kind}, AUROC is undefined (NaN)", TracWarning, stacklevel=3)
+        warnings.warn(
+            f"auroc: all {labels.size} responses are {kind}, AUROC is undefined (NaN)", TracWarning, stacklevel=3
+        )
         return math.nan
     ranks = rankdata(scores)  # average ranks: a tie counts ½ in the U statistic
     u_statistic = ranks[labels].sum() - n_pos * (n_pos + 1) / 2
