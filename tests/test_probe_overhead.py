@@ -1,11 +1,18 @@
 """benchmarks/probe_overhead.py without an engine: the rounds (warm-up not counted, rotated order), the wall ratios'
-median and spread, the token ratios from the engine's counters, and ratios left out when an engine lacks a phase."""
+median and spread, the token ratios from the engine's counters, ratios left out when an engine lacks a phase, the
+order of a phase's steps; for ``--server``: a ``/metrics`` page read into token counts, and a scripted HTTP server
+standing in for a vLLM server that is missing, not in dev mode, without a prefix cache, or still holding blocks."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import socket
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -117,3 +124,178 @@ def test_token_counts_sum_vllm_counters_over_engines():
         "generated": 40,
         "computed": 240,
     }
+
+
+class FakeRunnerEngine(probe_overhead.RunnerEngine):
+    """The shared phase code on a logged fake: what the engine was asked, in order."""
+
+    def __init__(self, fits: bool = True) -> None:
+        self.log: list[str] = []
+        self.lm = SimpleNamespace(generate_until=lambda requests, disable_tqdm: self.log.append("plain"))
+        self.runner = SimpleNamespace(trace_probe_job=lambda index, trace: index if fits else None)
+        self.tokens = 0
+
+    def reset_prefix_cache(self):
+        self.log.append("reset")
+
+    def counts(self):
+        self.log.append("counts")
+        self.tokens += 100
+        return probe_overhead.TokenCounts(self.tokens, self.tokens, 0)
+
+    def generate(self, requests, configs):
+        self.log.append("generate")
+        return [SimpleNamespace(chosen=[-0.1], top=[[-0.1, -2.5]], config=config) for config in configs]
+
+    def probes(self, traces, jobs):
+        self.log.append(f"probes {list(jobs)}")
+
+
+@pytest.mark.parametrize(
+    ("kind", "steps"),
+    [
+        ("plain", ["plain"]),
+        ("capture", ["generate"]),
+        ("probes_after", ["generate", "probes [0, 1]"]),
+        ("cache_off", ["generate", "reset", "probes [0, 1]"]),
+    ],
+)
+def test_a_phase_resets_the_cache_then_counts_around_its_work(kind, steps):
+    engine = FakeRunnerEngine()
+    workload = probe_overhead.workloads(2, 8, 4, seed=0)[0]
+    count = engine.run_phase(kind, workload, Path("unused"))
+    assert engine.log == ["reset", "counts", *steps, "counts"]
+    assert count.tokens == probe_overhead.TokenCounts(100, 100, 0)
+
+
+def test_probes_that_do_not_fit_are_not_sent():
+    engine = FakeRunnerEngine(fits=False)
+    engine.run_phase("probes_after", probe_overhead.workloads(2, 8, 4, seed=0)[0], Path("unused"))
+    assert "probes []" in engine.log
+
+
+# ------------------------------------------------------------------------------------------ --server
+METRICS = """# HELP vllm:prompt_tokens_total Number of prefill tokens processed.
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{engine="0",model_name="/models/tiny"} 400.0
+# TYPE vllm:prompt_tokens_created gauge
+vllm:prompt_tokens_created{engine="0",model_name="/models/tiny"} 1.7956933211377797e+09
+# TYPE vllm:prompt_tokens_by_source_total counter
+vllm:prompt_tokens_by_source_total{engine="0",model_name="/models/tiny",source="local_compute"} 220.0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="/models/tiny",source="local_cache_hit"} 180.0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="/models/tiny",source="external_kv_transfer"} 0.0
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{engine="0",model_name="/models/tiny"} 50.0
+vllm:generation_tokens_created{engine="0",model_name="/models/tiny"} 1.7956933211378908e+09
+vllm:cache_config_info{block_size="32",enable_prefix_caching="True",engine="0",kv_cache_dtype_skip_layers="[]"} 1.0
+python_info{implementation="CPython",major="3",version="3.11.7"} 1.0
+"""
+
+
+def test_a_metrics_page_gives_the_token_counters_and_the_cache_config():
+    assert probe_overhead.server_counts(METRICS) == probe_overhead.TokenCounts(
+        prompt=400, computed_prompt=220, generated=50
+    )
+    cache = probe_overhead.metric_info(METRICS, "vllm:cache_config_info")
+    assert (cache["block_size"], cache["enable_prefix_caching"]) == ("32", "True")
+    assert probe_overhead.metric_info(METRICS, "vllm:absent_info") == {}
+
+
+class ScriptedServer:
+    """An HTTP server on 127.0.0.1 answering ``"METHOD /path"`` with scripted (status, body) pairs, the last one
+    repeated; every request is logged."""
+
+    def __init__(self, script: dict[str, list[tuple[int, str]]]) -> None:
+        self.script = script
+        self.log: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def answer(self) -> None:
+                key = f"{self.command} {self.path}"
+                outer.log.append(key)
+                answers = outer.script.get(key, [(404, '{"detail":"Not Found"}')])
+                status, body = answers.pop(0) if len(answers) > 1 else answers[0]
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body.encode())))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            do_GET = do_POST = answer
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def serve():
+    servers: list[ScriptedServer] = []
+
+    def start(script):
+        servers.append(ScriptedServer(script))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def vllm_script(**changes):
+    """A vLLM server's answers before any generation, with some replaced."""
+    models = {"data": [{"id": "/models/tiny", "max_model_len": 2048}]}
+    return {
+        "GET /v1/models": [(200, json.dumps(models))],
+        "GET /metrics": [(200, METRICS)],
+        "POST /reset_prefix_cache": [(200, '{"success":true}')],
+        **changes,
+    }
+
+
+def test_a_server_not_in_dev_mode_stops_the_benchmark_before_any_phase(serve):
+    server = serve(vllm_script(**{"POST /reset_prefix_cache": [(404, '{"detail":"Not Found"}')]}))
+    with pytest.raises(SystemExit, match="start it with VLLM_SERVER_DEV_MODE=1"):
+        probe_overhead.main(["--server", server.url + "/"])
+    assert server.log == ["GET /v1/models", "GET /metrics", "POST /reset_prefix_cache"]
+
+
+def test_a_server_without_prefix_cache_or_model_is_refused(serve):
+    no_cache = serve(vllm_script(**{"GET /metrics": [(200, METRICS.replace('caching="True"', 'caching="False"'))]}))
+    with pytest.raises(SystemExit, match="start it with --enable-prefix-caching"):
+        probe_overhead.main(["--server", no_cache.url])
+    with pytest.raises(SystemExit, match=r"serves \['/models/tiny'\], not 'other'"):
+        probe_overhead.main(["--server", serve(vllm_script()).url, "--model", "other"])
+
+
+def test_no_server_at_the_url():
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with pytest.raises(SystemExit, match=f"no server answers at http://127.0.0.1:{port}/v1/models"):
+        probe_overhead.main(["--server", f"http://127.0.0.1:{port}"])
+
+
+def test_the_reset_is_retried_while_the_server_still_holds_blocks(serve, monkeypatch):
+    monkeypatch.setattr(probe_overhead.time, "sleep", lambda seconds: None)
+    held = '{"success":false}'
+    server = serve({"POST /reset_prefix_cache": [(200, held), (200, held), (200, '{"success":true}')]})
+    probe_overhead.reset_prefix_cache(server.url)
+    assert server.log == ["POST /reset_prefix_cache"] * 3
+    stuck = serve({"POST /reset_prefix_cache": [(200, held)]})
+    with pytest.raises(probe_overhead.ServerError, match="did not reset its prefix cache in 5 attempts"):
+        probe_overhead.reset_prefix_cache(stuck.url)
+
+
+def test_counts_come_from_the_servers_metrics_page(serve):
+    server = serve({"GET /metrics": [(200, METRICS)]})
+    page = probe_overhead.http_get(f"{server.url}/metrics")
+    assert probe_overhead.server_counts(page) == probe_overhead.TokenCounts(400, 220, 50)
+    with pytest.raises(probe_overhead.ServerError, match="GET .*/version answered HTTP 404"):
+        probe_overhead.http_get(f"{server.url}/version")

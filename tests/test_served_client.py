@@ -9,12 +9,17 @@ import json
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 
 import pytest
 from vllm_server import free_port
 
 from trac_tasks.completions_client import ClientSettings, RequestQueue, ServerRequestError
 from trac_tasks.config import TracConfig
+from trac_tasks.runner import check_generation_room
+
+SERVED_CONTEXT = 1536
+"""The context length the scripted server lists for its model."""
 
 
 class ScriptedServer:
@@ -31,6 +36,14 @@ class ScriptedServer:
                 status, body = script.answers.pop(0) if len(script.answers) > 1 else script.answers[0]
                 data = json.dumps(body).encode()
                 self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name: the model list (vLLM's /v1/models)
+                data = json.dumps({"data": [{"id": "tiny", "max_model_len": SERVED_CONTEXT}]}).encode()
+                self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -131,11 +144,14 @@ def _client(url: str, tiny_model, **model_args):
     return LocalCompletionsAPI(model="tiny", base_url=url, tokenizer=str(tiny_model), **model_args)
 
 
-def _check(url: str, tiny_model, trac: dict) -> None:
+def _check(url: str, tiny_model, trac: dict, lm=None):
+    """The up-front check of a runner on ``lm`` (a new client by default); returns the runner."""
     from trac_tasks.served_backend import ServedTracRunner
 
     config = TracConfig.from_gen_kwargs({"trac": {"answer_kind": "math", "reference": "1", **trac}}, "task")
-    ServedTracRunner(_client(url, tiny_model, tokenizer_backend="huggingface")).before_generation([None], [config])
+    runner = ServedTracRunner(lm or _client(url, tiny_model, tokenizer_backend="huggingface"))
+    runner.before_generation([None], [config])
+    return runner
 
 
 def _choice(tokens: list[str], top: int, **extra: object) -> tuple[int, dict]:
@@ -191,3 +207,51 @@ def test_trac_tasks_need_a_local_tokenizer(tiny_model):
 
     with pytest.raises(ValueError, match="tokenizer_backend=huggingface"):
         ServedTracRunner(_client("http://127.0.0.1:9/v1/completions", tiny_model, tokenizer_backend=None))
+
+
+def test_the_check_runs_once_per_requirement_and_takes_the_servers_context(scripted, tiny_model):
+    server = scripted(_choice(["token_id:1"], 20))
+    lm = _client(server.url, tiny_model, tokenizer_backend="huggingface", max_length=4096)
+    assert _check(server.url, tiny_model, {}, lm).max_length == SERVED_CONTEXT
+    _check(server.url, tiny_model, {}, lm)
+    assert len(server.payloads) == 1, "the same requirements are checked once per model object"
+    runner = _check(server.url, tiny_model, {"p_true": True}, lm)
+    assert len(server.payloads) == 2 and server.payloads[1]["logprobs"] == 20
+    assert runner.max_length == SERVED_CONTEXT, "a later runner on the same model keeps the server's context"
+
+
+def test_a_token_limit_without_room_for_a_prompt_is_refused():
+    check_generation_room(1535, SERVED_CONTEXT)
+    with pytest.raises(ValueError, match="max_gen_toks 8192 leaves no room for a prompt in the model's 1536-token"):
+        check_generation_room(8192, SERVED_CONTEXT)
+
+
+def test_chat_completion_models_are_pointed_to_the_completions_endpoint(tiny_model):
+    from lm_eval.models.openai_completions import LocalChatCompletion
+
+    from trac_tasks.served_backend import ServedTracRunner
+
+    lm = LocalChatCompletion(model="tiny", base_url="http://127.0.0.1:9/v1/chat/completions", tokenizer=str(tiny_model))
+    with pytest.raises(ValueError, match="use --model local-completions"):
+        ServedTracRunner(lm)
+
+
+@pytest.mark.parametrize("chat", [True, False])
+def test_prompt_ids_are_those_of_lm_evals_vllm_backend(tiny_model, tiny_tokenizer, chat):
+    """The in-process backend's own tokenization (lm-eval's ``VLLM.tok_encode``) on a chat-templated prompt (it
+    starts with the BOS text) and on a plain one."""
+    from lm_eval.models.vllm_causallms import VLLM
+
+    from trac_tasks.served_backend import ServedTracRunner
+
+    message = [{"role": "user", "content": "What is 2 + 3?"}]
+    prompt = (
+        tiny_tokenizer.apply_chat_template(message, tokenize=False, add_generation_prompt=True)
+        if chat
+        else "Question: What is 2 + 3?\nAnswer:"
+    )
+    in_process = SimpleNamespace(
+        tokenizer=tiny_tokenizer, add_bos_token=None, prefix_token_id=tiny_tokenizer.bos_token_id
+    )
+    runner = ServedTracRunner(_client("http://127.0.0.1:9/v1/completions", tiny_model, tokenizer_backend="huggingface"))
+    assert runner._prompt_ids(prompt) == VLLM.tok_encode(in_process, prompt)

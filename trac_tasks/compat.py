@@ -87,12 +87,16 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "lm_eval.models.api_models:TemplateAPI.eos_string",
         "lm_eval.models.api_models:TemplateAPI.eot_token_id",
         "lm_eval.models.api_models:TemplateAPI.header",
+        "lm_eval.models.api_models:TemplateAPI.prefix_token_id",
+        "lm_eval.models.openai_completions:LocalChatCompletion",
+        "lm_eval.models.utils:normalize_gen_kwargs(gen_kwargs, default_max_gen_toks)",
         "lm_eval.models.utils:maybe_truncate(tokens, max_gen_toks, max_model_len, side, verbose)",
         "lm_eval.api.instance:Instance(doc, task_name, doc_id, repeats)",
         "lm_eval.api.instance:Instance.args",
         "aiohttp:ClientSession",
         "aiohttp:TCPConnector(limit, ssl)",
         "aiohttp:ClientTimeout(total)",
+        "requests:get",
     ),
 }
 """Per hooked lm-eval module, what its hook relies on, as ``"module:Qual.name(parameter, ...)"``. Instance attributes

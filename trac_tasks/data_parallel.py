@@ -5,19 +5,30 @@ lm-eval's own replicas are one-shot Ray tasks that return texts only, so a probe
 holds its trace's prefix. Here each replica gets whole questions (round robin, so long and short questions spread
 evenly), builds its engine from lm-eval's model arguments as lm-eval's replicas do, and runs the same streaming
 runner as one engine does — traces, probes on that replica's engine, records — then returns its records. The
-driver writes every question into the one records file of the run and hands lm-eval the texts in request order.
-Replicas ask Ray for ``tensor_parallel_size`` GPUs each, or one CPU each where Ray sees no GPU.
+driver writes each replica's questions into the one records file of the run the moment that replica returns, and
+hands lm-eval the texts in request order. Replicas ask Ray for ``tensor_parallel_size`` GPUs each, or one CPU each
+where Ray sees no GPU.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Sequence
 from typing import Any
 
 from trac_tasks.capture import GenerationText, repeat_indices
 from trac_tasks.config import TracConfig
 from trac_tasks.progress import LOGGER
+
+DRIVER_DATA_PARALLEL_VARIABLES = (
+    "VLLM_DP_RANK",
+    "VLLM_DP_RANK_LOCAL",
+    "VLLM_DP_SIZE",
+    "VLLM_DP_MASTER_IP",
+    "VLLM_DP_MASTER_PORT",
+)
+"""vLLM's data-parallel settings that Ray copies from the driver's environment into the replicas."""
 
 
 def question_shards(repeats: Sequence[int], replicas: int) -> list[list[int]]:
@@ -45,9 +56,10 @@ def run_on_replicas(runner: Any, requests: Sequence[Any]) -> list[GenerationText
     )
     shards = question_shards(repeat_indices(requests), int(lm.data_parallel_size))
     gpus = int(getattr(lm, "tensor_parallel_size", 1) or 1)
-    if not ray.is_initialized():
+    started_ray = not ray.is_initialized()
+    if started_ray:
         ray.init()
-    resources = {"num_gpus": gpus} if ray.cluster_resources().get("GPU", 0) >= gpus else {"num_cpus": 1}
+    resources = {"num_gpus": gpus} if ray.cluster_resources().get("GPU", 0) > 0 else {"num_cpus": 1}
     LOGGER.info(
         "trac-eval: %d questions' TrAC requests on %d vLLM replicas (Ray, %s each)",
         sum(repeat == 0 for repeat in repeat_indices(requests)),
@@ -56,17 +68,20 @@ def run_on_replicas(runner: Any, requests: Sequence[Any]) -> list[GenerationText
     )
     replica = ray.remote(**resources)(run_replica)
     shipped = replica_model(lm)
-    try:
-        shard_records = ray.get([replica.remote(shipped, [requests[i] for i in shard]) for shard in shards])
-    finally:
-        ray.shutdown()  # as lm-eval does after its replicas: a later call starts afresh
     runner.summaries = {}
     texts: list[GenerationText | None] = [None] * len(requests)
-    for shard, records in zip(shards, shard_records, strict=True):
-        for question in _questions(records):
-            runner.write_question(question[0].task, question)
-        for position, record in zip(shard, records, strict=True):
-            texts[position] = GenerationText(record.text, record)
+    try:
+        pending = {replica.remote(shipped, [requests[i] for i in shard]): shard for shard in shards}
+        while pending:  # each replica's records are written the moment it returns, before waiting for the others
+            (done,), _ = ray.wait(list(pending), num_returns=1)
+            shard, records = pending.pop(done), ray.get(done)
+            for question in _questions(records):
+                runner.write_question(question[0].task, question)
+            for position, record in zip(shard, records, strict=True):
+                texts[position] = GenerationText(record.text, record)
+    finally:
+        if started_ray:
+            ray.shutdown()  # as lm-eval does after its replicas: a later call starts afresh
     for summary in runner.summaries.values():
         LOGGER.info(summary.line())
     return texts
@@ -88,6 +103,8 @@ def run_replica(lm: Any, requests: Sequence[Any]) -> list[Any]:
 
     from trac_tasks.vllm_backend import VllmTracRunner
 
+    for name in DRIVER_DATA_PARALLEL_VARIABLES:  # the replica's engine is a single engine (as in lm-eval's replicas)
+        os.environ.pop(name, None)
     lm.model = LLM(**{key: value for key, value in lm.model_args.items() if key != "distributed_executor_backend"})
     lm.data_parallel_size = 1
     return [text.record for text in VllmTracRunner(lm, sink=_KeptRecords()).run(requests, disable_tqdm=True)]

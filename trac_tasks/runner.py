@@ -62,6 +62,16 @@ def p_true_logprobs(entries: Iterable[tuple[str, float]]) -> dict[str, float]:
     return found
 
 
+def check_generation_room(max_gen_toks: int, context: int) -> None:
+    """Refuse a token limit that leaves no room for a prompt (lm-eval's truncation would send an empty prompt)."""
+    if max_gen_toks >= context:
+        raise ValueError(
+            f"trac-eval: max_gen_toks {max_gen_toks} leaves no room for a prompt in the model's {context}-token "
+            "context: lower max_gen_toks (--gen_kwargs max_gen_toks=N) or give the model a longer context "
+            "(max_model_len / max_length in --model_args)"
+        )
+
+
 def finish_reason_of(engine_reason: str | None, stop_reason: str | int | None) -> str:
     """A generation's finish reason in the records' terms, from vLLM's (in-process and served alike): ``"eos"`` (an
     end-of-sequence or stop token id, kept as the last token id), ``"stop:<string>"`` (an lm-eval stop sequence) or

@@ -18,16 +18,27 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from lm_eval.models.utils import has_bos_prefix, maybe_truncate
+from lm_eval.models.utils import has_bos_prefix, maybe_truncate, normalize_gen_kwargs
 
 from trac_tasks.chunk import ChunkState, ProbeJob
 from trac_tasks.completions_client import ClientSettings, RequestQueue, ServerRequestError
 from trac_tasks.config import NEXT_TOKEN_LOGPROBS, PROBE_MAX_TOKENS, TracConfig, strip_trac
 from trac_tasks.progress import LOGGER
-from trac_tasks.runner import ProbeOutput, Trace, TracRunner, finish_reason_of, hook_generate_until, p_true_logprobs
+from trac_tasks.runner import (
+    ProbeOutput,
+    Trace,
+    TracRunner,
+    check_generation_room,
+    finish_reason_of,
+    hook_generate_until,
+    p_true_logprobs,
+)
 
 JOB, GENERATION = 0, 1
 """Queue priorities: a finished trace's jobs go before generations not yet sent."""
+
+DETOKENIZATION = {"skip_special_tokens": False, "spaces_between_special_tokens": False}
+"""The detokenization lm-eval's in-process vllm backend asks for, so both paths record the same texts."""
 
 TOKEN_ID_PREFIX = "token_id:"
 """How vLLM spells a token with ``return_tokens_as_token_ids``."""
@@ -50,13 +61,22 @@ class ServedTracRunner(TracRunner):
     """The runner on an lm-eval ``LocalCompletionsAPI`` object: one HTTP request per generation and per job."""
 
     def __init__(self, lm: Any) -> None:
+        from lm_eval.models.openai_completions import LocalChatCompletion
+
+        if isinstance(lm, LocalChatCompletion):
+            raise ValueError(
+                "trac-eval: TrAC tasks send token-id prompts to a completions endpoint: use --model local-completions "
+                "with base_url=<server>/v1/completions, not a chat-completions model"
+            )
         if lm.tokenizer_backend != "huggingface" or not lm.tokenized_requests:
             raise ValueError(
                 "trac-eval: TrAC tasks on --model local-completions send token-id prompts and read the token ids of "
                 "every response, so they need the served model's tokenizer here: add tokenizer_backend=huggingface,"
                 "tokenizer=<the served model's hub id or folder> to --model_args (and keep tokenized_requests=True)"
             )
-        super().__init__(lm, lm.tokenizer, str(lm.model), lm.max_length)
+        # lm-eval's API client keeps max_length - 1 (a token kept for loglikelihood); the context is max_length, or
+        # the server's own max_model_len once the capability check has read it
+        super().__init__(lm, lm.tokenizer, str(lm.model), getattr(lm, "_trac_context", lm.max_length + 1))
         self.settings = ClientSettings(
             url=lm.base_url,
             headers=dict(lm.header),
@@ -65,17 +85,21 @@ class ServedTracRunner(TracRunner):
             timeout=float(lm.timeout),
             verify_certificate=bool(lm.verify_certificate),
         )
+        # a chunk's queue drains before the next chunk starts: keep several requests per connection in each chunk
+        self.chunk_size = max(TracRunner.chunk_size, 4 * self.settings.concurrency)
 
     # ----------------------------------------------------------------------------------------- the server check
     def before_generation(self, requests: Sequence[Any], configs: Sequence[TracConfig]) -> None:
         """One small request with everything the tasks will ask of the server, before any generation: token-id
         prompts, generated token ids, top-k logprobs (20 for P(True)), prompt logprobs (teacher forcing); a server
-        that lacks one fails here, naming it. Done once per model object."""
-        if getattr(self.lm, "_trac_server_checked", False):
-            return
+        that lacks one fails here, naming it. The server's context length (``max_model_len`` in ``/v1/models``)
+        replaces lm-eval's ``max_length`` when the server reports it. Done once per model object and requirement."""
         top_k = max(config.top_k for config in configs)
         needs_prompt_logprobs = any("teacher_forced" in config.probe_variants for config in configs)
         wanted_logprobs = max([top_k] + [NEXT_TOKEN_LOGPROBS for config in configs if config.p_true])
+        checked = self.lm.__dict__.setdefault("_trac_server_checks", set())
+        if (wanted_logprobs, needs_prompt_logprobs) in checked:
+            return
         payload = {
             "model": self.lm.model,
             "prompt": self.encode("The final answer is") or [self.lm.eot_token_id],
@@ -104,7 +128,16 @@ class ServedTracRunner(TracRunner):
                 "trac-eval: the server does not report cached prompt tokens (vLLM: start it with "
                 "--enable-prompt-tokens-details); the probes' num_cached_tokens are stored as null"
             )
-        self.lm._trac_server_checked = True
+        checked.add((wanted_logprobs, needs_prompt_logprobs))
+        context = _served_context(self.settings, str(self.lm.model))
+        if context is not None and context != self.max_length:
+            LOGGER.info(
+                "trac-eval: the server's context is %d tokens (lm-eval's max_length gave %d); using %d",
+                context,
+                self.max_length,
+                context,
+            )
+            self.max_length = self.lm._trac_context = context
 
     # ------------------------------------------------------------------------------------------------ the run
     def execute(self, chunk: ChunkState) -> None:
@@ -138,15 +171,17 @@ class ServedTracRunner(TracRunner):
         for request, repeat, config, encoding in zip(
             chunk.requests, chunk.repeats, chunk.configs, encodings, strict=True
         ):
-            gen_kwargs = strip_trac(request.args[1])
-            max_gen_toks = int(gen_kwargs.pop("max_tokens", gen_kwargs.pop("max_gen_toks", self.lm._max_gen_toks)))
+            # lm-eval's normalization and vLLM's detokenization defaults, as the in-process vllm backend applies them
+            gen_kwargs = normalize_gen_kwargs(strip_trac(request.args[1]), default_max_gen_toks=self.lm._max_gen_toks)
+            max_gen_toks = int(gen_kwargs.pop("max_gen_toks"))
+            check_generation_room(max_gen_toks, self.max_length)
             prompt_ids, max_gen_toks = maybe_truncate(
-                list(encoding), max_gen_toks=max_gen_toks, max_model_len=self.lm.max_length, side="left", verbose=True
+                list(encoding), max_gen_toks=max_gen_toks, max_model_len=self.max_length, side="left", verbose=True
             )
             payload = self.lm._create_payload(
                 list(prompt_ids),
                 generate=True,
-                gen_kwargs={**gen_kwargs, "max_gen_toks": max_gen_toks},
+                gen_kwargs={**DETOKENIZATION, **gen_kwargs, "max_gen_toks": max_gen_toks},
                 seed=sample_seed(self.lm._seed, request, repeat),
                 eos=self.lm.eos_string,
             )
@@ -157,12 +192,11 @@ class ServedTracRunner(TracRunner):
 
     def _prompt_ids(self, prompt: str) -> list[int]:
         """A prompt's token ids as lm-eval's ``vllm`` backend makes them (lm-eval's API client would never add a
-        BOS): with the tokenizer's special tokens unless the prompt already starts with the BOS text (a chat
-        template writes it), always with them when ``add_bos_token=True``."""
-        bos_id = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.lm.eot_token_id
-        bos = self.tokenizer.decode(bos_id) if bos_id is not None else None
-        add_special_tokens = bool(self.lm.add_bos_token) or not has_bos_prefix(prompt, bos)
-        return self.tokenizer(prompt, add_special_tokens=add_special_tokens).input_ids
+        BOS): without special tokens when the prompt already starts with the prefix token's text (a chat template
+        writes the BOS), else with the tokenizer's special tokens."""
+        prefix_id = self.lm.prefix_token_id
+        prefix = self.tokenizer.decode(prefix_id) if prefix_id is not None else None
+        return self.tokenizer(prompt, add_special_tokens=not has_bos_prefix(prompt, prefix)).input_ids
 
     def _trace(
         self,
@@ -305,3 +339,18 @@ def _capability_problem(body: dict[str, Any], wanted_logprobs: int, needs_prompt
     if needs_prompt_logprobs and not choices[0].get("prompt_logprobs"):
         return "returns no prompt logprobs, which the teacher_forced probe variant needs (vLLM's prompt_logprobs)"
     return None
+
+
+def _served_context(settings: ClientSettings, model: str) -> int | None:
+    """The served model's context length as the server lists it (vLLM's ``max_model_len`` in ``/v1/models``), or
+    None when it does not say."""
+    import requests
+
+    models_url = settings.url.rsplit("/completions", 1)[0] + "/models"
+    try:
+        listed = requests.get(models_url, headers=settings.headers, timeout=30, verify=settings.verify_certificate)
+        entries = listed.json().get("data", []) if listed.ok else []
+    except (requests.RequestException, ValueError):
+        return None
+    lengths = [entry.get("max_model_len") for entry in entries if isinstance(entry, dict) and entry.get("id") == model]
+    return int(lengths[0]) if lengths and isinstance(lengths[0], int) else None

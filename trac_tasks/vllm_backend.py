@@ -23,6 +23,7 @@ from trac_tasks.runner import (
     BatchTracRunner,
     ProbeOutput,
     Trace,
+    check_generation_room,
     finish_reason_of,
     hook_generate_until,
     p_true_logprobs,
@@ -75,6 +76,7 @@ class VllmTracRunner(BatchTracRunner):
             kwargs, until, max_gen_toks = self.lm.modify_gen_kwargs(
                 strip_trac(request.args[1]), eos=eos, default_max_gen_toks=self.lm.max_gen_toks
             )
+            check_generation_room(max_gen_toks, self.lm.max_length)
             prompt_ids, max_gen_toks = maybe_truncate(
                 encoding,
                 max_gen_toks=max_gen_toks,
