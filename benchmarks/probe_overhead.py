@@ -1,8 +1,9 @@
 """What the TrAC probe costs on the vLLM engine: probe, cache-off and capture overhead, as wall-time ratios (median and
 spread over interleaved rounds) and as token ratios (the tokens the engine computed, which no background load moves).
 
-Every phase runs on the same engine, through the code lm-eval runs (lm-eval's ``VLLM`` model object and trac-eval's
-hooked runner), on the same prompts, with the prefix cache reset before it:
+Every phase runs on the same engine, through the code lm-eval runs (lm-eval's ``VLLM`` model object, or its
+``LocalCompletionsAPI`` with ``--server``, and trac-eval's hooked runner), on the same prompts, with the prefix cache
+reset before it:
 
 - ``plain``: lm-eval's own ``generate_until`` (no logprobs, no TrAC);
 - ``capture``: generation with top-k logprobs + the per-token summaries the records store;
@@ -30,11 +31,17 @@ name with ``_ratio`` → ``_token_ratio`` and ``_decoded_token_ratio`` (``probe_
 ``cache_off_decoded_token_ratio``...); what the ``trac`` phases' records show; every round's order, seconds and token
 counts (``warmup``, ``rounds``).
 
-How a phase runs and what it counted is the engine object's business (:class:`Engine`; here
-:class:`InProcessEngine`, one ``vllm.LLM`` in this process); the rounds, ratios and summaries take any engine.
+How a phase runs and what it counted is the engine object's business (:class:`Engine`): :class:`InProcessEngine`,
+one ``vllm.LLM`` in this process, or with ``--server URL`` :class:`ServedEngine`, a running ``vllm serve``
+reached through lm-eval's ``local-completions`` model and trac-eval's served runner
+(docs/architecture.md#served-backend), the prefix cache reset through the server's ``/reset_prefix_cache`` (start
+it with ``VLLM_SERVER_DEV_MODE=1``) and the counters read from its ``/metrics`` (so it must serve nothing else
+meanwhile). The rounds, ratios and summaries take any engine.
 
     python benchmarks/probe_overhead.py [--model DIR] [--traces 8] [--trace-tokens 256] [--short-trace-tokens 64]
         [--rounds 3] [--block-size 32] [--dtype bfloat16] [--eager/--no-eager] [--seed 0]
+    python benchmarks/probe_overhead.py --server http://127.0.0.1:8000 [--model NAME] [--tokenizer DIR]
+        [--num-concurrent 32] [--traces 8] ...
 """
 
 from __future__ import annotations
@@ -43,11 +50,14 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -151,68 +161,66 @@ class Phase:
 class Engine(Protocol):
     """What the rounds need of an engine: the phase kinds it runs (ratios of phases it lacks are left out), one phase
     run (prefix cache reset first; a ``trac`` phase writes its records into ``records_dir``) with its wall seconds and
-    the engine's token counters over it, and what to call it in the JSON (``engine``, ``device``, ``model``).
-
-    An engine for a running ``vllm serve`` implements the same: its phases through lm-eval's ``local-completions``
-    model and trac-eval's served hook, its counts from the server's ``/metrics`` before and after the phase (the
-    same counters, parsed into :meth:`TokenCounts.from_metrics`)."""
+    the engine's token counters over it, and what to call it in the JSON (``engine``, ``device``, ``model``...)."""
 
     kinds: tuple[str, ...]
 
     def run_phase(self, kind: str, workload: Workload, records_dir: Path) -> PhaseCount: ...
 
-    def describe(self) -> dict[str, str]: ...
+    def describe(self) -> dict[str, Any]: ...
 
 
-# ------------------------------------------------------------------------------------------ the in-process engine
-class InProcessEngine:
-    """Phases on one lm-eval ``VLLM`` object (one ``vllm.LLM`` in this process, built with ``disable_log_stats=False``
-    so its Prometheus token counters run), through trac-eval's hooked runner."""
+# ------------------------------------------------------------------------------------------ the engines
+class RunnerEngine(ABC):
+    """The phases on an lm-eval model object (``lm``) and trac-eval's runner on it (``runner``); an engine supplies
+    the prefix-cache reset, its token counters, sampled generation with logprobs and greedy trace probes, and
+    :meth:`Engine.describe`."""
 
     kinds = LONG_KINDS
-
-    def __init__(self, lm: Any, model: str) -> None:
-        from trac_tasks.vllm_backend import VllmTracRunner
-
-        self.lm = lm
-        self.model = model
-        self.runner = VllmTracRunner(lm)
+    lm: Any
+    runner: Any
 
     def run_phase(self, kind: str, workload: Workload, records_dir: Path) -> PhaseCount:
         work: dict[str, Callable[[], Any]] = {
-            "plain": lambda: self.lm.generate_until(list(workload.plain), disable_tqdm=True),
+            "plain": lambda: self.plain(workload.plain),
             "capture": lambda: self._traces(workload.trac),
             "trac": lambda: self._streamed(workload.trac, records_dir),
             "probes_after": lambda: self._probes_after(workload.trac, reset_cache=False),
             "cache_off": lambda: self._probes_after(workload.trac, reset_cache=True),
         }
-        self.lm.model.reset_prefix_cache()
-        before = self._counts()
+        self.reset_prefix_cache()
+        before = self.counts()
         started = time.perf_counter()
         work[kind]()
         seconds = time.perf_counter() - started
-        return PhaseCount(seconds, self._counts() - before)
+        return PhaseCount(seconds, self.counts() - before)
 
-    def describe(self) -> dict[str, str]:
-        import vllm
+    def plain(self, requests: Sequence[Any]) -> None:
+        """lm-eval's own ``generate_until``."""
+        self.lm.generate_until(list(requests), disable_tqdm=True)
 
-        return {"engine": f"vllm {vllm.__version__} (in process)", "device": _device(), "model": self.model}
+    @abstractmethod
+    def reset_prefix_cache(self) -> None: ...
 
-    def _counts(self) -> TokenCounts:
-        from vllm.v1.metrics.reader import Counter
+    @abstractmethod
+    def counts(self) -> TokenCounts:
+        """The engine's token counters now."""
 
-        return TokenCounts.from_metrics(
-            (metric.name, metric.labels, metric.value)
-            for metric in self.lm.model.get_metrics()
-            if isinstance(metric, Counter)
-        )
+    @abstractmethod
+    def generate(self, requests: Sequence[Any], configs: Sequence[Any]) -> list[Any]:
+        """One sampled trace (token ids and top-k logprobs) per request, as the runner generates them."""
+
+    @abstractmethod
+    def probes(self, traces: Sequence[Any], jobs: Sequence[Any]) -> None:
+        """The greedy probes of ``jobs``, as the runner sends them."""
 
     def _traces(self, requests: Sequence[Any]) -> list[Any]:
         from trac_tasks.capture import token_summaries
         from trac_tasks.config import TracConfig
 
-        configs = [TracConfig.from_gen_kwargs(request.args[1], "probe_overhead") for request in requests]
-        traces = self.runner.generate(requests, [0] * len(requests), configs)
+        traces = self.generate(
+            requests, [TracConfig.from_gen_kwargs(request.args[1], "probe_overhead") for request in requests]
+        )
         for trace in traces:
             token_summaries(trace.chosen, trace.top, trace.config.top_k)
         return traces
@@ -226,9 +234,184 @@ class InProcessEngine:
     def _probes_after(self, requests: Sequence[Any], reset_cache: bool) -> None:
         traces = self._traces(requests)
         if reset_cache:
-            self.lm.model.reset_prefix_cache()
+            self.reset_prefix_cache()
         jobs = [self.runner.trace_probe_job(index, trace) for index, trace in enumerate(traces)]
+        self.probes(traces, [job for job in jobs if job is not None])
+
+
+class InProcessEngine(RunnerEngine):
+    """Phases on one lm-eval ``VLLM`` object (one ``vllm.LLM`` in this process, built with ``disable_log_stats=False``
+    so its Prometheus token counters run), through trac-eval's hooked runner."""
+
+    def __init__(self, lm: Any, model: str) -> None:
+        from trac_tasks.vllm_backend import VllmTracRunner
+
+        self.lm = lm
+        self.model = model
+        self.runner = VllmTracRunner(lm)
+
+    def describe(self) -> dict[str, Any]:
+        import vllm
+
+        return {"engine": f"vllm {vllm.__version__} (in process)", "device": _device(), "model": self.model}
+
+    def reset_prefix_cache(self) -> None:
+        self.lm.model.reset_prefix_cache()
+
+    def counts(self) -> TokenCounts:
+        from vllm.v1.metrics.reader import Counter
+
+        return TokenCounts.from_metrics(
+            (metric.name, metric.labels, metric.value)
+            for metric in self.lm.model.get_metrics()
+            if isinstance(metric, Counter)
+        )
+
+    def generate(self, requests: Sequence[Any], configs: Sequence[Any]) -> list[Any]:
+        return self.runner.generate(requests, [0] * len(requests), configs)
+
+    def probes(self, traces: Sequence[Any], jobs: Sequence[Any]) -> None:
         self.runner.greedy_probes(traces, jobs)
+
+
+class ServerError(RuntimeError):
+    """The server is missing, or cannot do what the benchmark needs of it."""
+
+
+class ServedEngine(RunnerEngine):
+    """Phases against a running ``vllm serve``, through lm-eval's ``LocalCompletionsAPI`` (``--model
+    local-completions``) and trac-eval's served runner; the prefix cache is reset through ``/reset_prefix_cache``
+    and the token counters are read from ``/metrics``. Those counters are the server's, all requests together: it
+    must serve nothing else while the benchmark runs."""
+
+    def __init__(self, lm: Any, url: str) -> None:
+        from trac_tasks.served_backend import ServedTracRunner
+
+        class TracesOnly(ServedTracRunner):
+            """The served runner whose finished traces unlock no jobs: its ``execute`` sends the generations only
+            and keeps their traces in the chunk."""
+
+            def trace_finished(self, chunk: Any, index: int, trace: Any) -> list[Any]:
+                chunk.traces[index] = trace
+                return []
+
+        self.lm = lm
+        self.url = url
+        self.runner = ServedTracRunner(lm)
+        self.traces_only = TracesOnly(lm)
+
+    def describe(self) -> dict[str, Any]:
+        version = json.loads(http_get(f"{self.url}/version")).get("version", "?")
+        block_size = metric_info(http_get(f"{self.url}/metrics"), "vllm:cache_config_info").get("block_size", "")
+        return {
+            "engine": f"vllm {version} (served at {self.url}, num_concurrent={self.lm._concurrent})",
+            "device": "the server's",
+            "model": str(self.lm.model),
+            "block_size": int(block_size) if block_size.isdigit() else None,
+        }
+
+    def reset_prefix_cache(self) -> None:
+        reset_prefix_cache(self.url)
+
+    def counts(self) -> TokenCounts:
+        return server_counts(http_get(f"{self.url}/metrics"))
+
+    def plain(self, requests: Sequence[Any]) -> None:
+        """lm-eval's own ``generate_until``, one call per request, ``num_concurrent`` calls at a time: lm-eval's API
+        client sends one group of equal generation kwargs at a time, and each forced trace length is a group of its
+        own, where a task's requests (one group) would all be in flight together."""
+        with ThreadPoolExecutor(max(1, self.lm._concurrent)) as pool:
+            list(pool.map(lambda request: self.lm.generate_until([request], disable_tqdm=True), requests))
+
+    def generate(self, requests: Sequence[Any], configs: Sequence[Any]) -> list[Any]:
+        from trac_tasks.chunk import ChunkState
+
+        chunk = ChunkState(requests, [0] * len(requests), configs)
+        self.traces_only.execute(chunk)
+        return chunk.traces
+
+    def probes(self, traces: Sequence[Any], jobs: Sequence[Any]) -> None:
+        from trac_tasks.completions_client import RequestQueue
+        from trac_tasks.served_backend import JOB
+
+        queue = RequestQueue(self.runner.settings)
+        for job in jobs:
+            payload = self.runner._job_payload(job, traces[job.index].config.top_k)
+            queue.submit(
+                JOB, payload, lambda body, seconds, job=job: self.runner._job_result(job, body, seconds), "probe"
+            )
+        queue.run()
+
+
+# ------------------------------------------------------------------------------------------ talking to the server
+METRIC_LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
+METRIC_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def metric_samples(text: str) -> Iterator[tuple[str, dict[str, str], float]]:
+    """Every sample of a Prometheus text page (a vLLM server's ``/metrics``): (name, labels, value)."""
+    for line in text.splitlines():
+        match = METRIC_LINE.match(line)
+        if match:
+            yield match.group(1), dict(METRIC_LABEL.findall(match.group(2) or "")), float(match.group(3))
+
+
+def metric_info(text: str, name: str) -> dict[str, str]:
+    """The labels of an info metric (``vllm:cache_config_info``), empty when the page lacks it."""
+    return next((labels for sample, labels, _ in metric_samples(text) if sample == name), {})
+
+
+def server_counts(text: str) -> TokenCounts:
+    """The token counters of a ``/metrics`` page (counter samples are named ``<counter>_total``)."""
+    return TokenCounts.from_metrics(
+        (name.removesuffix("_total"), labels, value)
+        for name, labels, value in metric_samples(text)
+        if name.endswith("_total")
+    )
+
+
+def http_request(url: str, method: str = "GET") -> tuple[int, str]:
+    """The status and text of one request (an error status is returned, a missing server raises)."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=b"" if method == "POST" else None, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")
+    except urllib.error.URLError as error:
+        raise ServerError(f"no server answers at {url} ({error.reason})") from None
+
+
+def http_get(url: str) -> str:
+    status, text = http_request(url)
+    if status != 200:
+        raise ServerError(f"GET {url} answered HTTP {status}: {text[:200]}")
+    return text
+
+
+def reset_prefix_cache(url: str, attempts: int = 5) -> None:
+    """Empty the server's prefix cache. vLLM serves ``POST /reset_prefix_cache`` in dev mode only, and answers
+    ``{"success": false}`` while blocks are still held (retried after a second)."""
+    for _ in range(attempts):
+        status, text = http_request(f"{url}/reset_prefix_cache", "POST")
+        if status == 404:
+            raise ServerError(
+                f"the server at {url} has no /reset_prefix_cache endpoint (vLLM serves it in dev mode only): start "
+                "it with VLLM_SERVER_DEV_MODE=1 set, so that every phase starts from an empty prefix cache"
+            )
+        if status != 200:
+            raise ServerError(f"the server at {url} refused to reset its prefix cache (HTTP {status}): {text[:200]}")
+        answer = json.loads(text) if text.strip() else {}
+        if not isinstance(answer, dict) or answer.get("success", True):
+            return
+        time.sleep(1.0)
+    raise ServerError(
+        f"the server at {url} did not reset its prefix cache in {attempts} attempts (blocks still held: is it "
+        "serving other requests?)"
+    )
 
 
 def _device() -> str:
@@ -438,6 +621,35 @@ def _in_process_engine(args: argparse.Namespace) -> InProcessEngine:
     return InProcessEngine(lm, model)
 
 
+def _served_engine(args: argparse.Namespace) -> ServedEngine:
+    """lm-eval's ``LocalCompletionsAPI`` on the server's model (``--model``, default the first it lists) with the
+    model's tokenizer loaded here (``--tokenizer``, default the model id: a folder or hub id) and the server's
+    context length, once the server has shown that it caches prefixes and resets its cache on request."""
+    import trac_tasks._autoload  # noqa: F401  (the hook, as the .pth file installs it for lm_eval)
+
+    url = args.server.rstrip("/")
+    models = {entry["id"]: entry for entry in json.loads(http_get(f"{url}/v1/models"))["data"]}
+    model = args.model or next(iter(models))
+    if model not in models:
+        raise ServerError(f"the server at {url} serves {sorted(models)}, not {model!r}")
+    cache = metric_info(http_get(f"{url}/metrics"), "vllm:cache_config_info")
+    if cache.get("enable_prefix_caching") == "False":
+        raise ServerError(f"the server at {url} runs without a prefix cache: start it with --enable-prefix-caching")
+    reset_prefix_cache(url)
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+
+    lm = LocalCompletionsAPI(
+        model=model,
+        base_url=f"{url}/v1/completions",
+        tokenizer=args.tokenizer or model,
+        num_concurrent=args.num_concurrent,
+        max_length=int(models[model].get("max_model_len") or 2048),
+        max_retries=1,  # a retried request would count its tokens twice: a failure stops the benchmark instead
+        timeout=3600,
+    )
+    return ServedEngine(lm, url)
+
+
 def _print_tables(warmup: Round, rounds: Sequence[Round], measured: Mapping[str, Any]) -> None:
     """Seconds per phase and round with the computed tokens per round (mean), then every ratio."""
     print(
@@ -464,30 +676,48 @@ def _print_tables(warmup: Round, rounds: Sequence[Round], measured: Mapping[str,
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=None, help="model folder or hub id (default: the bundled tiny model)")
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="model folder or hub id (default: the bundled tiny model); with --server, the served model's name "
+        "(default: the first the server lists)",
+    )
+    parser.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="measure a running vllm serve (started with VLLM_SERVER_DEV_MODE=1, serving nothing else) instead of "
+        "an engine in this process, e.g. http://127.0.0.1:8000",
+    )
+    parser.add_argument("--tokenizer", default=None, help="with --server: the model's tokenizer (default: --model)")
+    parser.add_argument("--num-concurrent", type=int, default=32, help="with --server: lm-eval's num_concurrent")
     parser.add_argument("--traces", type=int, default=8)
     parser.add_argument("--trace-tokens", type=int, default=256)
     parser.add_argument("--short-trace-tokens", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3, help="counted rounds after the warm-up round")
-    parser.add_argument("--block-size", type=int, default=32)
-    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--block-size", type=int, default=32, help="in process (a server has its own)")
+    parser.add_argument("--dtype", default="bfloat16", help="in process (a server has its own)")
     parser.add_argument(
         "--eager",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="enforce_eager (default: on for CPU, off on GPU)",
+        help="enforce_eager in process (default: on for CPU, off on GPU)",
     )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
 
-    engine = _in_process_engine(args)
-    phases = phases_of(engine, workloads(args.traces, args.trace_tokens, args.short_trace_tokens, args.seed))
-    with tempfile.TemporaryDirectory(prefix="probe_overhead_records_") as records_dir:
-        warmup, rounds = measure(engine, phases, args.rounds, Path(records_dir))
-        records = record_summary(Path(records_dir), len(rounds), "trac")
-        short_records = record_summary(Path(records_dir), len(rounds), "trac_short")
+    try:
+        engine = _served_engine(args) if args.server else _in_process_engine(args)
+        phases = phases_of(engine, workloads(args.traces, args.trace_tokens, args.short_trace_tokens, args.seed))
+        with tempfile.TemporaryDirectory(prefix="probe_overhead_records_") as records_dir:
+            warmup, rounds = measure(engine, phases, args.rounds, Path(records_dir))
+            records = record_summary(Path(records_dir), len(rounds), "trac")
+            short_records = record_summary(Path(records_dir), len(rounds), "trac_short")
+        described = engine.describe()
+    except ServerError as error:
+        raise SystemExit(f"probe_overhead: {error}") from None
     measured = ratios(rounds)
     result = {
         **measured,
@@ -497,9 +727,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "traces": args.traces,
         "trace_tokens": args.trace_tokens,
         "short_trace_tokens": args.short_trace_tokens,
-        "block_size": args.block_size,
-        "dtype": args.dtype,
-        **engine.describe(),
+        **({} if args.server else {"block_size": args.block_size, "dtype": args.dtype}),
+        **described,
         "warmup": warmup.as_dict(),
         "rounds": [one.as_dict() for one in rounds],
     }
