@@ -110,6 +110,26 @@ class LmEvalRun:
         return sorted((self.out / "trac_records").glob(f"{task}.*.jsonl"))
 
 
+def lm_eval_command(
+    tasks_dir: Path, model: str, model_args: str, out: Path, *extra: str, tasks: str = LOCAL_TASK
+) -> list[str]:
+    """The ``lm_eval`` command line of a run on the local-data tasks in ``tasks_dir``, writing to ``out``."""
+    return [
+        shutil.which("lm_eval"),
+        "--tasks",
+        tasks,
+        "--include_path",
+        str(tasks_dir),
+        "--model",
+        model,
+        "--model_args",
+        model_args,
+        "--output_path",
+        str(out),
+        *extra,
+    ]
+
+
 def run_lm_eval(
     root: Path,
     tasks_dir: Path,
@@ -122,22 +142,9 @@ def run_lm_eval(
     """``lm_eval`` as a user types it (plus ``--include_path`` for the local-data tasks), run in ``root``; fails
     with the log."""
     out = root / "out"
-    command = [
-        shutil.which("lm_eval"),
-        "--tasks",
-        tasks,
-        "--include_path",
-        str(tasks_dir),
-        "--model",
-        model,
-        "--model_args",
-        model_args,
-        "--apply_chat_template",
-        "--output_path",
-        str(out),
-        "--log_samples",
-        *extra,
-    ]
+    command = lm_eval_command(
+        tasks_dir, model, model_args, out, "--apply_chat_template", "--log_samples", *extra, tasks=tasks
+    )
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=engine_env(), cwd=root)
     log = result.stdout + result.stderr
     if result.returncode != 0:

@@ -4,7 +4,6 @@ question it finished, and ``trac report`` reads what it left."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -12,7 +11,7 @@ from collections import Counter
 
 import pytest
 from conftest import engine_env
-from lm_eval_runs import LOCAL_TASK, write_local_math500_task
+from lm_eval_runs import LOCAL_TASK, lm_eval_command, write_local_math500_task
 
 from trac_metrics.cli import main
 from trac_metrics.records import iter_records
@@ -30,20 +29,7 @@ def test_a_run_killed_mid_run_keeps_every_finished_question(tmp_path, tiny_model
         f"pretrained={tiny_model},dtype=bfloat16,max_model_len=2048,enable_prefix_caching=True,"
         "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234,max_num_seqs=2"
     )
-    command = [
-        shutil.which("lm_eval"),
-        "--tasks",
-        LOCAL_TASK,
-        "--include_path",
-        str(tasks),
-        "--model",
-        "vllm",
-        "--model_args",
-        model_args,
-        "--apply_chat_template",
-        "--output_path",
-        str(out),
-    ]
+    command = lm_eval_command(tasks, "vllm", model_args, out, "--apply_chat_template")
     log = (tmp_path / "lm_eval.log").open("w")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=engine_env(), cwd=tmp_path)
     records_seen_while_running = 0

@@ -4,14 +4,13 @@ so no other server is alive while it runs."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from collections import Counter
 
 import pytest
 from conftest import engine_env
-from lm_eval_runs import LOCAL_TASK, write_local_math500_task
+from lm_eval_runs import LOCAL_TASK, lm_eval_command, write_local_math500_task
 from vllm_server import stop, vllm_server
 
 from trac_metrics.records import iter_records
@@ -30,20 +29,7 @@ def test_a_server_lost_mid_run_ends_in_a_clear_error_after_bounded_retries(tmp_p
             f"model={tiny_model},base_url={base_url}/v1/completions,num_concurrent=2,max_retries=2,"
             f"tokenizer={tiny_model},max_length=2048"
         )
-        command = [
-            shutil.which("lm_eval"),
-            "--tasks",
-            LOCAL_TASK,
-            "--include_path",
-            str(tasks),
-            "--model",
-            "local-completions",
-            "--model_args",
-            model_args,
-            "--apply_chat_template",
-            "--output_path",
-            str(out),
-        ]
+        command = lm_eval_command(tasks, "local-completions", model_args, out, "--apply_chat_template")
         client = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=engine_env(), cwd=tmp_path
         )

@@ -3,12 +3,11 @@ and the first failing document (the real ``lm_eval`` CLI, HF backend, tiny model
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest
 from conftest import engine_env
-from lm_eval_runs import LOCAL_TASK, write_local_math500_task
+from lm_eval_runs import LOCAL_TASK, lm_eval_command, write_local_math500_task
 
 from trac_tasks.config import TracConfig
 from trac_tasks.runner import validate_documents
@@ -17,21 +16,7 @@ pytestmark = pytest.mark.engine
 
 
 def _lm_eval(root, tasks, tiny_model):
-    command = [
-        shutil.which("lm_eval"),
-        "--tasks",
-        LOCAL_TASK,
-        "--include_path",
-        str(tasks),
-        "--model",
-        "hf",
-        "--model_args",
-        f"pretrained={tiny_model},dtype=float32",
-        "--device",
-        "cpu",
-        "--output_path",
-        str(root / "out"),
-    ]
+    command = lm_eval_command(tasks, "hf", f"pretrained={tiny_model},dtype=float32", root / "out", "--device", "cpu")
     return subprocess.run(command, capture_output=True, text=True, timeout=900, env=engine_env(), cwd=root)
 
 
