@@ -103,15 +103,17 @@ def test_a_finished_traces_jobs_go_before_the_generations_still_waiting(scripted
     assert [payload["name"] for payload in server.payloads] == order
 
 
-def test_busy_answers_are_retried_with_back_off_then_succeed(scripted, caplog):
-    server = scripted((503, {"error": "busy"}), (503, {"error": "busy"}), OK)
+def test_busy_answers_and_aborted_generations_are_retried_with_back_off_then_succeed(scripted, caplog):
+    aborted = (200, {"choices": [{"text": "The ans", "finish_reason": "abort"}]})  # vLLM shutting down
+    server = scripted((503, {"error": "busy"}), aborted, OK)
     queue = RequestQueue(ClientSettings(url=server.url, attempts=3))
     bodies: list[dict] = []
     queue.submit(1, {}, lambda body, _: bodies.append(body), "generation")
     with caplog.at_level(logging.WARNING, logger="lm_eval.trac_eval"):
         queue.run()
     assert bodies == [OK[1]] and len(server.payloads) == 3
-    assert sum("attempt" in message and "HTTP 503" in message for message in caplog.messages) == 2
+    retries = [message for message in caplog.messages if "attempt" in message]
+    assert len(retries) == 2 and "HTTP 503" in retries[0] and "aborted" in retries[1]
 
 
 @pytest.mark.parametrize(

@@ -3,9 +3,10 @@
 A :class:`RequestQueue` keeps a fixed number of requests in flight (lm-eval's ``num_concurrent``). Requests wait in
 priority order: the jobs a finished trace unlocks (its probe, ...) go before generations not yet sent, so a probe
 reaches the server while the prefix its trace just computed is still in the server's prefix cache. Each request
-gets bounded retries with exponential back-off on connection errors, timeouts and the HTTP statuses a busy or
-restarting server answers; any other HTTP error, or the last failed attempt, raises :class:`ServerRequestError`
-and stops the queue (the records of questions already complete are on disk by then).
+gets bounded retries with exponential back-off on connection errors, timeouts, the HTTP statuses a busy or
+restarting server answers and generations the server aborted; any other HTTP error, or the last failed attempt,
+raises :class:`ServerRequestError` and stops the queue (the records of questions already complete are on disk by
+then).
 """
 
 from __future__ import annotations
@@ -123,13 +124,17 @@ class RequestQueue:
                 async with session.post(url, json=request.payload) as response:
                     text = await response.text()
                     if response.status == 200:
-                        return _json_body(text, url, request.what), time.perf_counter() - started
-                    if response.status not in RETRIED_STATUSES:
+                        body = _json_body(text, url, request.what)
+                        if not _aborted(body):
+                            return body, time.perf_counter() - started
+                        problem = "the server aborted the request (shutting down?)"
+                    elif response.status not in RETRIED_STATUSES:
                         raise ServerRequestError(
                             f"trac-eval: the server at {url} refused a {request.what} request "
                             f"(HTTP {response.status}): {text[:500]}"
                         )
-                    problem = f"HTTP {response.status}: {text[:200]}"
+                    else:
+                        problem = f"HTTP {response.status}: {text[:200]}"
             except (TimeoutError, aiohttp.ClientError) as error:
                 problem = f"{type(error).__name__}: {error}".rstrip(": ")
             if attempt < attempts:
@@ -149,6 +154,15 @@ class RequestQueue:
             f"{attempts} attempts (last: {problem}); the records of every question finished so "
             "far are written"
         )
+
+
+def _aborted(body: dict[str, Any]) -> bool:
+    """Whether the server answered but aborted the generation (vLLM's finish reason ``abort``, e.g. while it shuts
+    down): an attempt to repeat, like a lost connection."""
+    choices = body.get("choices")
+    return isinstance(choices, list) and any(
+        isinstance(choice, dict) and choice.get("finish_reason") == "abort" for choice in choices
+    )
 
 
 def _json_body(text: str, url: str, what: str) -> dict[str, Any]:
