@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from trac_tasks.capture import GenerationText, repeat_indices
-from trac_tasks.config import TracConfig
 from trac_tasks.progress import LOGGER
 
 DRIVER_DATA_PARALLEL_VARIABLES = (
@@ -48,13 +47,12 @@ def run_on_replicas(runner: Any, requests: Sequence[Any]) -> list[GenerationText
     records file and return the texts in request order."""
     import ray
 
-    from trac_tasks.runner import validate_documents
+    from trac_tasks.runner import validated_configs
 
     lm = runner.lm
-    validate_documents(
-        requests, [TracConfig.from_gen_kwargs(request.args[1], request.task_name) for request in requests]
-    )
-    shards = question_shards(repeat_indices(requests), int(lm.data_parallel_size))
+    validated_configs(requests)
+    repeats = repeat_indices(requests)
+    shards = question_shards(repeats, int(lm.data_parallel_size))
     gpus = int(getattr(lm, "tensor_parallel_size", 1) or 1)
     started_ray = not ray.is_initialized()
     if started_ray:
@@ -62,7 +60,7 @@ def run_on_replicas(runner: Any, requests: Sequence[Any]) -> list[GenerationText
     resources = {"num_gpus": gpus} if ray.cluster_resources().get("GPU", 0) > 0 else {"num_cpus": 1}
     LOGGER.info(
         "trac-eval: %d questions' TrAC requests on %d vLLM replicas (Ray, %s each)",
-        sum(repeat == 0 for repeat in repeat_indices(requests)),
+        repeats.count(0),
         len(shards),
         f"{gpus} GPU" if "num_gpus" in resources else "1 CPU",
     )

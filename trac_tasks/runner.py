@@ -209,8 +209,7 @@ class TracRunner(ABC):
     def run(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[GenerationText]:
         """Generate, probe and record ``requests`` chunk by chunk; returns the texts in request order."""
         repeats = repeat_indices(requests)
-        configs = [TracConfig.from_gen_kwargs(request.args[1], request.task_name) for request in requests]
-        validate_documents(requests, configs)
+        configs = validated_configs(requests)
         self.before_generation(requests, configs)
         self.summaries: dict[str, TaskSummary] = {}
         self.progress = RunProgress(len(requests), disable=disable_tqdm)
@@ -481,6 +480,14 @@ def _other_question(index: int, requests: Sequence[Any], repeats: Sequence[int])
     ]
     later = [i for i in candidates if i > index]
     return (later or candidates or [None])[0]
+
+
+def validated_configs(requests: Sequence[Any]) -> list[TracConfig]:
+    """Each request's ``trac`` block, after every task's templates are checked on its documents
+    (:func:`validate_documents`)."""
+    configs = [TracConfig.from_gen_kwargs(request.args[1], request.task_name) for request in requests]
+    validate_documents(requests, configs)
+    return configs
 
 
 def validate_documents(requests: Sequence[Any], configs: Sequence[TracConfig]) -> None:
