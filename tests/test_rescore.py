@@ -201,8 +201,80 @@ def test_evidence_options_validation_and_round_trip() -> None:
         ({"tail_window": 2.5}, "tail_window"),
         ({"low_threshold": math.nan}, "low_threshold"),
         ({"equivalence": "math:no_such"}, "no attribute"),
+        ({"re_extract": "yes"}, "re_extract"),
     ]:
         with pytest.raises(ValueError, match=message):
             EvidenceOptions(**bad)
     with pytest.raises(ValueError, match="unknown evidence options"):
         EvidenceOptions.from_dict({"n_bin": 3})
+
+
+# Stored answers as an older extractor read them (the last box only, a whole sentence), the texts they came from and
+# the references: --re-extract reads the texts again with the current extractor (docs/method.md#answer-extraction).
+STALE_EXTRACTIONS = [
+    (r"Solving, x = \boxed{2} or x = \boxed{-5}.", "-5", "-5, 2"),
+    (r"Partial sums \boxed{12} and then \boxed{40}. The final answer is $52$.", "40", "52"),
+    ("Final Answer: The largest $n$ is 34.", "The largest $n$ is 34", "34"),
+    (r"So the answer is \boxed{7}.", "7", "7"),  # unchanged
+]
+
+
+def _stale_run(folder: Path) -> Path:
+    writer = RecordWriter(folder / "trac_records" / "task.2026-01-01T00-00-00.jsonl")
+    rng = np.random.default_rng(5)
+    for doc_id, (text, stored, reference) in enumerate(STALE_EXTRACTIONS):
+        records = synthetic_question(rng, doc_id, True, k=2, task="task", model="model")
+        records[0] = replace(records[0], text=text, answer=stored, reference=reference)
+        # stored as no answer (e.g. its thinking was still open) though its text holds the primary's box
+        records[1] = replace(records[1], text=text, answer=None, reference=reference)
+        writer.write_batch(records)
+    return folder
+
+
+def test_re_extract_reads_stored_texts_again_and_keeps_a_stored_none(tmp_path: Path) -> None:
+    run = _stale_run(tmp_path / "stale")
+    before = [question_evidence(records) for records in _questions(run)]
+    after = [question_evidence(records, EvidenceOptions(re_extract=True)) for records in _questions(run)]
+    assert [evidence["correct"] for evidence in before] == [0, 0, 0, 1]
+    assert [evidence["correct"] for evidence in after] == [1, 1, 1, 1]
+    assert [evidence["primary_answer"] for evidence in after] == ["2, -5", "$52$", "34", "7"]
+    # the second response stored no answer: it stays None, a singleton class, so the modal share q_K stays 1/2
+    assert [evidence["features"]["consensus"]["q_K"] for evidence in after] == [0.5] * len(STALE_EXTRACTIONS)
+    (change,) = rescore([run], EvidenceOptions(re_extract=True))
+    assert sorted(flip.doc_id for flip in change.flips) == ["0", "1", "2"]
+    assert (change.accuracy_before, change.accuracy_after) == (0.25, 1.0)
+
+
+def _questions(run: Path) -> list[list]:
+    by_question: dict[int, list] = {}
+    for path in sorted(run.rglob("*.jsonl")):
+        for record in iter_records(path):
+            by_question.setdefault(record.doc_id, []).append(record)
+    return [by_question[doc_id] for doc_id in sorted(by_question)]
+
+
+# (stored answer, reference, trac-eval's verdict, Math-Verify's verdict): rows of the documented differences
+# (docs/method.md#where-the-checker-differs-from-math-verify) and rows where both agree.
+MATH_VERIFY_LABELS = [
+    ("9 = 4p + q", "4p+q", 0, 1),
+    ("0.3333334", r"\frac{1}{3}", 0, 1),
+    ("1e3", "1000", 1, 0),
+    (r"\frac{1}{2}", "0.5", 1, 1),
+    ("(2, 1)", "(1, 2)", 0, 0),
+]
+
+
+def test_math_verify_equivalence_labels_as_math_verify_does(tmp_path: Path) -> None:
+    writer = RecordWriter(tmp_path / "mv" / "trac_records" / "task.2026-01-01T00-00-00.jsonl")
+    rng = np.random.default_rng(6)
+    for doc_id, (answer, reference, _, _) in enumerate(MATH_VERIFY_LABELS):
+        records = synthetic_question(rng, doc_id, True, k=1, task="task", model="model")
+        writer.write_batch([replace(records[0], answer=answer, reference=reference)])
+    questions = _questions(tmp_path / "mv")
+    ours = [question_evidence(records)["correct"] for records in questions]
+    theirs = [
+        question_evidence(records, EvidenceOptions(equivalence="math-verify"))["correct"] for records in questions
+    ]
+    assert ours == [row[2] for row in MATH_VERIFY_LABELS]
+    assert theirs == [row[3] for row in MATH_VERIFY_LABELS]
+    assert resolve_equivalence("math-verify")("B", "(B)", "mc") is True  # other kinds keep trac-eval's relation

@@ -139,6 +139,7 @@ def _options(args: argparse.Namespace) -> EvidenceOptions:
         n_bins=args.n_bins,
         tail_window=args.tail_window,
         low_threshold=args.low_threshold,
+        re_extract=args.re_extract,
     )
 
 
@@ -231,7 +232,8 @@ def _positive_int(text: str) -> int:
 
 EQUIVALENCE_HELP = (
     "f(answer, other, kind) -> bool replacing the built-in answer equivalence everywhere (labels, "
-    "agreement, answer classes): a module on the Python path, or FILE.py:FUNCTION"
+    "agreement, answer classes): a module on the Python path, or FILE.py:FUNCTION; 'math-verify' for Math-Verify's "
+    "default verdict (the math kind)"
 )
 
 
@@ -246,6 +248,12 @@ def _evidence_arguments() -> argparse.ArgumentParser:
         help="normalize and compare answers as this kind instead of the kind stored in the records",
     )
     group.add_argument("--equivalence", metavar="MODULE:FUNCTION", help=EQUIVALENCE_HELP)
+    group.add_argument(
+        "--re-extract",
+        action="store_true",
+        help="read each response's answer again from its stored text with the current extractor (a stored 'no "
+        "answer' stays)",
+    )
     group.add_argument(
         "--n-bins", type=_positive_int, default=N_BINS, metavar="J", help=f"TUP position bins (default {N_BINS})"
     )

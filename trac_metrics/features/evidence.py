@@ -15,6 +15,7 @@ are the paper's configuration and give exactly the evidence of a plain call.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib.util
 from collections.abc import Sequence
@@ -25,7 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from trac_metrics.answers import ANSWER_KINDS, Equivalence, answer_classes, equivalent, use_equivalence
+from trac_metrics.answers import (
+    ANSWER_KINDS,
+    Equivalence,
+    answer_classes,
+    equivalent,
+    extract_answer,
+    use_equivalence,
+)
+from trac_metrics.answers.math_verify_reference import math_verify_equivalent
 from trac_metrics.features.vectors import (
     LOW_THRESHOLD,
     N_BINS,
@@ -40,15 +49,22 @@ from trac_metrics.methods import Question, scored_methods
 from trac_metrics.records import ResponseRecord
 
 EVIDENCE_VERSION = 1
+MATH_VERIFY = "math-verify"
+"""The ``--equivalence`` name of Math-Verify's default verdict."""
 
 
 def resolve_equivalence(spec: str) -> Equivalence:
     """The function named by ``"package.module:function"`` or ``"path/to/file.py:function"`` (the argument of
     ``trac rescore --equivalence``; a module must be importable, a file is loaded once per process).
 
+    ``"math-verify"`` names Math-Verify's own default verdict
+    (:func:`trac_metrics.answers.math_verify_reference.math_verify_equivalent`).
+
     Raises ValueError naming the problem: no colon, a module or file that does not load, a missing attribute, or an
     attribute that is not callable.
     """
+    if spec == MATH_VERIFY:
+        return math_verify_equivalent
     source, colon, attribute = spec.rpartition(":")
     if not colon or not source or not attribute:
         raise ValueError(
@@ -85,7 +101,10 @@ class EvidenceOptions:
 
     ``answer_kind``: None keeps each record's stored kind; one of ``answers.ANSWER_KINDS`` replaces it wherever
     answers are normalized and compared (label z, majority label, agreement e, answer classes, vote statistics).
-    The stored extracted answers are kept as they are (no re-extraction from the text).
+    ``re_extract``: False keeps the stored extracted answers; True reads each response's answer again from its stored
+    text with the current extractor (docs/method.md#answer-extraction), so a changed extractor needs no
+    regeneration. A stored None (no answer: a cut-off box or a thinking section still open) stays None; the probe's
+    answer, cut at the cue's closing brace, is kept.
     ``equivalence``: None, or ``"module:function"`` / ``"file.py:function"`` (:func:`resolve_equivalence`) naming
     ``f(answer, other, kind) -> bool`` that replaces :func:`trac_metrics.answers.equivalent` (through
     :func:`trac_metrics.answers.use_equivalence`).
@@ -102,6 +121,7 @@ class EvidenceOptions:
     n_bins: int = N_BINS
     tail_window: int = TAIL_WINDOW
     low_threshold: float = LOW_THRESHOLD
+    re_extract: bool = False
 
     def __post_init__(self) -> None:
         if self.answer_kind is not None and self.answer_kind not in ANSWER_KINDS:
@@ -110,6 +130,8 @@ class EvidenceOptions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if not isinstance(self.re_extract, bool):
+            raise ValueError(f"re_extract must be true or false, got {self.re_extract!r}")
         if not is_finite_number(self.low_threshold):
             raise ValueError(f"low_threshold must be a finite number, got {self.low_threshold!r}")
         if self.equivalence is not None:
@@ -178,9 +200,18 @@ def question_evidence(records: Sequence[ResponseRecord], options: EvidenceOption
     more likely correct, docs/method.md#baselines), ``metadata`` of the primary record.
     """
     ordered = _check_question(records)
+    if options.re_extract:
+        ordered = [_re_extracted(record, options.answer_kind or record.answer_kind) for record in ordered]
     relation = None if options.equivalence is None else resolve_equivalence(options.equivalence)
     with use_equivalence(relation) if relation is not None else contextlib.nullcontext():
         return _evidence(ordered, options)
+
+
+def _re_extracted(record: ResponseRecord, kind: str) -> ResponseRecord:
+    """The record with its answer read again from its stored text (:attr:`EvidenceOptions.re_extract`)."""
+    if record.answer is None:
+        return record
+    return dataclasses.replace(record, answer=extract_answer(record.text, kind, marker=record.marker or None))
 
 
 def document_accuracy(evidence: dict[str, Any]) -> dict[str, int]:

@@ -1,0 +1,227 @@
+"""Speed of the math answer checker (``trac_metrics.answers.equivalent``) on real benchmark answers, with its verdicts.
+
+Pairs come from the real benchmark copies (``../shared/real-data`` beside the checkout, or ``--datasets-dir``), built
+by ``tests/test_answers_real_data.py``: per dataset (MATH-500, Minerva, OlympiadBench single-answer rows, AIME 2024 +
+2025, GSM8K), every (reference, rewrite) pair, the rewrite an equivalent form made by a deterministic string transform
+(``\\frac`` ↔ ``\\dfrac`` ↔ ``a/b``, spacing, ``$…$``, ``\\left( \\right)``, a final period, a unit, thousands
+separators, 7-digit decimals of irrational constants), and every (reference, other reference) pair, the other being the
+next reference of the dataset that normalizes differently.
+
+Rounds: ``--rounds`` interleaved rounds; each times every rewrite pair and every other-reference pair, one kind after
+the other, the order swapped every round. Before each kind's pass every ``functools.lru_cache`` of
+``trac_metrics.answers`` and its submodules is cleared (found by their attributes: ``cache_clear`` and ``cache_info``),
+sympy's own cache too (unless ``--keep-sympy-cache``), then one untimed call on an unrelated pair pays Math-Verify's
+lazy set-up. Each ``equivalent()`` call is timed alone (``perf_counter_ns``).
+
+Printed: per pair kind the median and p90 microseconds per call over all rounds' calls (and each round's median and
+seconds); per dataset the rate of rewrites judged equivalent (should be 1) and the rate of other-reference pairs judged
+equivalent (false equivalences, unless the two questions truly share their answer), with up to ``--show`` failing
+examples per dataset grouped by transform; verdicts that changed between rounds (only the symbolic time budget can do
+that); the slowest pairs. The last line printed is one JSON object.
+
+    python benchmarks/bench_answers.py [--datasets-dir ../shared/real-data] [--rounds 3] [--datasets math500,gsm8k]
+        [--show 5] [--slowest 5] [--keep-sympy-cache]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter, defaultdict
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from test_answers_real_data import DATASETS, REAL_DATA, dataset_rewrites, load_references, other_references  # noqa: E402
+
+from trac_metrics.answers import equivalent  # noqa: E402
+
+KINDS = ("rewrite", "other")
+WARM_UP_PAIR = ("x^2+2x+1", "(x+1)^2")
+
+Pair = tuple[str, str, str, str]  # (dataset, label: transform name or "other", reference, candidate)
+
+
+def answer_caches() -> list[Any]:
+    """Every ``functools.lru_cache`` wrapper held by ``trac_metrics.answers`` or one of its loaded submodules."""
+    caches: dict[int, Any] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "trac_metrics.answers" or name.startswith("trac_metrics.answers.")):
+            continue
+        for attribute in vars(module).values():
+            if callable(getattr(attribute, "cache_clear", None)) and callable(getattr(attribute, "cache_info", None)):
+                caches[id(attribute)] = attribute
+    return list(caches.values())
+
+
+def clear_caches(keep_sympy_cache: bool) -> int:
+    """Empty the checker's caches (and sympy's), then pay Math-Verify's set-up outside the timing; the cache count."""
+    caches = answer_caches()
+    for cache in caches:
+        cache.cache_clear()
+    if not keep_sympy_cache:
+        from sympy.core.cache import clear_cache
+
+        clear_cache()
+    equivalent(*WARM_UP_PAIR, "math")
+    return len(caches)
+
+
+def timed_pass(pairs: list[Pair]) -> tuple[list[float], list[bool], float]:
+    """Microseconds and verdict of each ``equivalent`` call, and the pass's seconds."""
+    micros, verdicts = [], []
+    start = time.perf_counter()
+    for _, _, reference, candidate in pairs:
+        before = time.perf_counter_ns()
+        verdict = equivalent(reference, candidate, "math")
+        micros.append((time.perf_counter_ns() - before) / 1000)
+        verdicts.append(verdict)
+    return micros, verdicts, time.perf_counter() - start
+
+
+def build_pairs(folder: Path, datasets: list[str]) -> dict[str, list[Pair]]:
+    pairs: dict[str, list[Pair]] = {kind: [] for kind in KINDS}
+    for dataset in datasets:
+        pairs["rewrite"] += [(dataset, name, ref, rewrite) for name, ref, rewrite in dataset_rewrites(dataset, folder)]
+        references = load_references(dataset, folder)
+        pairs["other"] += [(dataset, "other", ref, other) for ref, other in other_references(references)]
+    return pairs
+
+
+def rates(pairs: dict[str, list[Pair]], verdicts: dict[str, list[bool]], folder: Path) -> dict[str, dict]:
+    """Per dataset: reference count, rewrite equal rate with failures by transform, other-pair equal rate."""
+    summary: dict[str, dict] = defaultdict(lambda: {"failures_by_transform": Counter()})
+    for kind in KINDS:
+        counted: dict[str, list[bool]] = defaultdict(list)
+        for (dataset, label, _, _), verdict in zip(pairs[kind], verdicts[kind], strict=True):
+            counted[dataset].append(verdict)
+            if kind == "rewrite" and not verdict:
+                summary[dataset]["failures_by_transform"][label] += 1
+        for dataset, judged in counted.items():
+            summary[dataset][f"{kind}_pairs"] = len(judged)
+            summary[dataset][f"{kind}_equal_rate"] = sum(judged) / len(judged)
+    for dataset, entry in summary.items():
+        entry["references"] = len(load_references(dataset, folder))
+        entry["failures_by_transform"] = dict(entry["failures_by_transform"].most_common())
+    return dict(summary)
+
+
+def print_examples(pairs: dict[str, list[Pair]], verdicts: dict[str, list[bool]], show: int) -> None:
+    """Up to ``show`` failing pairs per dataset: rewrites judged not equivalent (grouped by transform), then other
+    references judged equivalent."""
+    failing: dict[str, list[Pair]] = defaultdict(list)
+    for kind, expected in (("rewrite", True), ("other", False)):
+        for pair, verdict in zip(pairs[kind], verdicts[kind], strict=True):
+            if verdict != expected:
+                failing[pair[0]].append(pair)
+    for dataset, found in failing.items():
+        by_label: dict[str, list[Pair]] = defaultdict(list)
+        for pair in found:
+            by_label[pair[1]].append(pair)
+        shown = [pair for group in zip_longest(*by_label.values()) for pair in group if pair is not None][:show]
+        print(f"{dataset}: {len(found)} failing pairs (transform, reference, candidate)")
+        for _, label, reference, candidate in sorted(shown, key=lambda pair: pair[1]):
+            print(f"  {label:<18} {reference!r:<40} {candidate!r}")
+
+
+def slowest(pairs: dict[str, list[Pair]], micros: dict[str, list[list[float]]], count: int) -> list[dict]:
+    """The ``count`` pairs with the largest median time over the rounds."""
+    timed = [
+        {"kind": kind, "dataset": pair[0], "reference": pair[2], "candidate": pair[3], "median_us": float(np.median(t))}
+        for kind in KINDS
+        for pair, t in zip(pairs[kind], zip(*micros[kind]))
+    ]
+    return sorted(timed, key=lambda entry: -entry["median_us"])[:count]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets-dir", type=Path, default=REAL_DATA)
+    parser.add_argument("--datasets", default=",".join(DATASETS), help=f"comma-separated subset of {DATASETS}")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--show", type=int, default=5, help="failing examples printed per dataset")
+    parser.add_argument("--slowest", type=int, default=5, help="slowest pairs printed (and kept in the JSON)")
+    parser.add_argument("--keep-sympy-cache", action="store_true", help="clear only the checker's own caches")
+    args = parser.parse_args()
+    datasets = [name.strip() for name in args.datasets.split(",") if name.strip()]
+    if unknown := sorted(set(datasets) - set(DATASETS)):
+        parser.error(f"unknown datasets {unknown}; choose from {DATASETS}")
+    if not args.datasets_dir.is_dir():
+        parser.error(f"no real-data folder at {args.datasets_dir}")
+
+    start = time.perf_counter()
+    pairs = build_pairs(args.datasets_dir, datasets)
+    setup_seconds = time.perf_counter() - start
+    print(f"{len(pairs['rewrite'])} rewrite pairs, {len(pairs['other'])} other-reference pairs ({setup_seconds:.1f} s)")
+
+    micros: dict[str, list[list[float]]] = {kind: [] for kind in KINDS}
+    verdicts: dict[str, list[list[bool]]] = {kind: [] for kind in KINDS}
+    seconds: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    cache_count = 0
+    for round_index in range(args.rounds):
+        order = KINDS if round_index % 2 == 0 else KINDS[::-1]
+        for kind in order:
+            cache_count = clear_caches(args.keep_sympy_cache)
+            round_micros, round_verdicts, round_seconds = timed_pass(pairs[kind])
+            micros[kind].append(round_micros)
+            verdicts[kind].append(round_verdicts)
+            seconds[kind].append(round_seconds)
+            print(f"round {round_index + 1} {kind:<8} {round_seconds:8.2f} s", flush=True)
+
+    timing = {}
+    print(f"{'pairs':<10}{'calls':>8}{'median us':>12}{'p90 us':>12}{'mean us':>12}")
+    for kind in KINDS:
+        every = np.concatenate([np.asarray(values) for values in micros[kind]]) if micros[kind] else np.zeros(0)
+        timing[kind] = {
+            "pairs": len(pairs[kind]),
+            "median_us": float(np.median(every)) if every.size else None,
+            "p90_us": float(np.percentile(every, 90)) if every.size else None,
+            "mean_us": float(every.mean()) if every.size else None,
+            "per_round_median_us": [float(np.median(values)) for values in micros[kind] if values],
+            "per_round_seconds": seconds[kind],
+        }
+        if every.size:
+            median, p90 = np.median(every), np.percentile(every, 90)
+            print(f"{kind:<10}{every.size:>8}{median:>12.1f}{p90:>12.1f}{every.mean():>12.1f}")
+
+    unstable = {kind: sum(len(set(calls)) > 1 for calls in zip(*verdicts[kind])) for kind in KINDS}
+    first = {kind: rounds[0] if rounds else [] for kind, rounds in verdicts.items()}
+    per_dataset = rates(pairs, first, args.datasets_dir)
+    print(f"{'dataset':<15}{'refs':>6}{'rewrites':>10}{'equal rate':>12}{'others':>8}{'false-equal rate':>18}")
+    for dataset, entry in per_dataset.items():
+        print(
+            f"{dataset:<15}{entry['references']:>6}{entry.get('rewrite_pairs', 0):>10}"
+            f"{entry.get('rewrite_equal_rate', float('nan')):>12.4f}{entry.get('other_pairs', 0):>8}"
+            f"{entry.get('other_equal_rate', float('nan')):>18.4f}"
+        )
+    print_examples(pairs, first, args.show)
+    slow = slowest(pairs, micros, args.slowest)
+    for entry in slow:
+        print(f"slow: {entry['median_us'] / 1000:8.1f} ms  {entry['reference']!r} vs {entry['candidate']!r}")
+    if any(unstable.values()):
+        print(f"verdicts that changed between rounds: {unstable}")
+    result = {
+        "benchmark": "answer_equivalence",
+        "datasets_dir": str(args.datasets_dir),
+        "rounds": args.rounds,
+        "caches_cleared": cache_count,
+        "sympy_cache_cleared": not args.keep_sympy_cache,
+        "timing": timing,
+        "datasets": per_dataset,
+        "unstable_verdicts": unstable,
+        "slowest": slow,
+        "setup_seconds": setup_seconds,
+        "total_seconds": time.perf_counter() - start,
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+"""Deterministic, symmetric answer equivalence (docs/method.md#answer-equivalence) and the answer classes built on it
+(docs/method.md#answer-classes-and-vote-shares).
+
+Math equivalence, in order, on normalized answers: equal strings; the number rule for two plain numbers
+(:mod:`trac_metrics.answers.numbers`), which decides; relations (an assignment ``name = value`` by its value, an
+equation with anything else on its left never equal to an expression, two equations as relations);
+structures on both sides (:mod:`trac_metrics.answers.structures`), which decide; a written decimal against a
+constant expression by its value; otherwise Math-Verify on exact rationals (:mod:`trac_metrics.answers.symbolic`).
+Every rule before Math-Verify only adds equivalences it would miss or states a documented difference
+(docs/method.md#where-the-checker-differs-from-math-verify).
+
+Override: ``with use_equivalence(fn): ...`` replaces the relation by a user function ``fn(answer, other, kind) ->
+bool`` inside the block (``trac rescore --equivalence MODULE:FUNCTION``). It takes effect in :func:`equivalent`
+itself, before any cache, so it reaches every label, agreement e and answer class computed through this package,
+and the caches (which only hold the built-in relation's results on normalized strings) never carry a result from
+one override into another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import re
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
+
+from trac_metrics.answers._latex import CACHE_SIZE, check_kind
+from trac_metrics.answers.normalization import normalize_answer
+from trac_metrics.answers.numbers import as_number, number_verdict
+from trac_metrics.answers.structures import structure, structures_equivalent
+from trac_metrics.answers.symbolic import (
+    SYMBOLIC_BUDGET_S,
+    SymbolicBudgetExceeded,
+    decimal_matches_constant,
+    same_relation,
+    symbolically_equal,
+    time_limit,
+    warm_up_math_verify,
+)
+
+MAX_COMPARED_CHARS = 1000
+"""Normalized answers longer than this are equal only as equal strings (a runaway generation is no formula)."""
+
+_NAME = r"(?:[A-Za-z]|\\[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?"
+_ASSIGNED_NAME_RE = re.compile(rf"{_NAME}|\({_NAME}(?:,{_NAME})+\)")
+
+
+class _Relation(NamedTuple):
+    left: str
+    right: str
+
+    @property
+    def assigns(self) -> bool:
+        """Whether the left side is a name or a tuple of names: ``y = 2x + 1`` gives y the value ``2x + 1``."""
+        return _ASSIGNED_NAME_RE.fullmatch(self.left) is not None
+
+
+def _relation(text: str) -> _Relation | None:
+    """The two sides of a normalized answer that is one equation ``left = right``; None for anything else."""
+    sides = text.split("=")
+    if len(sides) != 2 or not sides[0] or not sides[1]:
+        return None
+    return _Relation(*sides)
+
+
+def _relation_verdict(first: str, second: str, symbolic: bool) -> bool | None:
+    """Equations: an assignment equals what it assigns (``y = 2x + 1`` ≡ ``2x + 1``) and another assignment to the
+    same name by value; an equation whose left side is not a name never equals an expression (``9 = 4p + q`` ≢
+    ``4p + q``); two other equations are the same relation when one's ``left − right`` is a constant multiple of the
+    other's (``y = 3 - \\frac{x}{2}`` ≡ ``x + 2y - 6 = 0``), and differ when both are polynomial and are not; None when
+    neither side is an equation, or both are and the next steps decide (Math-Verify)."""
+    first_relation, second_relation = _relation(first), _relation(second)
+    if first_relation is None and second_relation is None:
+        return None
+    if first_relation is not None and second_relation is not None:
+        if first_relation.assigns and first_relation.left == second_relation.left:
+            return _elements_equivalent(first_relation.right, second_relation.right, symbolic)
+        return same_relation(first, second) if symbolic else None
+    relation, expression = (first_relation, second) if first_relation is not None else (second_relation, first)
+    assert relation is not None
+    return relation.assigns and _elements_equivalent(relation.right, expression, symbolic)
+
+
+def _decimal_constant_verdict(first: str, second: str) -> bool | None:
+    """A written decimal against an expression without variables (``2.2360679`` and ``\\sqrt{5}``): whether the
+    decimal expresses its value; None when neither side is a decimal or the other side is no constant."""
+    for decimal_text, other in ((first, second), (second, first)):
+        number = as_number(decimal_text)
+        if number is not None and number.unit and as_number(other) is None:
+            return decimal_matches_constant(number, other)
+    return None
+
+
+def _elements_equivalent(x: str, y: str, symbolic: bool) -> bool:
+    return x == y or _math_equivalent_normalized(min(x, y), max(x, y), symbolic)
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _math_equivalent_normalized(first: str, second: str, symbolic: bool = True) -> bool:
+    """Equivalence of two distinct normalized math answers given in sorted order (so the cache is symmetric)."""
+    verdict = number_verdict(first, second)
+    if verdict is not None:
+        return verdict
+    if len(first) > MAX_COMPARED_CHARS or len(second) > MAX_COMPARED_CHARS:
+        return False
+    verdict = _relation_verdict(first, second, symbolic)
+    if verdict is not None:
+        return verdict
+    first_structure, second_structure = structure(first), structure(second)
+    if first_structure is not None and second_structure is not None:
+        return structures_equivalent(first_structure, second_structure, _elements_equivalent)
+    if not symbolic:
+        return False
+    verdict = _decimal_constant_verdict(first, second)
+    if verdict is not None:
+        return verdict
+    return symbolically_equal(first, second)
+
+
+def _math_equivalent(first: str, second: str) -> bool:
+    if first == second:
+        return True
+    verdict = number_verdict(first, second)
+    if verdict is not None:  # no symbolic work: no time budget needed
+        return verdict
+    warm_up_math_verify()
+    try:
+        with time_limit(SYMBOLIC_BUDGET_S):
+            return _math_equivalent_normalized(min(first, second), max(first, second))
+    except SymbolicBudgetExceeded:
+        return False
+
+
+def _text_equivalent(first: str, second: str) -> bool:
+    return first == second or bool(number_verdict(first, second))
+
+
+Equivalence = Callable[[str | None, str | None, str], bool]
+"""A user answer relation: ``fn(answer, other, kind) -> bool`` on raw (un-normalized) answers, None included."""
+
+_EQUIVALENCE_OVERRIDE: contextvars.ContextVar[Equivalence | None] = contextvars.ContextVar(
+    "trac_equivalence_override", default=None
+)
+
+
+@contextlib.contextmanager
+def use_equivalence(relation: Equivalence | None) -> Iterator[None]:
+    """Inside the block, :func:`equivalent` returns ``bool(relation(a, b, kind))`` instead of the built-in relation.
+
+    ``None`` keeps the built-in relation. The override is a context variable (per thread / task), restored on
+    exit, also when the block raises; overrides nest. The relation gets the raw answers (None for "no answer")
+    and the answer kind; it replaces the whole relation, so it decides about None too.
+    """
+    if relation is not None and not callable(relation):
+        raise TypeError(f"use_equivalence needs a callable (answer, other, kind) -> bool, got {relation!r}")
+    token = _EQUIVALENCE_OVERRIDE.set(relation)
+    try:
+        yield
+    finally:
+        _EQUIVALENCE_OVERRIDE.reset(token)
+
+
+def equivalent(a: str | None, b: str | None, kind: str = "math") -> bool:
+    """Deterministic, symmetric answer equivalence a ≡ b (docs/method.md#answer-equivalence: e = 1[ã ≡ a], labels,
+    answer classes).
+
+    None (no answer) is equivalent to nothing, not even None. math: normalized-string equality; two plain numbers
+    exactly, except that a written decimal stands for the values it rounds or truncates within 1e-6 relative
+    (``1000000`` ≢ ``1000001``, ``1.5`` ≡ ``1.50``, ``0.333`` ≢ 1/3, ``1e400`` ≢ ``1e401``); an assignment by its
+    value (``y = 2x+1`` ≡ ``2x+1``), other equations never equal to an expression; matrices and vectors
+    (``pmatrix``, ``bmatrix``, ``matrix``: same shape), tuples, intervals, sets, bare lists and ``±`` answers
+    element by element by these rules (sets and lists in any order, bracket types must agree); a decimal against a
+    constant by its value (``2.2360679`` ≡ ``\\sqrt{5}``); otherwise Math-Verify both ways, on exact rationals.
+    mc: same option letter. text: normalized-string equality, or equal numbers (the math number rule).
+    Inside :func:`use_equivalence` the user relation decides instead.
+    """
+    override = _EQUIVALENCE_OVERRIDE.get()
+    if override is not None:
+        check_kind(kind)
+        return bool(override(a, b, kind))
+    first, second = normalize_answer(a, kind), normalize_answer(b, kind)
+    if first is None or second is None:
+        return False
+    if kind == "math":
+        return _math_equivalent(first, second)
+    if kind == "text":
+        return _text_equivalent(first, second)
+    return first == second
+
+
+def answer_classes(answers: Sequence[str | None], kind: str = "math") -> list[int]:
+    """Equivalence-class id of each of K answers, ids 0, 1, 2, ... in order of first appearance
+    (docs/method.md#answer-classes-and-vote-shares: the classes b of the vote shares π_b and of h_K). Answer i joins the
+    class of the first earlier class representative it is equivalent to; every None (and every answer that normalizes to
+    nothing) is a singleton.
+    """
+    check_kind(kind)
+    if isinstance(answers, str):
+        raise ValueError("answers must be a sequence of answers, got a single str")
+    representatives: list[str | None] = []
+    classes = []
+    for answer in answers:
+        match = next((cid for cid, rep in enumerate(representatives) if equivalent(rep, answer, kind)), None)
+        if match is None:
+            match = len(representatives)
+            representatives.append(answer)
+        classes.append(match)
+    return classes

@@ -1,0 +1,257 @@
+"""The final answer of a response, raw but stripped (docs/method.md#answer-extraction)."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from trac_metrics.answers._latex import check_kind, check_str, matching_braces
+from trac_metrics.answers.normalization import is_hedge, option_letter
+
+_BOX_RE = re.compile(r"\\(?:boxed|fbox)(?:\s*(\{)|\s+([^\s{}$]+))")
+_BOX_COMMAND_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
+_FINAL_ANSWER_RE = re.compile(r"final answer(?:\s+is\b\s*:?|\s*(?:\*\*)?\s*:)", re.IGNORECASE)
+_ANSWER_PHRASE_RE = re.compile(r"\banswers?(?:\s+(?:is|are)\b\s*:?|\s*(?:\*\*)?\s*:)|####", re.IGNORECASE)
+_SENTENCE_END_RE = re.compile(r"\.(?=\s|$)")
+_MATH_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+_NUMBER_RE = re.compile(r"(?:(?<![\w)\]}])-)?(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?")
+
+_GAP = r"(?:\s|\$|\\[()\[\]]|\\q?quad(?![A-Za-z])|\\[,;:! ])*"
+_LIST_JOINER = r"(?:,|;|\band\b|\bor\b|\\text\s*\{\s*(?:and|or)\s*\})"
+_NAME = r"(?:[A-Za-z]|\\[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?"
+_BOX_JOINER_RE = re.compile(rf"{_GAP}{_LIST_JOINER}{_GAP}(?:{_NAME}\s*=)?{_GAP}")
+"""What may stand between two boxes of one answer set: a comma, semicolon, "and" or "or", math delimiters and
+spacing, and the name the next box's value is given to (``x = \\boxed{2} or x = \\boxed{-5}``)."""
+_MAX_JOINER_CHARS = 200
+"""Boxes further apart than this are never one answer set (and the joiner check stays linear)."""
+_GROUP_JOINER_RE = re.compile(rf"\s*{_LIST_JOINER}\s*")
+_SENTENCE_VERB_RE = re.compile(r"\s(?:is|are|equals|=)\s+|:\s+")
+_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+_DOLLAR_GROUP_RE = re.compile(r"\$[^$]+\$")
+
+_LETTERS = "ABCDEFGHIJKLMNOPQR"  # BBH reasoning_about_colored_objects goes up to (R)
+_MC_PATTERNS = (
+    re.compile(r"(?<!\w)\(([A-R])\)"),  # (B)
+    re.compile(r"(?<![\w(\\])([A-R])\)"),  # B)
+    re.compile(r"\*\*\(?([A-R])\)?[.:]?\*\*"),  # **B**
+    re.compile(r"(?m)^[ \t]*\(?([A-R])\)?\.?[ \t]*$"),  # a line holding only the letter
+)
+_MC_ANSWER_PHRASE_RE = re.compile(  # "answer is B", "Answer: (B)", "answer is option B", "Answer: $\text{B}$"
+    r"(?i:\banswer(?:\s+is\b\s*:?|\s*(?:\*\*)?\s*:))[\s*$]*"
+    r"(?:(?i:option|choice)\s+)?(?:\\text(?:bf)?\{)?\(?([A-R])(?!\w)"
+)
+_ARTICLE_CONTINUES_RE = re.compile(r"\s+[a-z]")
+_HEDGE_RE = re.compile(r"\([A-R]\)(?:[ \t]*(?:,|/|\band\b|\bor\b)[ \t]*\([A-R]\))+")
+"""Parenthesized option letters joined by commas, "and", "or" or slashes in prose: "(A) or (B)"."""
+
+
+class _Box(NamedTuple):
+    start: int
+    end: int
+    content: str
+
+
+def _answer_region(text: str, marker: str | None) -> str:
+    """The part of a response that holds its final answer: after the last end-of-thinking marker
+    (docs/method.md#answer-extraction)."""
+    if marker and marker in text:
+        return text[text.rindex(marker) + len(marker) :]
+    return text
+
+
+def _boxes(text: str) -> list[_Box]:
+    """Every non-empty, brace-balanced ``\\boxed``/``\\fbox`` of ``text``: span and stripped content."""
+    closing = matching_braces(text)
+    found = []
+    for match in _BOX_RE.finditer(text):
+        if match.group(1) is None:  # "\\boxed 5." form: a single token, sentence period excluded
+            content, end = match.group(2).rstrip("."), match.end()
+        elif match.start(1) in closing:
+            content, end = text[match.end(1) : closing[match.start(1)]], closing[match.start(1)] + 1
+        else:
+            continue
+        if content.strip():
+            found.append(_Box(match.start(), end, content.strip()))
+    return found
+
+
+def _last_box_is_open(text: str) -> bool:
+    """Whether the last ``\\boxed`` / ``\\fbox`` of ``text`` has no finished argument: ``\\boxed{`` that never
+    closes, or a bare ``\\boxed`` at the end (a response cut off while it was stating its answer)."""
+    last = max(_BOX_COMMAND_RE.finditer(text), key=lambda match: match.start(), default=None)
+    if last is None:
+        return False
+    box = _BOX_RE.match(text, last.start())
+    return box is None or (box.group(1) is not None and box.start(1) not in matching_braces(text))
+
+
+def _last_box_run(text: str, boxes: list[_Box]) -> str:
+    """The content of the last box, or of the final run of boxes joined as one answer set (``\\boxed{2}`` or
+    ``\\boxed{-5}``, ``\\boxed{1}, \\boxed{2}``) as a comma list; repeated contents count once."""
+    run = [boxes[-1]]
+    for box in reversed(boxes[:-1]):
+        gap = run[0].start - box.end
+        if gap > _MAX_JOINER_CHARS or not _BOX_JOINER_RE.fullmatch(text, box.end, run[0].start):
+            break
+        run.insert(0, box)
+    return ", ".join(dict.fromkeys(box.content for box in run))
+
+
+def _math_group_at(text: str, position: int) -> tuple[str, int] | None:
+    """(content, end) of the math-delimited group (``$…$``, ``\\(…\\)``, …) that starts at ``position``."""
+    for opening, closing in _MATH_DELIMITERS:
+        if text.startswith(opening, position):
+            end = text.find(closing, position + len(opening))
+            if end != -1 and text[position + len(opening) : end].strip():
+                return text[position + len(opening) : end].strip(), end + len(closing)
+    return None
+
+
+def _math_group_run(text: str) -> str | None:
+    """The math group that opens ``text``, or the comma list of a run of them joined by commas, "and" or "or"
+    (``$3$ and $7$`` → ``3, 7``); None when ``text`` does not open with one."""
+    first = _math_group_at(text, 0)
+    if first is None:
+        return None
+    contents, end = [first[0]], first[1]
+    while (joiner := _GROUP_JOINER_RE.match(text, end)) and (group := _math_group_at(text, joiner.end())):
+        contents.append(group[0])
+        end = group[1]
+    return ", ".join(contents) if len(contents) > 1 else text[:end].strip()
+
+
+def _answer_in_sentence(sentence: str) -> str:
+    """The answer expression of a sentence that states it in words ("The largest $n$ is 34" → ``34``): what
+    follows its last "is" / "are" / "equals" / "=" / colon, else its last math group; a sentence without words
+    is the answer itself."""
+    if not _is_prose(sentence):
+        return sentence
+    verb = max(_SENTENCE_VERB_RE.finditer(sentence), key=lambda match: match.start(), default=None)
+    if verb is not None and sentence[verb.end() :].strip():
+        rest = sentence[verb.end() :].strip()
+        return _math_group_run(rest) or rest
+    groups = list(_DOLLAR_GROUP_RE.finditer(sentence))
+    return groups[-1].group() if groups else sentence
+
+
+def _is_prose(text: str) -> bool:
+    """Whether ``text`` holds a word of three or more letters outside ``$…$`` groups and LaTeX commands."""
+    return bool(_WORD_RE.search(_DOLLAR_GROUP_RE.sub("", text)))
+
+
+def _clip_answer_span(rest: str, in_words: bool) -> str | None:
+    """The answer that follows an answer phrase: one math-delimited group or a run of them, else the rest of the
+    sentence (with ``in_words``, the answer expression inside it: :func:`_answer_in_sentence`)."""
+    rest = rest.lstrip()
+    if rest.startswith("**") and rest[2:3].isspace():
+        rest = rest[2:].lstrip()
+    group = _math_group_run(rest)
+    if group is not None:
+        return group
+    line = rest.split("\n", 1)[0]
+    sentence_end = _SENTENCE_END_RE.search(line)
+    clipped = (line[: sentence_end.start()] if sentence_end else line).strip()
+    if in_words and clipped:
+        clipped = _answer_in_sentence(clipped)
+    return clipped or None
+
+
+def _last_phrase(text: str, phrase_re: re.Pattern[str], after: int = 0) -> re.Match[str] | None:
+    """The last match of ``phrase_re`` in ``text`` that starts at or after ``after``."""
+    return max(
+        (match for match in phrase_re.finditer(text) if match.start() >= after),
+        key=lambda match: match.start(),
+        default=None,
+    )
+
+
+def _extract_stated(region: str, in_words: bool) -> str | None:
+    """The final answer a response states: a "final answer is …" / "Final Answer: …" written after every box,
+    else the last box (or final run of boxes, math kind), else the last "final answer" / "answer is" / "Answer:"
+    / ``####`` phrase."""
+    boxes = _boxes(region)
+    if boxes:
+        final = _last_phrase(region, _FINAL_ANSWER_RE, after=boxes[-1].end)
+        stated = final and _clip_answer_span(region[final.end() :], in_words)
+        if stated and not (in_words and _is_prose(stated)):  # "Final answer: as above." keeps the box
+            return stated
+        return _last_box_run(region, boxes) if in_words else boxes[-1].content
+    for phrase_re in (_FINAL_ANSWER_RE, _ANSWER_PHRASE_RE):
+        phrase = _last_phrase(region, phrase_re)
+        stated = phrase and _clip_answer_span(region[phrase.end() :], in_words)
+        if stated:
+            return stated
+    return None
+
+
+def _extract_text(region: str) -> str | None:
+    return _extract_stated(region, in_words=False)
+
+
+def _extract_math(region: str) -> str | None:
+    """As the text kind, reading answer sets and answers stated in words, with the last number of the response as
+    the final fallback (GSM8K style)."""
+    answer = _extract_stated(region, in_words=True)
+    if answer is not None:
+        return answer
+    numbers = _NUMBER_RE.findall(region)
+    return numbers[-1] if numbers else None
+
+
+def _extract_mc(region: str) -> str | None:
+    """Last option letter among the explicit forms; a bare "A" or "I" must not start a word sequence (prose). A hedge
+    (``\\boxed{(A) or (B)}``, "the answer is (A) and (B)") names no single option: when the last letter stands in
+    one, the answer is the hedge as written, which never equals a letter."""
+    boxes = _boxes(region)
+    hedges = [(box.start, box.end) for box in boxes if is_hedge(box.content)]
+    hedges += [match.span() for match in _HEDGE_RE.finditer(region)]
+    candidates = [(box.start, letter) for box in boxes if (letter := option_letter(box.content))]
+    for pattern in _MC_PATTERNS:
+        candidates.extend((m.start(), m.group(1)) for m in pattern.finditer(region))
+    for match in _MC_ANSWER_PHRASE_RE.finditer(region):
+        letter = match.group(1)
+        if letter in "AI" and _ARTICLE_CONTINUES_RE.match(region, match.end()):
+            continue
+        candidates.append((match.start(), letter))
+    if not candidates:
+        return None
+    last, letter = max(candidates)
+    hedge = max(((start, end) for start, end in hedges if start <= last < end), default=None)
+    return letter if hedge is None else region[hedge[0] : hedge[1]]
+
+
+_EXTRACTORS = {"math": _extract_math, "mc": _extract_mc, "text": _extract_text}
+
+
+def extract_answer(text: str, kind: str = "math", marker: str | None = None) -> str | None:
+    """Final answer of a response, raw (not normalized) but stripped; None when there is none
+    (docs/method.md#answer-extraction).
+
+    When ``marker`` (the model's end-of-thinking marker, e.g. ``</think>``) occurs in ``text``, only the text
+    after its last occurrence is searched; otherwise the whole text. Forms, by kind:
+
+    - math: a "The final answer is …" / "Final Answer: …" written after the last box; else the last
+      brace-balanced ``\\boxed{...}`` / ``\\fbox{...}`` / ``\\boxed 5``, or the final run of boxes joined by
+      commas, "and", "or" (``x = \\boxed{2}`` or ``x = \\boxed{-5}`` → ``2, -5``); else the last "final answer
+      is …" / "Answer: …" / "answer is …" / "#### …" phrase. A phrase's answer is a math group or a run of them
+      (``$1$ and $2$`` → ``1, 2``), else the answer expression of its sentence ("The largest $n$ is 34." →
+      ``34``). Else the last number (thousands separators allowed).
+    - mc: last option letter A–R written as ``(B)``, ``B)``, "answer is B", "Answer: B", ``\\boxed{B}``,
+      ``\\boxed{(B)}``, ``**B**`` or alone on a line.
+    - text: a "final answer is …" after the last box, else the last ``\\boxed{...}``, else the last "final
+      answer is …" / "the answer is …" sentence.
+
+    When the last ``\\boxed``/``\\fbox`` of the searched text is unfinished (a ``\\boxed{`` that never closes, or a
+    bare ``\\boxed`` at the end: the response was cut off while stating its answer) there is no answer (None,
+    every kind). Neither an earlier box, nor a phrase, nor a number stands in for it: an earlier box may be the
+    answer the cut-off one was correcting.
+    """
+    check_str(text, "text")
+    check_kind(kind)
+    if marker is not None:
+        check_str(marker, "marker")
+    region = _answer_region(text, marker)
+    if _last_box_is_open(region):
+        return None
+    answer = _EXTRACTORS[kind](region)
+    return answer.strip() if answer is not None and answer.strip() else None

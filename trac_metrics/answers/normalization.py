@@ -1,0 +1,235 @@
+"""The canonical string of an answer (docs/method.md#answer-normalization), shared by the primary answer a, the probe
+answer ã, the reference a* and the K sampled answers.
+
+Every step is a linear scan or a regular expression without nested repetition, except the few structural steps
+(assignments, arithmetic chains, numbers with units) that only run on answers of at most ``_MAX_STRUCTURED_CHARS``
+characters: a runaway generation (16k tokens of digits) is normalized in linear time and compared as a string.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from trac_metrics.answers._latex import CACHE_SIZE, check_kind, check_str, matching_braces, unwrap_commands
+
+_MAX_STRUCTURED_CHARS = 1000
+
+_TEXT_COMMAND_RE = re.compile(
+    r"\\(?:text|textbf|textit|textrm|textnormal|textsf|texttt|mathrm|mathbf|mathit|mathsf|mbox|boldsymbol)\s*\{"
+)
+_UNIT_COMMAND_RE = re.compile(r"\\(?:text|textrm|textnormal|textbf|textit|mathrm|mathit|mbox)\s*\{")
+_UNIT_CONTENT_RE = re.compile(r"[\s~]*[A-Za-z][A-Za-z\s~./\-]*")
+_UNIT_POWER_RE = re.compile(r"\s*(?:\^\{?\d\}?)?\s*$")
+_WHOLE_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_UNICODE_MATH = {"−": "-", "π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "√": "\\sqrt", "±": "\\pm "}
+_LEFT_RIGHT_RE = re.compile(r"\\(?:left|right)(?:\.|(?![A-Za-z]))")
+_SPACING_RE = re.compile(r"(\\\\)|\\[,;: ]|\\q?quad(?![A-Za-z])|~|\\displaystyle(?![A-Za-z])")  # 1: row break
+_DEGREE_RE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\degree(?![A-Za-z])|°")
+_LIST_WORD_RE = re.compile(r"\s*,?\s*(?<![A-Za-z\\])(?:and|or)(?![A-Za-z])\s*")
+_NAME = r"(?:[A-Za-z]|\\[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?"
+_ASSIGNMENT_RE = re.compile(
+    rf"(?:{_NAME}|\(\s*{_NAME}(?:\s*,\s*{_NAME})+\s*\))\s*(=|\\in(?![A-Za-z]))([^=]+)", re.DOTALL
+)
+"""``name = value``, ``(m, n) = value`` or ``x \\in set``: group 1 the relation, group 2 the value."""
+_COMMAND_RE = re.compile(r"\\[A-Za-z]+")
+_FREE_LETTER_RE = re.compile(r"[A-Za-z]")
+_ARITHMETIC_SIDE_RE = re.compile(r"[\d\s.,+\-*/()^]*\d[\d\s.,+\-*/()^]*")
+_NUMBER_WITH_UNIT_RE = re.compile(r"([-+]?[\d.,]+)\s+[A-Za-z]{2,}(?:\s+[A-Za-z]{2,})*")
+_SPACES_RE = re.compile(r"(\\[A-Za-z]+)?\s+")
+_THOUSANDS_RE = re.compile(r"-?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")
+_DECIMAL_COMMA_RE = re.compile(r"-?0,\d+")
+_FRAC_SHORTHAND_RE = re.compile(r"\\frac(\d)(\d)")
+_FRAC_HALF_SHORTHAND_RE = re.compile(r"\\frac(\{[^{}]*\})(\d)")
+_SQRT_SHORTHAND_RE = re.compile(r"\\sqrt(\d+|[A-Za-z])")
+_PLAIN_DECIMAL_RE = re.compile(r"(-?)(\d*)(?:\.(\d*))?")
+_MC_BARE_LETTER_RE = re.compile(r"\(?([A-Ra-r])\)?[.:]?")
+_MC_LETTER_WITH_TEXT_RE = re.compile(r"\(([A-Ra-r])\)\s|([A-R])[).:]\s")
+_MC_HEDGE_RE = re.compile(r"\s*\(?[A-R]\)?(?:\s*(?:,|/|&|\band\b|\bor\b)\s*\(?[A-R]\)?)+\s*\.?")
+_LETTERS = "ABCDEFGHIJKLMNOPQR"
+_QUOTES = "\"'`“”‘’"
+
+
+def _strip_markup(answer: str) -> str:
+    """Drop what all kinds ignore: a whole ``\\boxed{}`` / ``\\(...\\)`` / ``\\[...\\]``, ``$``, bold ``**``."""
+    text = answer.strip()
+    box = _WHOLE_BOX_RE.match(text)
+    if box is not None and matching_braces(text).get(box.end() - 1) == len(text) - 1:
+        text = text[box.end() : -1]
+    for opening, closing in (("\\(", "\\)"), ("\\[", "\\]")):
+        if text.startswith(opening) and text.endswith(closing):
+            text = text[len(opening) : -len(closing)]
+    text = text.replace("\\$", "").replace("$", "").replace("**", "")
+    return text.strip()
+
+
+def _drop_trailing_unit(text: str) -> str:
+    """``5 \\text{ cm}``, ``5\\mathrm{kg}``, ``5 \\textbf{cm}`` → ``5``: a final text-style group that reads as a unit,
+    after some other content."""
+    matches = list(_UNIT_COMMAND_RE.finditer(text))
+    if not matches:
+        return text
+    last = matches[-1]
+    close = matching_braces(text).get(last.end() - 1)
+    if close is None or not _UNIT_POWER_RE.fullmatch(text, close + 1):
+        return text
+    content = text[last.end() : close]
+    spaced = content[:1] in (" ", "~")
+    letters = sum(ch.isalpha() for ch in content)
+    if _UNIT_CONTENT_RE.fullmatch(content) and (spaced or letters >= 2) and text[: last.start()].strip():
+        return text[: last.start()]
+    return text
+
+
+def _drop_spaces(text: str) -> str:
+    """Remove whitespace, except the one space that separates a command from a following letter (``\\pi r``)."""
+
+    def keep_command_boundary(match: re.Match[str]) -> str:
+        command = match.group(1) or ""
+        following = match.string[match.end() : match.end() + 1]
+        return command + " " if command and following.isalpha() else command
+
+    return _SPACES_RE.sub(keep_command_boundary, text)
+
+
+def canonical_decimal(text: str) -> str:
+    """``007.50`` → ``7.5``, ``5.0`` → ``5``, ``.5`` → ``0.5``, ``-0`` → ``0`` (string work: no digit limit)."""
+    match = _PLAIN_DECIMAL_RE.fullmatch(text)
+    if match is None or not (match.group(2) or match.group(3)):
+        return text
+    sign, whole, fraction = match.group(1), match.group(2).lstrip("0") or "0", (match.group(3) or "").rstrip("0")
+    number = f"{whole}.{fraction}" if fraction else whole
+    return "0" if number == "0" else sign + number
+
+
+def has_free_letters(text: str) -> bool:
+    """Whether ``text`` names a variable: a letter outside LaTeX command names (``2x``, not ``\\frac{\\pi}{3}``)."""
+    return bool(_FREE_LETTER_RE.search(_COMMAND_RE.sub("", text)))
+
+
+def _value_of_assignment(text: str) -> str:
+    """``x = 5`` → ``5``, ``(m, n) = (5, 1)`` → ``(5, 1)``, ``x \\in [0, 1)`` → ``[0, 1)``: an assignment of a value
+    (no variable on its right side) states that value. ``y = 2x + 1`` stays a relation: equivalence compares it as
+    one (docs/method.md#answer-equivalence)."""
+    assignment = _ASSIGNMENT_RE.fullmatch(text)
+    if assignment is None:
+        return text
+    value = assignment.group(2).strip()
+    return value if assignment.group(1) != "=" or not has_free_letters(value) else text
+
+
+def _result_of_arithmetic_chain(text: str) -> str:
+    """``8 + 9 = 17`` → ``17``: a worked computation of numbers and operators states its result last. A chain with a
+    letter on any side (``x + 1 = 2``, ``9 = 4p + q``) is a relation and is left alone."""
+    sides = text.split("=")
+    if len(sides) < 2:
+        return text
+    arithmetic = [side.replace("\\times", "*").replace("\\cdot", "*") for side in sides]
+    return sides[-1].strip() if all(_ARITHMETIC_SIDE_RE.fullmatch(side) for side in arithmetic) else text
+
+
+def plain_number_separators(text: str) -> str:
+    """``1,000`` → ``1000`` (thousands: groups of three, no space after the comma, no leading zero); ``0,375`` →
+    ``0.375`` (a decimal comma after a leading zero). ``41, 207`` and ``1,5`` stay lists."""
+    if _THOUSANDS_RE.fullmatch(text):
+        return text.replace(",", "")
+    if _DECIMAL_COMMA_RE.fullmatch(text):
+        return text.replace(",", ".")
+    return text
+
+
+def _normalize_long(answer: str) -> str | None:
+    """Linear-time normalization of an answer too long to be a formula: markup, text wrappers and whitespace."""
+    return canonical_decimal(_drop_spaces(unwrap_commands(_strip_markup(answer), _TEXT_COMMAND_RE))) or None
+
+
+def _normalize_math(answer: str) -> str | None:
+    if len(answer) > _MAX_STRUCTURED_CHARS:
+        return _normalize_long(answer)
+    text = _strip_markup(answer)
+    for symbol, latex in _UNICODE_MATH.items():
+        text = text.replace(symbol, latex)
+    text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    text = _LEFT_RIGHT_RE.sub("", text).replace("\\!", "")
+    text = _SPACING_RE.sub(lambda match: match.group(1) or " ", text)
+    text = _DEGREE_RE.sub("", text)
+    text = text.replace("\\%", "").replace("%", "").replace("{,}", ",").strip().rstrip(".")
+    text = unwrap_commands(_drop_trailing_unit(text), _TEXT_COMMAND_RE)
+    text = text.strip().rstrip(".").strip()
+    if "," in text or " " in text:
+        text = _LIST_WORD_RE.sub(", ", text).strip(", ")
+    text = _value_of_assignment(text)
+    text = _result_of_arithmetic_chain(text)
+    text = text.removeprefix("+").strip()
+    unit = _NUMBER_WITH_UNIT_RE.fullmatch(text)
+    if unit is not None:
+        text = unit.group(1)
+    text = _drop_spaces(plain_number_separators(text))
+    text = _FRAC_SHORTHAND_RE.sub(r"\\frac{\1}{\2}", text)
+    text = _FRAC_HALF_SHORTHAND_RE.sub(r"\\frac\1{\2}", text)
+    text = _SQRT_SHORTHAND_RE.sub(r"\\sqrt{\1}", text)
+    return canonical_decimal(text) or None
+
+
+def _plain_text(answer: str) -> str:
+    """The answer without markup and with ``\\text{...}``-style wrappers replaced by their content."""
+    return unwrap_commands(_strip_markup(answer), _TEXT_COMMAND_RE).strip()
+
+
+def _normalize_text(answer: str) -> str | None:
+    text = _plain_text(answer).rstrip(".").strip().strip(_QUOTES).strip()
+    text = " ".join(plain_number_separators(text).casefold().split())
+    return text or None
+
+
+def _normalize_mc(answer: str) -> str | None:
+    """Uppercase option letter; an answer that names no letter is normalized as text (docs/method.md#bbh-target-formats:
+    a few BBH targets of letter-style subtasks are not letters)."""
+    text = _plain_text(answer)
+    if is_hedge(text):
+        return _normalize_text(text)
+    bare = _MC_BARE_LETTER_RE.fullmatch(text)
+    if bare is not None:
+        return bare.group(1).upper()
+    with_text = _MC_LETTER_WITH_TEXT_RE.match(text)
+    if with_text is not None:
+        return (with_text.group(1) or with_text.group(2)).upper()
+    return _normalize_text(text)
+
+
+def is_hedge(answer: str) -> bool:
+    """Whether an mc answer names several options joined by commas, "and", "or" or slashes (``(A) or (B)``,
+    ``A and B``): a hedge, which names no single option."""
+    return _MC_HEDGE_RE.fullmatch(_plain_text(answer)) is not None
+
+
+def option_letter(answer: str) -> str | None:
+    """The option letter an mc answer names, or None when it names none."""
+    normalized = _normalize_mc(answer)
+    return normalized if normalized is not None and len(normalized) == 1 and normalized in _LETTERS else None
+
+
+_NORMALIZERS = {"math": _normalize_math, "mc": _normalize_mc, "text": _normalize_text}
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _normalize_cached(answer: str, kind: str) -> str | None:
+    return _NORMALIZERS[kind](answer)
+
+
+def normalize_answer(answer: str | None, kind: str = "math") -> str | None:
+    """Canonical display / hash string of an answer (docs/method.md#answer-normalization: shared by a, ã and a*).
+
+    math: strips ``$``, ``\\text{}``-style wrappers and trailing unit groups, ``\\left``/``\\right``, spacing
+    commands, degree and percent signs, a trailing period, markdown ``**``, a leading ``+``, thousands
+    separators of plain numbers, the name of an assignment of a value (``x = 5`` → ``5``, ``(m, n) = (5, 1)`` →
+    ``(5,1)``) and all insignificant whitespace (a matrix row break ``\\\\`` stays); "and" / "or" between list
+    items become commas; ``\\dfrac``/``\\tfrac`` → ``\\frac``; plain decimals in canonical form (``5.0`` → ``5``).
+    mc: the uppercase option letter. text: casefolded, whitespace-collapsed, surrounding quotes and final
+    period stripped. None (no answer) for None or for an answer that normalizes to the empty string.
+    """
+    check_kind(kind)
+    if answer is None:
+        return None
+    check_str(answer, "answer")
+    return _normalize_cached(answer, kind)

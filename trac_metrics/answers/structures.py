@@ -1,0 +1,110 @@
+"""Structured math answers (docs/method.md#answer-equivalence, step 4): matrices and vectors, tuples, intervals, sets,
+bare lists and ``±`` answers, compared element by element with the whole math relation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+from trac_metrics.answers._latex import top_level_split
+from trac_metrics.answers.normalization import canonical_decimal
+
+MAX_SYMBOLIC_ELEMENTS = 16
+"""Structures up to this many elements (a 4x4 matrix) compare their elements symbolically; larger ones by string
+and number only, so a comparison stays within its time budget."""
+
+_MATRIX_RE = re.compile(r"\\begin\{([pb]?matrix)\}((?:(?!\\(?:begin|end)\{).)*)\\end\{\1\}", re.DOTALL)
+_PLUS_MINUS_RE = re.compile(r"\\(?:pm|mp)(?![A-Za-z])")
+
+
+class Structure(NamedTuple):
+    """``kind``: ``"RxC matrix"``, ``"set"`` (braced), ``"list"`` (bare, unordered), or the bracket pair of a tuple
+    / interval (``"()"``, ``"[)"``, …); ``elements`` in written order."""
+
+    kind: str
+    elements: list[str]
+
+
+def _matrix(body: str) -> Structure | None:
+    """The matrix of a body ``a&b\\\\c&d`` (a final ``\\\\`` is allowed); None when it is ragged or has an empty
+    entry."""
+    rows = top_level_split(body, "\\\\") or []
+    if len(rows) > 1 and not rows[-1].strip():
+        rows.pop()
+    cells = [top_level_split(row, "&") or [] for row in rows]
+    width = len(cells[0]) if cells else 0
+    entries = [entry for row in cells for entry in row]
+    if not width or any(len(row) != width for row in cells) or not all(entry.strip() for entry in entries):
+        return None
+    return Structure(f"{len(cells)}x{width} matrix", entries)
+
+
+def _plus_minus(text: str) -> Structure | None:
+    """``a \\pm b`` (one ``\\pm`` anywhere, e.g. ``\\frac{1 \\pm \\sqrt5}{2}``) is the set of its two values."""
+    signs = list(_PLUS_MINUS_RE.finditer(text))
+    if len(signs) != 1 or len(top_level_split(text) or []) != 1:
+        return None
+    sign = signs[0]
+    before, after = text[: sign.start()], text[sign.end() :]
+    leading = not before.strip() or before.rstrip()[-1] in "({[,="
+    plus = before + ("" if leading else "+") + after
+    return Structure("set", [plus.strip(), (before + "-" + after).strip()])
+
+
+def structure(text: str) -> Structure | None:
+    """The structure of a normalized answer (``pmatrix``, ``bmatrix`` and ``matrix`` alike: the delimiters only
+    typeset it; the kind holds the shape), or None for anything else. Tuples and intervals need two elements."""
+    matrix = _MATRIX_RE.fullmatch(text)
+    if matrix is not None:
+        return _matrix(matrix.group(2))
+    plus_minus = _plus_minus(text)
+    if plus_minus is not None:
+        return plus_minus
+    kind, minimum, parts = "list", 2, None
+    if text.startswith("\\{") and text.endswith("\\}"):
+        kind, minimum, parts = "set", 1, top_level_split(text[2:-2])
+    elif len(text) >= 2 and text[0] == "{" and text[-1] == "}":
+        kind, parts = "set", top_level_split(text[1:-1])
+    elif len(text) >= 2 and text[0] in "([" and text[-1] in ")]":
+        kind, parts = text[0] + text[-1], top_level_split(text[1:-1])
+    if parts is None:  # no outer delimiters, or "(a,b),(c,d)" whose first and last brackets do not pair up
+        kind, minimum, parts = "list", 2, top_level_split(text)
+    if parts is None or len(parts) < minimum or not all(part.strip() for part in parts):
+        return None
+    return Structure(kind, parts)
+
+
+def _unordered(kind: str) -> bool:
+    return kind in ("set", "list")
+
+
+def _comparable(first: str, second: str) -> str | None:
+    """How two kinds compare: ``"unordered"`` (sets and bare lists), ``"ordered"`` (the same bracket pair or
+    matrix shape, or a bare list against a tuple), None when they cannot be equal (a braced set is not a tuple
+    or an interval, an open interval is not a closed one, a matrix is not a tuple)."""
+    if _unordered(first) and _unordered(second):
+        return "unordered"
+    if first == second or {first, second} == {"list", "()"}:
+        return "ordered"
+    return None
+
+
+def structures_equivalent(first: Structure, second: Structure, element_equivalent: Callable[..., bool]) -> bool:
+    """Same size and comparable kinds; elements pairwise equivalent (in order), or matched one to one for sets and
+    lists. ``element_equivalent(x, y, symbolic)`` is the math relation on two normalized elements."""
+    order = _comparable(first.kind, second.kind)
+    if order is None or len(first.elements) != len(second.elements):
+        return False
+    symbolic = len(first.elements) <= MAX_SYMBOLIC_ELEMENTS
+    left = [canonical_decimal(element.strip()) for element in first.elements]
+    right = [canonical_decimal(element.strip()) for element in second.elements]
+    if order == "ordered":
+        return all(x == y or element_equivalent(x, y, symbolic) for x, y in zip(left, right))
+    unmatched = list(right)
+    for x in left:
+        index = next((i for i, y in enumerate(unmatched) if x == y or element_equivalent(x, y, symbolic)), None)
+        if index is None:
+            return False
+        del unmatched[index]
+    return True
