@@ -17,10 +17,11 @@ Printed: per pair kind the median and p90 microseconds per call over all rounds'
 seconds); per dataset the rate of rewrites judged equivalent (should be 1) and the rate of other-reference pairs judged
 equivalent (false equivalences, unless the two questions truly share their answer), with up to ``--show`` failing
 examples per dataset grouped by transform; verdicts that changed between rounds (only the symbolic time budget can do
-that); the slowest pairs. The last line printed is one JSON object.
+that); the slowest pairs; with ``--math-verify``, how often Math-Verify's default verdict agrees with the checker's,
+per pair kind, and the pairs where it does not. The last line printed is one JSON object.
 
     python benchmarks/bench_answers.py [--datasets-dir ../shared/real-data] [--rounds 3] [--datasets math500,gsm8k]
-        [--show 5] [--slowest 5] [--keep-sympy-cache]
+        [--show 5] [--slowest 5] [--keep-sympy-cache] [--math-verify]
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from test_answers_real_data import DATASETS, REAL_DATA, dataset_rewrites, load_references, other_references  # noqa: E402
 
 from trac_metrics.answers import equivalent  # noqa: E402
+from trac_metrics.answers.math_verify_reference import math_verify_equivalent  # noqa: E402
 
 KINDS = ("rewrite", "other")
 WARM_UP_PAIR = ("x^2+2x+1", "(x+1)^2")
@@ -131,6 +133,33 @@ def print_examples(pairs: dict[str, list[Pair]], verdicts: dict[str, list[bool]]
             print(f"  {label:<18} {reference!r:<40} {candidate!r}")
 
 
+def math_verify_agreement(pairs: dict[str, list[Pair]], verdicts: dict[str, list[bool]], show: int) -> dict:
+    """Math-Verify's default verdict (``math_verify_equivalent``: gold = the reference) on every pair, and how often
+    it agrees with the checker's, per pair kind and dataset; up to ``show`` disagreements per kind printed."""
+    agreement: dict[str, dict] = {}
+    for kind in KINDS:
+        counted: dict[str, list[bool]] = defaultdict(list)
+        disagreements = []
+        for pair, ours in zip(pairs[kind], verdicts[kind], strict=True):
+            theirs = math_verify_equivalent(pair[3], pair[2], "math")
+            counted[pair[0]].append(theirs == ours)
+            if theirs != ours:
+                disagreements.append((pair, ours, theirs))
+        agreement[kind] = {
+            "pairs": len(pairs[kind]),
+            "agreement": sum(map(sum, counted.values())) / max(len(pairs[kind]), 1),
+            "by_dataset": {dataset: sum(found) / len(found) for dataset, found in counted.items()},
+            "disagreements": [
+                {"dataset": pair[0], "label": pair[1], "reference": pair[2], "candidate": pair[3], "ours": ours}
+                for pair, ours, _ in disagreements
+            ],
+        }
+        print(f"Math-Verify agrees on {agreement[kind]['agreement']:.4f} of the {kind} pairs")
+        for (dataset, label, reference, candidate), ours, theirs in disagreements[:show]:
+            print(f"  {dataset:<14} {label:<18} ours={ours!s:<5} MV={theirs!s:<5} {reference!r} vs {candidate!r}")
+    return agreement
+
+
 def slowest(pairs: dict[str, list[Pair]], micros: dict[str, list[list[float]]], count: int) -> list[dict]:
     """The ``count`` pairs with the largest median time over the rounds."""
     timed = [
@@ -149,6 +178,9 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=5, help="failing examples printed per dataset")
     parser.add_argument("--slowest", type=int, default=5, help="slowest pairs printed (and kept in the JSON)")
     parser.add_argument("--keep-sympy-cache", action="store_true", help="clear only the checker's own caches")
+    parser.add_argument(
+        "--math-verify", action="store_true", help="also judge every pair with Math-Verify's defaults (untimed)"
+    )
     args = parser.parse_args()
     datasets = [name.strip() for name in args.datasets.split(",") if name.strip()]
     if unknown := sorted(set(datasets) - set(DATASETS)):
@@ -207,6 +239,7 @@ def main() -> None:
         print(f"slow: {entry['median_us'] / 1000:8.1f} ms  {entry['reference']!r} vs {entry['candidate']!r}")
     if any(unstable.values()):
         print(f"verdicts that changed between rounds: {unstable}")
+    agreement = math_verify_agreement(pairs, first, args.show) if args.math_verify else None
     result = {
         "benchmark": "answer_equivalence",
         "datasets_dir": str(args.datasets_dir),
@@ -217,6 +250,7 @@ def main() -> None:
         "datasets": per_dataset,
         "unstable_verdicts": unstable,
         "slowest": slow,
+        "math_verify": agreement,
         "setup_seconds": setup_seconds,
         "total_seconds": time.perf_counter() - start,
     }

@@ -11,7 +11,7 @@ the reference as written. Token arrays and probes are synthetic (``tests/record_
 references matter here. Answers are extracted from the texts with the current extractor.
 
     python benchmarks/real_reference_records.py OUT [--datasets-dir ../shared/real-data]
-    git show f801eb8:trac_metrics/answers.py > /tmp/answers_before.py   # the checker before issue #17
+    git show f801eb8:trac_metrics/answers.py > /tmp/answers_before.py  # the checker before this rework
     trac rescore OUT/* --equivalence /tmp/answers_before.py:equivalent  # labels the previous checker gives
     trac rescore OUT/* --equivalence math-verify                        # labels Math-Verify's default gives
 

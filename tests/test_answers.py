@@ -68,6 +68,10 @@ MATH_EXTRACTION = [
     ("Final Answer: The largest $n$ is 34.", None, "34"),
     (r"Final Answer: the value of $x$ is $\frac{1}{2}$.", None, r"$\frac{1}{2}$"),
     ("The final answer is 18 dollars.", None, "18 dollars"),
+    # the answer of a sentence ends where its justification begins
+    ("The final answer is 12 because 3*4=12.", None, "12"),
+    ("The answer is 2, since 2 boxes hold 24 eggs.", None, "2"),
+    ("The answer is 1, 2, and 3.", None, "1, 2, and 3"),
 ]
 
 
@@ -94,6 +98,13 @@ MC_EXTRACTION = [
     (r"\boxed{(A) or (B)}", "(A) or (B)"),
     ("So the answer is (A) or (B).", "(A) or (B)"),
     ("Options (A), (B) were considered. The answer is (B).", "B"),
+    (r"\boxed{A} or \boxed{B}", r"\boxed{A} or \boxed{B}"),
+    (r"\boxed{(A)} \boxed{(B)}", r"\boxed{(A)} \boxed{(B)}"),
+    (r"\boxed{(A)(B)}", r"\boxed{(A)(B)}"),
+    ("The answer is A, B, or C.", "A, B, or C"),
+    ("The answer is **A** or **B**.", "**A** or **B**"),
+    (r"\boxed{A} ... wait, no: \boxed{B}", "B"),
+    (r"\boxed{B} \boxed{B}", "B"),  # the same option twice is no hedge
     ("The answer is A.", "A"),
     ("Answer: A", "A"),
     (r"<think>(A) maybe</think>The answer is (D)", "D"),
@@ -237,6 +248,21 @@ NORMALIZATION = [
     ("y = 3 - x", "math", "y=3-x"),
     ("9 = 4p + q", "math", "9=4p+q"),
     (r"x = \pm 4", "math", r"\pm4"),
+    # named quantities give their value; sums and products are not assignments; inequalities are not equations
+    ("AB = 5", "math", "5"),
+    (r"\angle A = 30^\circ", "math", "30"),
+    ("n! = 120", "math", "120"),
+    (r"\sum_{k=1}^{10} k", "math", r"\sum_{k=1}^{10}k"),
+    ("x >= 3", "math", "x>=3"),
+    # units: compound, with powers, after a degree sign; words that change the number stay
+    (r"9.8 \mathrm{~m}/\mathrm{s}^{2}", "math", "9.8"),
+    (r"5\,\mathrm{cm^2}", "math", "5"),
+    (r"25^{\circ}\text{C}", "math", "25"),
+    ("5 million", "math", "5million"),
+    (r"5\text{ million}", "math", "5million"),
+    # TeX shorthands take one token: \sqrt23 is 3√2; Euler's e before a spaced operator is no e-notation
+    (r"\sqrt23", "math", r"\sqrt{2}3"),
+    ("2e - 1", "math", r"2\cdot e-1"),
 ]
 
 
@@ -318,6 +344,21 @@ EQUIVALENCE = [
     (r"\pi", "3.14", "math", False),
     (r"\text{Evelyn}", r"\text{Nevely}", "math", False),  # words are not products of symbols
     ("2^{10^{100}}", "2^{10^{100}}+1", "math", False),  # refused before sympy, decided fast
+    # found by review: sums are not assignments, words that change a number are no units, one-way Math-Verify
+    (r"\sum_{k=1}^{10} k", "1", "math", False),
+    (r"\sum_{k=1}^{10} k", "55", "math", True),
+    (r"\prod_{k=2}^{5} k", "2", "math", False),
+    ("5", "5 million", "math", False),
+    ("2", "2 pi", "math", False),
+    (r"\sqrt{23}", r"\sqrt23", "math", False),
+    (r"3\sqrt{2}", r"\sqrt2 3", "math", True),
+    ("2e - 1", r"\frac{1}{5}", "math", False),
+    ("AB = 5", "5", "math", True),
+    ("f(x) = x^2", "x^2", "math", True),
+    (r"x \geq 3", "x >= 3", "math", True),
+    (r"x \geq 3", r"[3, \infty)", "math", True),  # Math-Verify reads the inequality only as the gold: either way
+    (r"5 \text{ m}/\text{s}", "5", "math", True),
+    (r"25^{\circ}\text{C}", "25", "math", True),
     ("B", "(B)", "mc", True),
     ("b", "B", "mc", True),
     ("(B) 42", "B", "mc", True),
@@ -325,6 +366,8 @@ EQUIVALENCE = [
     ("B", "C", "mc", False),
     ("A", "a train", "mc", False),
     ("(A) or (B)", "B", "mc", False),  # a hedge is credited with neither option
+    ("(A) and/or (B)", "A", "mc", False),
+    ("(A)(B)", "B", "mc", False),
     ("A and B", "A", "mc", False),
     ("True", "true", "text", True),
     ("Yes", "yes", "text", True),

@@ -77,3 +77,33 @@ def top_level_split(text: str, separator: str = ",") -> list[str] | None:
             start = match.end()
     parts.append(text[start:])
     return parts if depth == 0 else None
+
+
+_GREEK = (
+    "alpha|beta|gamma|delta|epsilon|varepsilon|zeta|eta|theta|vartheta|iota|kappa|lambda|mu|nu|xi|rho|sigma|tau|"
+    "upsilon|phi|varphi|chi|psi|omega|Gamma|Delta|Theta|Lambda|Xi|Pi|Sigma|Upsilon|Phi|Psi|Omega"
+)
+NAME = rf"(?:[A-Za-z]|\\(?:{_GREEK})(?![A-Za-z]))(?:_(?:\{{[A-Za-z0-9]+\}}|[A-Za-z0-9]))?"
+"""A variable name: a letter or a Greek letter, with an optional subscript (``x``, ``\\alpha``, ``a_{1}``)."""
+_QUANTITY_RE = re.compile(
+    rf"\s*(?:{NAME}|\(\s*{NAME}(?:\s*,\s*{NAME})+\s*\)|(?:m\s*)?\\angle\s*[A-Za-z]+|[A-Za-z]{{2,5}}"
+    rf"|{NAME}\([^()=]*\)|{NAME}!|\|[^|=]+\|)\s*"
+)
+
+
+def names_a_quantity(left: str) -> bool:
+    """Whether the left side of an equation names what its right side gives a value to: a variable (``x``,
+    ``a_{1}``), a tuple of them (``(m, n)``), a segment or angle (``AB``, ``\\angle A``, ``m\\angle ABC``), a
+    function value (``f(x)``, ``P(A)``), ``n!`` or ``|x|`` — not an expression (``x + y``, ``4p + q``, ``9``)."""
+    return _QUANTITY_RE.fullmatch(left) is not None
+
+
+def relation_sides(text: str) -> tuple[str, str] | None:
+    """The two sides of ``text`` when it is one equation: a single ``=`` outside every bracket, not part of ``<=``,
+    ``>=`` or ``!=``; None for anything else."""
+    sides = top_level_split(text, "=")
+    if sides is None or len(sides) != 2 or not sides[0].strip() or not sides[1].strip():
+        return None
+    if sides[0][-1] in "<>!":  # "x <= 3", "x != 3"; "n! = 120" keeps its space
+        return None
+    return sides[0].strip(), sides[1].strip()

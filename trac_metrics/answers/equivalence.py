@@ -21,11 +21,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
-from trac_metrics.answers._latex import CACHE_SIZE, check_kind
+from trac_metrics.answers._latex import CACHE_SIZE, check_kind, names_a_quantity, relation_sides
 from trac_metrics.answers.normalization import normalize_answer
 from trac_metrics.answers.numbers import as_number, number_verdict
 from trac_metrics.answers.structures import structure, structures_equivalent
@@ -42,9 +41,6 @@ from trac_metrics.answers.symbolic import (
 MAX_COMPARED_CHARS = 1000
 """Normalized answers longer than this are equal only as equal strings (a runaway generation is no formula)."""
 
-_NAME = r"(?:[A-Za-z]|\\[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?"
-_ASSIGNED_NAME_RE = re.compile(rf"{_NAME}|\({_NAME}(?:,{_NAME})+\)")
-
 
 class _Relation(NamedTuple):
     left: str
@@ -52,16 +48,15 @@ class _Relation(NamedTuple):
 
     @property
     def assigns(self) -> bool:
-        """Whether the left side is a name or a tuple of names: ``y = 2x + 1`` gives y the value ``2x + 1``."""
-        return _ASSIGNED_NAME_RE.fullmatch(self.left) is not None
+        """Whether the left side names a quantity (:func:`trac_metrics.answers._latex.names_a_quantity`):
+        ``y = 2x + 1`` gives y the value ``2x + 1``, ``AB = 5`` gives AB the value 5."""
+        return names_a_quantity(self.left)
 
 
 def _relation(text: str) -> _Relation | None:
     """The two sides of a normalized answer that is one equation ``left = right``; None for anything else."""
-    sides = text.split("=")
-    if len(sides) != 2 or not sides[0] or not sides[1]:
-        return None
-    return _Relation(*sides)
+    sides = relation_sides(text)
+    return None if sides is None else _Relation(*sides)
 
 
 def _relation_verdict(first: str, second: str, symbolic: bool) -> bool | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from trac_metrics.answers._latex import check_kind, check_str, matching_braces
+from trac_metrics.answers._latex import NAME, check_kind, check_str, matching_braces
 from trac_metrics.answers.normalization import is_hedge, option_letter
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)(?:\s*(\{)|\s+([^\s{}$]+))")
@@ -18,14 +18,17 @@ _NUMBER_RE = re.compile(r"(?:(?<![\w)\]}])-)?(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+
 
 _GAP = r"(?:\s|\$|\\[()\[\]]|\\q?quad(?![A-Za-z])|\\[,;:! ])*"
 _LIST_JOINER = r"(?:,|;|\band\b|\bor\b|\\text\s*\{\s*(?:and|or)\s*\})"
-_NAME = r"(?:[A-Za-z]|\\[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?"
-_BOX_JOINER_RE = re.compile(rf"{_GAP}{_LIST_JOINER}{_GAP}(?:{_NAME}\s*=)?{_GAP}")
+_BOX_JOINER_RE = re.compile(rf"{_GAP}{_LIST_JOINER}{_GAP}(?:{NAME}\s*=)?{_GAP}")
 """What may stand between two boxes of one answer set: a comma, semicolon, "and" or "or", math delimiters and
 spacing, and the name the next box's value is given to (``x = \\boxed{2} or x = \\boxed{-5}``)."""
 _MAX_JOINER_CHARS = 200
 """Boxes further apart than this are never one answer set (and the joiner check stays linear)."""
 _GROUP_JOINER_RE = re.compile(rf"\s*{_LIST_JOINER}\s*")
 _SENTENCE_VERB_RE = re.compile(r"\s(?:is|are|equals|=)\s+|:\s+")
+_REASON_RE = re.compile(r",?\s+(?:because|since|as|given|due to|which|so that)\b", re.IGNORECASE)
+_REASON_IN_WORDS_RE = re.compile(rf"{_REASON_RE.pattern}|,\s+(?!(?:and|or)\b)(?=[a-z]{{3,}})", re.IGNORECASE)
+"""Where the answer of a sentence ends and its justification begins: "12 because 3*4=12", "No, because Sam lies";
+in the math kind also a comma before a word ("2, since …")."""
 _WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _DOLLAR_GROUP_RE = re.compile(r"\$[^$]+\$")
 
@@ -41,8 +44,10 @@ _MC_ANSWER_PHRASE_RE = re.compile(  # "answer is B", "Answer: (B)", "answer is o
     r"(?:(?i:option|choice)\s+)?(?:\\text(?:bf)?\{)?\(?([A-R])(?!\w)"
 )
 _ARTICLE_CONTINUES_RE = re.compile(r"\s+[a-z]")
-_HEDGE_RE = re.compile(r"\([A-R]\)(?:[ \t]*(?:,|/|\band\b|\bor\b)[ \t]*\([A-R]\))+")
-"""Parenthesized option letters joined by commas, "and", "or" or slashes in prose: "(A) or (B)"."""
+_OPTION = r"(?:\*\*)?(?<![A-Za-z])\(?[A-R]\)?(?![A-Za-z])(?:\*\*)?"
+_HEDGE_RE = re.compile(rf"{_OPTION}(?:[ \t]*(?:,|/|\band/or\b|\band\b|\bor\b)[ \t]*(?:or[ \t]+)?{_OPTION})+")
+"""Option letters (bare, parenthesized or bold) joined by commas, "and", "or" or slashes in prose: "(A) or (B)",
+"A, B, or C", "**A** or **B**"."""
 
 
 class _Box(NamedTuple):
@@ -141,7 +146,8 @@ def _is_prose(text: str) -> bool:
 
 def _clip_answer_span(rest: str, in_words: bool) -> str | None:
     """The answer that follows an answer phrase: one math-delimited group or a run of them, else the rest of the
-    sentence (with ``in_words``, the answer expression inside it: :func:`_answer_in_sentence`)."""
+    sentence up to its justification ("because …", "since …"; with ``in_words`` also ", <word>"), and with
+    ``in_words`` the answer expression inside it (:func:`_answer_in_sentence`)."""
     rest = rest.lstrip()
     if rest.startswith("**") and rest[2:3].isspace():
         rest = rest[2:].lstrip()
@@ -151,6 +157,8 @@ def _clip_answer_span(rest: str, in_words: bool) -> str | None:
     line = rest.split("\n", 1)[0]
     sentence_end = _SENTENCE_END_RE.search(line)
     clipped = (line[: sentence_end.start()] if sentence_end else line).strip()
+    reason = (_REASON_IN_WORDS_RE if in_words else _REASON_RE).search(clipped)
+    clipped = clipped[: reason.start()].strip() if reason else clipped
     if in_words and clipped:
         clipped = _answer_in_sentence(clipped)
     return clipped or None
@@ -198,6 +206,23 @@ def _extract_math(region: str) -> str | None:
     return numbers[-1] if numbers else None
 
 
+def _hedged_box_runs(region: str, boxes: list[_Box]) -> list[tuple[int, int]]:
+    """Spans of runs of boxes naming different options side by side or joined as a list (``\\boxed{A} or
+    \\boxed{B}``, ``\\boxed{A}, \\boxed{B}``)."""
+    runs, run = [], [boxes[0]] if boxes else []
+    for box in boxes[1:]:
+        gap = region[run[-1].end : box.start]
+        if len(gap) <= _MAX_JOINER_CHARS and (not gap.strip() or _BOX_JOINER_RE.fullmatch(gap)):
+            run.append(box)
+            continue
+        runs.append(run)
+        run = [box]
+    runs.append(run)
+    return [
+        (run[0].start, run[-1].end) for run in runs if len({option_letter(box.content) for box in run} - {None}) > 1
+    ]
+
+
 def _extract_mc(region: str) -> str | None:
     """Last option letter among the explicit forms; a bare "A" or "I" must not start a word sequence (prose). A hedge
     (``\\boxed{(A) or (B)}``, "the answer is (A) and (B)") names no single option: when the last letter stands in
@@ -205,6 +230,7 @@ def _extract_mc(region: str) -> str | None:
     boxes = _boxes(region)
     hedges = [(box.start, box.end) for box in boxes if is_hedge(box.content)]
     hedges += [match.span() for match in _HEDGE_RE.finditer(region)]
+    hedges += _hedged_box_runs(region, boxes)
     candidates = [(box.start, letter) for box in boxes if (letter := option_letter(box.content))]
     for pattern in _MC_PATTERNS:
         candidates.extend((m.start(), m.group(1)) for m in pattern.finditer(region))
@@ -212,7 +238,7 @@ def _extract_mc(region: str) -> str | None:
         letter = match.group(1)
         if letter in "AI" and _ARTICLE_CONTINUES_RE.match(region, match.end()):
             continue
-        candidates.append((match.start(), letter))
+        candidates.append((match.start(1), letter))
     if not candidates:
         return None
     last, letter = max(candidates)

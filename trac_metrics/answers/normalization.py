@@ -11,7 +11,16 @@ from __future__ import annotations
 import functools
 import re
 
-from trac_metrics.answers._latex import CACHE_SIZE, check_kind, check_str, matching_braces, unwrap_commands
+from trac_metrics.answers._latex import (
+    CACHE_SIZE,
+    NAME,
+    check_kind,
+    check_str,
+    matching_braces,
+    names_a_quantity,
+    relation_sides,
+    unwrap_commands,
+)
 
 _MAX_STRUCTURED_CHARS = 1000
 
@@ -19,19 +28,26 @@ _TEXT_COMMAND_RE = re.compile(
     r"\\(?:text|textbf|textit|textrm|textnormal|textsf|texttt|mathrm|mathbf|mathit|mathsf|mbox|boldsymbol)\s*\{"
 )
 _UNIT_COMMAND_RE = re.compile(r"\\(?:text|textrm|textnormal|textbf|textit|mathrm|mathit|mbox)\s*\{")
-_UNIT_CONTENT_RE = re.compile(r"[\s~]*[A-Za-z][A-Za-z\s~./\-]*")
-_UNIT_POWER_RE = re.compile(r"\s*(?:\^\{?\d\}?)?\s*$")
+_UNIT_CONTENT_RE = re.compile(r"[\s~]*[A-Za-z][A-Za-z\s~./\-^{}0-9,\\]*")
+_UNIT_POWER_RE = re.compile(r"\s*(?:\^\s*\{?-?\d\}?)?\s*$")
+_UNIT_JOINER_RE = re.compile(r"(?:/|\\cdot|\\times|\s)*$")
+_MAX_UNIT_GROUPS = 4
+_NOT_UNITS = frozenset(
+    "million billion trillion thousand hundred dozen squared cubed pi or and more less times percent approximately "
+    "about than".split()
+)
+"""Words after a number that change its value or hedge it: never dropped as a unit (``5 million`` ≠ 5)."""
 _WHOLE_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _UNICODE_MATH = {"−": "-", "π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "√": "\\sqrt", "±": "\\pm "}
 _LEFT_RIGHT_RE = re.compile(r"\\(?:left|right)(?:\.|(?![A-Za-z]))")
 _SPACING_RE = re.compile(r"(\\\\)|\\[,;: ]|\\q?quad(?![A-Za-z])|~|\\displaystyle(?![A-Za-z])")  # 1: row break
-_DEGREE_RE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\degree(?![A-Za-z])|°")
-_LIST_WORD_RE = re.compile(r"\s*,?\s*(?<![A-Za-z\\])(?:and|or)(?![A-Za-z])\s*")
-_NAME = r"(?:[A-Za-z]|\\[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?"
-_ASSIGNMENT_RE = re.compile(
-    rf"(?:{_NAME}|\(\s*{_NAME}(?:\s*,\s*{_NAME})+\s*\))\s*(=|\\in(?![A-Za-z]))([^=]+)", re.DOTALL
+_DEGREE_RE = re.compile(
+    r"(?:\^\s*\{?\s*\\circ\s*\}?|\\degree(?![A-Za-z])|°)"
+    r"(?:\s*(?:\\(?:text|mathrm)\s*\{\s*[CF]\s*\}|[CF](?![A-Za-z])))?"
 )
-"""``name = value``, ``(m, n) = value`` or ``x \\in set``: group 1 the relation, group 2 the value."""
+"""A degree sign, with the Celsius or Fahrenheit letter after it (``25^{\\circ}\\text{C}`` → ``25``)."""
+_LIST_WORD_RE = re.compile(r"\s*,?\s*(?<![A-Za-z\\])(?:and|or)(?![A-Za-z])\s*")
+_MEMBERSHIP_RE = re.compile(rf"\s*{NAME}\s*\\in(?![A-Za-z])(.+)", re.DOTALL)
 _COMMAND_RE = re.compile(r"\\[A-Za-z]+")
 _FREE_LETTER_RE = re.compile(r"[A-Za-z]")
 _ARITHMETIC_SIDE_RE = re.compile(r"[\d\s.,+\-*/()^]*\d[\d\s.,+\-*/()^]*")
@@ -41,11 +57,13 @@ _THOUSANDS_RE = re.compile(r"-?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")
 _DECIMAL_COMMA_RE = re.compile(r"-?0,\d+")
 _FRAC_SHORTHAND_RE = re.compile(r"\\frac(\d)(\d)")
 _FRAC_HALF_SHORTHAND_RE = re.compile(r"\\frac(\{[^{}]*\})(\d)")
-_SQRT_SHORTHAND_RE = re.compile(r"\\sqrt(\d+|[A-Za-z])")
+_SQRT_SHORTHAND_RE = re.compile(r"\\sqrt(\d|[A-Za-z])")
+_EULER_E_RE = re.compile(r"(?<=\d)e(?=\s+[-+])")
+"""``2e - 1``: Euler's number times 2, not the e-notation ``2e-1`` it would read as once spaces are dropped."""
 _PLAIN_DECIMAL_RE = re.compile(r"(-?)(\d*)(?:\.(\d*))?")
 _MC_BARE_LETTER_RE = re.compile(r"\(?([A-Ra-r])\)?[.:]?")
 _MC_LETTER_WITH_TEXT_RE = re.compile(r"\(([A-Ra-r])\)\s|([A-R])[).:]\s")
-_MC_HEDGE_RE = re.compile(r"\s*\(?[A-R]\)?(?:\s*(?:,|/|&|\band\b|\bor\b)\s*\(?[A-R]\)?)+\s*\.?")
+_MC_HEDGE_RE = re.compile(r"\s*\(?[A-R]\)?(?:\s*(?:,|/|&|\band/or\b|\band\b|\bor\b)?\s*(?:or\s+)?\(?[A-R]\)?)+\s*\.?")
 _LETTERS = "ABCDEFGHIJKLMNOPQR"
 _QUOTES = "\"'`“”‘’"
 
@@ -63,21 +81,32 @@ def _strip_markup(answer: str) -> str:
     return text.strip()
 
 
+def _is_unit(content: str) -> bool:
+    """Whether the content of a text-style group reads as a unit: letters (with powers, ``/``, ``\\,``), none of
+    them a word that changes the number (:data:`_NOT_UNITS`)."""
+    words = re.findall(r"[A-Za-z]+", content.replace("\\,", " "))
+    return bool(_UNIT_CONTENT_RE.fullmatch(content)) and not _NOT_UNITS.intersection(word.lower() for word in words)
+
+
 def _drop_trailing_unit(text: str) -> str:
-    """``5 \\text{ cm}``, ``5\\mathrm{kg}``, ``5 \\textbf{cm}`` → ``5``: a final text-style group that reads as a unit,
-    after some other content."""
-    matches = list(_UNIT_COMMAND_RE.finditer(text))
-    if not matches:
-        return text
-    last = matches[-1]
-    close = matching_braces(text).get(last.end() - 1)
-    if close is None or not _UNIT_POWER_RE.fullmatch(text, close + 1):
-        return text
-    content = text[last.end() : close]
-    spaced = content[:1] in (" ", "~")
-    letters = sum(ch.isalpha() for ch in content)
-    if _UNIT_CONTENT_RE.fullmatch(content) and (spaced or letters >= 2) and text[: last.start()].strip():
-        return text[: last.start()]
+    """``5 \\text{ cm}``, ``5\\mathrm{kg}``, ``5 \\textbf{cm}``, ``9.8 \\mathrm{~m}/\\mathrm{s}^{2}`` → ``5`` / ``9.8``:
+    the final text-style groups that read as units, after some other content (up to :data:`_MAX_UNIT_GROUPS`)."""
+    for _ in range(_MAX_UNIT_GROUPS):
+        matches = list(_UNIT_COMMAND_RE.finditer(text))
+        if not matches:
+            return text
+        last = matches[-1]
+        close = matching_braces(text).get(last.end() - 1)
+        if close is None or not _UNIT_POWER_RE.fullmatch(text, close + 1):
+            return text
+        content = text[last.end() : close]
+        before = _UNIT_JOINER_RE.sub("", text[: last.start()])
+        joiner = text[len(before) : last.start()]
+        spaced = content[:1] in (" ", "~") or joiner[-1:].isspace() or bool(joiner.strip())  # "m/\text{s}"
+        letters = sum(ch.isalpha() for ch in content)
+        if not (_is_unit(content) and (spaced or letters >= 2) and before.strip()):
+            return text
+        text = before
     return text
 
 
@@ -108,14 +137,16 @@ def has_free_letters(text: str) -> bool:
 
 
 def _value_of_assignment(text: str) -> str:
-    """``x = 5`` → ``5``, ``(m, n) = (5, 1)`` → ``(5, 1)``, ``x \\in [0, 1)`` → ``[0, 1)``: an assignment of a value
-    (no variable on its right side) states that value. ``y = 2x + 1`` stays a relation: equivalence compares it as
-    one (docs/method.md#answer-equivalence)."""
-    assignment = _ASSIGNMENT_RE.fullmatch(text)
-    if assignment is None:
+    """``x = 5`` → ``5``, ``(m, n) = (5, 1)`` → ``(5, 1)``, ``AB = 5`` → ``5``, ``x \\in [0, 1)`` → ``[0, 1)``: an
+    assignment of a value (a named quantity on the left, no variable on the right) states that value. ``y = 2x + 1``
+    stays a relation: equivalence compares it as one (docs/method.md#answer-equivalence)."""
+    membership = _MEMBERSHIP_RE.fullmatch(text)
+    if membership is not None and "=" not in membership.group(1):
+        return membership.group(1).strip()
+    sides = relation_sides(text)
+    if sides is None or not names_a_quantity(sides[0]) or has_free_letters(sides[1]):
         return text
-    value = assignment.group(2).strip()
-    return value if assignment.group(1) != "=" or not has_free_letters(value) else text
+    return sides[1]
 
 
 def _result_of_arithmetic_chain(text: str) -> str:
@@ -162,9 +193,10 @@ def _normalize_math(answer: str) -> str | None:
     text = _result_of_arithmetic_chain(text)
     text = text.removeprefix("+").strip()
     unit = _NUMBER_WITH_UNIT_RE.fullmatch(text)
-    if unit is not None:
+    if unit is not None and _is_unit(text[unit.end(1) :]):
         text = unit.group(1)
-    text = _drop_spaces(plain_number_separators(text))
+    text = _EULER_E_RE.sub(r"\\cdot e", plain_number_separators(text))
+    text = _drop_spaces(_SQRT_SHORTHAND_RE.sub(r"\\sqrt{\1}", text))  # \sqrt2 3 is 3√2, as in TeX
     text = _FRAC_SHORTHAND_RE.sub(r"\\frac{\1}{\2}", text)
     text = _FRAC_HALF_SHORTHAND_RE.sub(r"\\frac\1{\2}", text)
     text = _SQRT_SHORTHAND_RE.sub(r"\\sqrt{\1}", text)

@@ -100,13 +100,15 @@ def parsed(text: str) -> tuple[object, ...]:
 
 
 def symbolically_equal(first: str, second: str) -> bool:
-    """Math-Verify in both directions (its ``verify`` is not symmetric), AND-ed."""
+    """Math-Verify in either direction: its ``verify(gold, prediction)`` is not symmetric (it reads an inequality as
+    the interval of its solutions only on the gold side, ``x \\geq 3`` ≡ ``[3, \\infty)``), and this relation has no
+    gold side."""
     if too_costly_for_sympy(first, second):
         return False
     parsed_first, parsed_second = list(parsed(first)), list(parsed(second))
     if not parsed_first or not parsed_second:
         return False
-    return verify(parsed_first, parsed_second, timeout_seconds=None) and verify(
+    return verify(parsed_first, parsed_second, timeout_seconds=None) or verify(
         parsed_second, parsed_first, timeout_seconds=None
     )
 
