@@ -5,7 +5,11 @@ responses, 2,000 resamples. The records are written first (not timed) by the tes
 stage of the report is timed (wall-clock and this process's CPU seconds), with the peak memory of the process.
 The last line printed is one JSON object.
 
-    python benchmarks/bench_report.py [--models 6] [--tasks 5] [--questions 500] [--k 8] [--resamples 2000]
+    python benchmarks/bench_report.py [--models 6] [--tasks 5] [--questions 500] [--k 8] [--resamples 2000] [--jobs N]
+
+``--many-small-pairs`` is the other shape: 2,000 tiny pairs (40 models × 50 tasks × 3 questions × K = 4, 200
+resamples, one process), where the cost per pair rather than per question shows; any size option given with it
+overrides its value (e.g. ``--models 10 --tasks 10`` for 100 pairs).
 """
 
 from __future__ import annotations
@@ -38,15 +42,23 @@ def timed(stages: dict[str, dict[str, float]], name: str, work: Callable[[], Any
     return result
 
 
+HEADLINE = {"models": 6, "tasks": 5, "questions": 500, "k": 8, "resamples": 2000, "jobs": None}
+"""The paper's headline setting (the default shape)."""
+MANY_SMALL_PAIRS = {"models": 40, "tasks": 50, "questions": 3, "k": 4, "resamples": 200, "jobs": 1}
+"""``--many-small-pairs``: 2,000 pairs of 3 questions, where per-pair costs dominate."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=int, default=6)
-    parser.add_argument("--tasks", type=int, default=5)
-    parser.add_argument("--questions", type=int, default=500)
-    parser.add_argument("--k", type=int, default=8)
-    parser.add_argument("--resamples", type=int, default=2000)
+    parser.add_argument("--many-small-pairs", action="store_true", help="2,000 tiny pairs (see the module docstring)")
+    for name in ("models", "tasks", "questions", "k", "resamples"):
+        parser.add_argument(f"--{name}", type=int)
+    parser.add_argument("--jobs", type=int, help="processes (default: every CPU; 1 with --many-small-pairs)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    for name, value in (MANY_SMALL_PAIRS if args.many_small_pairs else HEADLINE).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -59,11 +71,11 @@ def main() -> None:
         folders = write_runs(root / "runs", specs, k=args.k, seed=args.seed)
         record_bytes = sum(path.stat().st_size for path in (root / "runs").rglob("*.jsonl"))
         stages: dict[str, dict[str, float]] = {}
-        pairs = timed(stages, "load_records", lambda: load_pairs(folders))
+        pairs = timed(stages, "load_records", lambda: load_pairs(folders, jobs=args.jobs))
         data = timed(
             stages,
             "evaluate_and_bootstrap",
-            lambda: build_report_data(pairs, n_resamples=args.resamples, seed=args.seed),
+            lambda: build_report_data(pairs, n_resamples=args.resamples, seed=args.seed, jobs=args.jobs),
         )
         timed(stages, "tables_and_plots", lambda: write_report(data, root / "report"))
     total = {key: sum(stage[key] for stage in stages.values()) for key in ("wall_s", "cpu_s")}
@@ -72,6 +84,7 @@ def main() -> None:
         "questions_per_pair": args.questions,
         "k": args.k,
         "resamples": args.resamples,
+        "jobs": args.jobs,
         "responses": len(specs) * args.questions * args.k,
         "record_megabytes": record_bytes / 1e6,
         "stages": stages,

@@ -131,3 +131,25 @@ def test_a_trac_task_on_a_backend_without_the_hook_is_refused_up_front():
     assert "need token logprobs and an answer probe" in result.stderr + result.stdout
     assert "DummyLM backend has neither" in result.stderr + result.stdout
     assert "trac-eval: hook on" not in result.stderr and "hooks are tested with" not in result.stderr
+
+
+def test_include_defaults_false_indexes_only_the_callers_folders(tmp_path):
+    # lm-eval's own tests/test_task_manager.py::test_include_defaults_false_with_custom_path, with trac-eval on: only
+    # the custom task is listed; naming our folder in include_path still brings our tasks.
+    (tmp_path / "custom_arc_task.yaml").write_text(
+        "task: custom_arc_task\ndataset_path: allenai/ai2_arc\ndataset_name: ARC-Challenge\n"
+        "output_type: multiple_choice\ntest_split: test\ndoc_to_text: 'Q: {{question}}'\n"
+        "doc_to_target: '{{choices.label.index(answerKey)}}'\ndoc_to_choice: '{{choices.text}}'\n"
+    )
+    both = [str(task_config_dir()), str(tmp_path)]
+    found = json.loads(
+        run_python(
+            "import json; from lm_eval.tasks import TaskManager; "
+            f"alone = TaskManager(include_defaults=False, include_path={str(tmp_path)!r}); "
+            f"positional = TaskManager(None, {str(tmp_path)!r}, False); "
+            f"ours = TaskManager(include_defaults=False, include_path={both!r}); "
+            "print(json.dumps([alone.all_tasks, str(alone.task_index['custom_arc_task'].yaml_path), "
+            "positional.all_tasks, 'trac_math500' in ours.all_tasks]))"
+        )
+    )
+    assert found == [["custom_arc_task"], str(tmp_path / "custom_arc_task.yaml"), ["custom_arc_task"], True]

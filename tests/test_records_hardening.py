@@ -12,6 +12,7 @@ import contextlib
 import copy
 import io
 import json
+import math
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
@@ -27,7 +28,14 @@ from record_factory import synthetic_question
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.cli import main
-from trac_metrics.records import PROBE_VARIANTS, ProbeRecord, RecordWriter, ResponseRecord, iter_records
+from trac_metrics.records import (
+    PROBE_VARIANTS,
+    ProbeRecord,
+    RecordWriter,
+    ResponseRecord,
+    encode_array,
+    iter_records,
+)
 from trac_metrics.reporting.runs import NoRecordsError, load_pairs
 
 VALID = [
@@ -238,12 +246,17 @@ json_values = st.recursive(
 seconds = st.floats(0, 1e4)
 
 
-def token_arrays(dtype: type, shape: int | tuple[int, ...]) -> st.SearchStrategy[np.ndarray]:
-    """Arrays of ``dtype`` with the special float values among their elements (drawn from a small set, so that a
-    record stays within Hypothesis's data budget: the stored bytes are copied, whatever the values)."""
+LOGPROBS = [0.0, -0.0, -0.125, -2.75, -1024.0, -60000.0]
+ENTROPIES = [0.0, -0.0, 0.125, 2.75, 1024.0, 60000.0]
+PADDED_LOGPROBS = [*LOGPROBS, float("-inf")]
+
+
+def token_arrays(dtype: type, shape: int | tuple[int, ...], values: list[float] = LOGPROBS) -> st.SearchStrategy:
+    """Arrays of ``dtype`` over the range the schema accepts, extremes included: token ids >= 0, else ``values``
+    (drawn from a small set, so that a record stays within Hypothesis's data budget: the stored bytes are copied,
+    whatever the values)."""
     if np.dtype(dtype).kind == "i":
-        return arrays(dtype, shape, elements=st.integers(-(2**31), 2**31 - 1))
-    values = [0.0, -0.0, 0.125, -2.75, 1024.0, -60000.0, float("nan"), float("inf"), float("-inf")]
+        return arrays(dtype, shape, elements=st.integers(0, 2**31 - 1))
     return arrays(dtype, shape, elements=st.sampled_from(values))
 
 
@@ -258,7 +271,7 @@ def probes(draw: st.DrawFn, variant: str) -> ProbeRecord:
         answer=draw(st.none() | st.text(max_size=10)),
         token_ids=draw(token_arrays(np.int32, n_tokens)),
         token_logprobs=draw(token_arrays(np.float32, n_tokens)),
-        top_logprobs=draw(token_arrays(np.float32, (n_tokens, top_k))),
+        top_logprobs=draw(token_arrays(np.float32, (n_tokens, top_k), PADDED_LOGPROBS)),
         answer_token_count=draw(st.integers(0, n_tokens)),
         finish_reason=draw(st.sampled_from(["stop", "eos", "length", "teacher_forced"])),
         num_prompt_tokens=draw(st.integers(0, 10**6)),
@@ -287,7 +300,7 @@ def records(draw: st.DrawFn) -> ResponseRecord:
         top_k=draw(st.integers(1, 20)),
         token_ids=draw(token_arrays(np.int32, n_tokens)),
         token_logprobs=draw(token_arrays(np.float32, n_tokens)),
-        topk_entropy=draw(token_arrays(np.float16, n_tokens)),
+        topk_entropy=draw(token_arrays(np.float16, n_tokens, ENTROPIES)),
         topk_mean_logprob=draw(token_arrays(np.float16, n_tokens)),
         probes={variant: draw(probes(variant)) for variant in variants},
         p_true=draw(st.none() | st.floats(allow_nan=True)),
@@ -428,3 +441,58 @@ def test_every_invalid_file_ends_with_one_line_naming_its_line(case: tuple[list[
         for command in (["evaluate", path], ["report", path, "--out", Path(folder) / "out"]):
             message = trac_failure(*command)
             assert f"{path}:{line_number}: " in message, message
+
+
+# --------------------------------------------------------------------------------------- array values
+def with_array(path: str, values: list[float], dtype: str) -> Callable[[dict[str, Any]], None]:
+    """A change of the stored array at ``path`` to ``values`` (of ``dtype``, the shape kept when it fits)."""
+
+    def change(payload: dict[str, Any]) -> None:
+        parent, key = holder(payload, path)
+        stored = parent[key]
+        shape = stored["shape"] if math.prod(stored["shape"]) == len(values) else [len(values)]
+        set_path(payload, path, encode_array(np.reshape(values, shape), np.dtype(dtype).type))
+
+    return change
+
+
+N_PROBE = VALID[1]["probes"]["trace"]["token_ids"]["shape"][0]
+BAD_VALUES = {
+    "nan logprob": (
+        with_array("token_logprobs", [-0.5, float("nan")] + [-0.5] * (N_TOKENS - 2), "<f4"),
+        "'token_logprobs' must hold finite log-probabilities <= 0, got nan at index 1",
+    ),
+    "inf logprob": (
+        with_array("token_logprobs", [float("-inf")] * N_TOKENS, "<f4"),
+        "'token_logprobs' must hold finite log-probabilities <= 0, got -inf at index 0",
+    ),
+    "positive logprob": (with_array("token_logprobs", [0.25] * N_TOKENS, "<f4"), "got 0.25 at index 0"),
+    "nan entropy": (with_array("topk_entropy", [float("nan")] * N_TOKENS, "<f2"), "'topk_entropy' must hold finite"),
+    "negative entropy": (with_array("topk_entropy", [-1.0] * N_TOKENS, "<f2"), "entropies >= 0, got -1.0 at index 0"),
+    "inf mean logprob": (
+        with_array("topk_mean_logprob", [float("inf")] * N_TOKENS, "<f2"),
+        "'topk_mean_logprob' must hold finite log-probabilities <= 0, got inf",
+    ),
+    "negative token id": (with_array("token_ids", [-5] * N_TOKENS, "<i4"), "token ids >= 0, got -5 at index 0"),
+    "probe nan logprob": (
+        with_array("probes.trace.token_logprobs", [float("nan")] * N_PROBE, "<f4"),
+        "'probes.trace.token_logprobs' must hold finite log-probabilities <= 0, got nan at index 0",
+    ),
+    "probe +inf top logprob": (
+        with_array("probes.trace.top_logprobs", [float("inf")] * (N_PROBE * 5), "<f4"),
+        "'probes.trace.top_logprobs' must hold log-probabilities <= 0 or -inf (padding), got inf at index [0, 0]",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_VALUES)
+def test_a_non_finite_or_out_of_range_array_value_is_one_line_naming_file_line_and_field(
+    case: str, tmp_path: Path
+) -> None:
+    mutate, expected = BAD_VALUES[case]
+    payload = copy.deepcopy(VALID[1])
+    mutate(payload)
+    path = write_lines(tmp_path / "run.jsonl", [VALID[0], payload, *VALID[2:]])
+    for command in (["evaluate", path], ["report", path, "--out", tmp_path / "out"]):
+        message = trac_failure(*command)
+        assert f"{path}:2: malformed record: " in message and expected in message, message

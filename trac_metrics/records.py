@@ -28,7 +28,11 @@ only when lm-eval's post-processing, e.g. its ``think_end_token`` stripping, mad
 
 Reading (:func:`iter_records`) checks every field against this schema, so a malformed record fails with
 :class:`RecordFormatError` naming the file, line and field, never deeper in a computation; a last line cut off by
-a crash is skipped with a warning.
+a crash is skipped with a warning. The arrays' values are part of the schema (:data:`_ARRAY_VALUES`): token ids are
+non-negative; ``token_logprobs`` (response and probe) and ``topk_mean_logprob`` are finite and ≤ 0; ``topk_entropy``
+is finite and ≥ 0; a probe's ``top_logprobs`` are ≤ 0, -inf being the padding of a position with fewer than k
+(never NaN or +inf). Writing (:class:`RecordWriter`) checks each record with the same reader, so a record that
+would be refused on reading is never written.
 """
 
 from __future__ import annotations
@@ -60,6 +64,39 @@ _RESPONSE_ARRAYS = {
     "topk_mean_logprob": np.float16,
 }
 _PROBE_ARRAYS = {"token_ids": np.int32, "token_logprobs": np.float32, "top_logprobs": np.float32}
+
+
+@dataclass(frozen=True)
+class _Values:
+    """What every element of a stored array must be: ``accepts`` maps an array to an element-wise boolean mask,
+    ``description`` says it in an error."""
+
+    description: str
+    accepts: Callable[[np.ndarray], np.ndarray]
+
+
+_TOKEN_IDS = _Values("token ids >= 0", lambda values: values >= 0)
+_LOGPROBS = _Values("finite log-probabilities <= 0", lambda values: np.isfinite(values) & (values <= 0))
+_PADDED_LOGPROBS = _Values("log-probabilities <= 0 or -inf (padding)", lambda values: ~np.isnan(values) & (values <= 0))
+_ENTROPIES = _Values("finite entropies >= 0", lambda values: np.isfinite(values) & (values >= 0))
+_ARRAY_VALUES = {
+    "token_ids": _TOKEN_IDS,
+    "token_logprobs": _LOGPROBS,
+    "topk_entropy": _ENTROPIES,
+    "topk_mean_logprob": _LOGPROBS,
+    "top_logprobs": _PADDED_LOGPROBS,
+}
+"""The values each per-token array (response or probe, by name) must hold (docs/architecture.md#per-token-arrays)."""
+
+
+def _check_values(array: np.ndarray, name: str) -> None:
+    """Raise :class:`RecordFormatError` naming the field and the first element that breaks :data:`_ARRAY_VALUES`."""
+    expected = _ARRAY_VALUES[name.rsplit(".", 1)[-1]]
+    bad = np.argwhere(~expected.accepts(array))
+    if bad.size:
+        index = tuple(int(i) for i in bad[0])
+        where = index[0] if len(index) == 1 else list(index)
+        raise RecordFormatError(f"field {name!r} must hold {expected.description}, got {array[index]} at index {where}")
 
 
 def _store_as_stored(record: object, arrays: Mapping[str, type]) -> None:
@@ -224,6 +261,7 @@ def _read_fields(
         value = payload[name]
         if name in arrays:
             value = decode_array(value, arrays[name], prefix + name)
+            _check_values(value, prefix + name)
         elif not scalars[name].accepts(value):
             raise RecordFormatError(f"field {prefix + name!r} must be {scalars[name].description}, got {_short(value)}")
         values[name] = value
@@ -378,8 +416,23 @@ class RecordWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def write_batch(self, records: Iterable[ResponseRecord]) -> None:
-        """Append ``records``; the file is closed (hence flushed) before this returns."""
-        lines = [json.dumps(record.to_dict(), ensure_ascii=False) + "\n" for record in records]
+        """Append ``records``; the file is closed (hence flushed) before this returns.
+
+        Each line is first read back with :meth:`ResponseRecord.from_dict`, the reader's own checks
+        (docs/architecture.md#record-schema): a record that would be refused on reading raises
+        :class:`RecordFormatError` naming the record and the field, and nothing of the batch is written.
+        """
+        lines = []
+        for record in records:
+            line = json.dumps(record.to_dict(), ensure_ascii=False)
+            try:
+                ResponseRecord.from_dict(json.loads(line))
+            except RecordFormatError as error:
+                raise RecordFormatError(
+                    f"{self.path}: refused to write the record of {record.task} doc {record.doc_id} repeat "
+                    f"{record.repeat}, which could not be read back: {error}"
+                ) from error
+            lines.append(line + "\n")
         with self.path.open("a", encoding="utf-8") as handle:
             handle.writelines(lines)
 

@@ -4,8 +4,9 @@ lm-eval 0.4.13 has no plugin entry point for tasks or model hooks, so the instal
 file (the standard site-packages start-up mechanism) whose single line imports this module. It stays light: it
 only registers two finders and imports nothing else. The real work runs when lm-eval itself imports a module:
 
-- ``lm_eval.tasks.manager``: every ``TaskManager`` also indexes the package's ``task_configs`` folder
-  (``--include_path`` of that folder still works; the folder is indexed once);
+- ``lm_eval.tasks.manager``: every ``TaskManager`` that indexes lm-eval's own tasks also indexes the package's
+  ``task_configs`` folder (``--include_path`` of that folder still works; the folder is indexed once; with
+  ``include_defaults=False`` only the caller's folders are indexed, as in lm-eval);
 - ``lm_eval.models.vllm_causallms`` / ``lm_eval.models.huggingface``: the TrAC capture + probe hook is installed on
   the ``vllm`` and ``hf`` backends (tasks without TrAC switches run exactly as before);
 - ``lm_eval.evaluator``: a TrAC task on a backend without the hook, or behind ``--use_cache``, is refused up front,

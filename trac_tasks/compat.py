@@ -30,14 +30,14 @@ TESTED = {"lm_eval": "==0.4.13", "vllm": ">=0.32,<0.34"}
 same range. Another installed release gets a warning once per process."""
 
 REQUIRED: dict[str, tuple[str, ...]] = {
-    "lm_eval.tasks.manager": ("lm_eval.tasks.manager:TaskManager.__init__(include_path)",),
+    "lm_eval.tasks.manager": ("lm_eval.tasks.manager:TaskManager.__init__(include_path, include_defaults)",),
     "lm_eval.evaluator_utils": ("lm_eval.evaluator_utils:_compute_task_aggregations",),
     "lm_eval.evaluator": (
         "lm_eval.evaluator:evaluate(lm, task_dict)",
         "lm_eval.evaluator:simple_evaluate(evaluation_tracker)",
         "lm_eval.loggers.evaluation_tracker:EvaluationTracker.__init__(output_path)",
         "lm_eval.api.model:CachingLM",
-        "lm_eval.api.task:TaskConfig(task, generation_kwargs)",
+        "lm_eval.api.task:TaskConfig(task, generation_kwargs, repeats)",
     ),
     "lm_eval.models.vllm_causallms": (
         "lm_eval.models.vllm_causallms:VLLM.generate_until(requests, disable_tqdm)",

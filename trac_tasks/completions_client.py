@@ -6,7 +6,9 @@ reaches the server while the prefix its trace just computed is still in the serv
 gets bounded retries with exponential back-off on connection errors, timeouts, the HTTP statuses a busy or
 restarting server answers and generations the server aborted; any other HTTP error, or the last failed attempt,
 raises :class:`ServerRequestError` and stops the queue (the records of questions already complete are on disk by
-then).
+then). So does an answer that breaks the protocol, without another attempt: a body that is not UTF-8 JSON, an
+error object sent with HTTP 200 (its own message is kept), or a field a handler refuses (:class:`MalformedResponse`);
+each is one line naming the server, the request and the field.
 """
 
 from __future__ import annotations
@@ -32,7 +34,17 @@ Handler = Callable[[dict[str, Any], float], None]
 
 
 class ServerRequestError(RuntimeError):
-    """A request the server refused, or did not answer within the allowed attempts."""
+    """A request the server refused, did not answer within the allowed attempts, or answered malformed."""
+
+
+class MalformedResponse(ValueError):
+    """Raised by a :data:`Handler` for a response field that breaks the protocol: ``field`` is its path in the
+    response (``choices[0].logprobs.token_logprobs[3]``), ``problem`` what is wrong with it. The queue reports it as a
+    :class:`ServerRequestError` naming the server and the request."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"field {field!r} {problem}")
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -107,7 +119,13 @@ class RequestQueue:
             self._in_flight += 1
             try:
                 body, seconds = await self._post(session, request)
-                request.handle(body, seconds)
+                try:
+                    request.handle(body, seconds)
+                except MalformedResponse as error:
+                    raise ServerRequestError(
+                        f"trac-eval: the server at {self.settings.url} answered a {request.what} request with a "
+                        f"malformed response: {error}; nothing of it was recorded"
+                    ) from None
             finally:
                 self._in_flight -= 1
                 self._wakeup.set()
@@ -122,19 +140,19 @@ class RequestQueue:
             started = time.perf_counter()
             try:
                 async with session.post(url, json=request.payload) as response:
-                    text = await response.text()
+                    raw = await response.read()
                     if response.status == 200:
-                        body = _json_body(text, url, request.what)
+                        body = _json_body(raw, url, request.what)
                         if not _aborted(body):
                             return body, time.perf_counter() - started
                         problem = "the server aborted the request (shutting down?)"
                     elif response.status not in RETRIED_STATUSES:
                         raise ServerRequestError(
                             f"trac-eval: the server at {url} refused a {request.what} request "
-                            f"(HTTP {response.status}): {text[:500]}"
+                            f"(HTTP {response.status}): {raw[:500].decode('utf-8', errors='replace')}"
                         )
                     else:
-                        problem = f"HTTP {response.status}: {text[:200]}"
+                        problem = f"HTTP {response.status}: {raw[:200].decode('utf-8', errors='replace')}"
             except (TimeoutError, aiohttp.ClientError) as error:
                 problem = f"{type(error).__name__}: {error}".rstrip(": ")
             if attempt < attempts:
@@ -165,14 +183,38 @@ def _aborted(body: dict[str, Any]) -> bool:
     )
 
 
-def _json_body(text: str, url: str, what: str) -> dict[str, Any]:
+def _json_body(raw: bytes, url: str, what: str) -> dict[str, Any]:
+    """The JSON object of an HTTP 200 answer. A body that is not UTF-8, not a JSON object, or an error object (vLLM's
+    ``{"object": "error", "message": ...}`` or the OpenAI ``{"error": {"message": ...}}``) sent with status 200
+    raises :class:`ServerRequestError` with the server's own words."""
+    where = f"trac-eval: the server at {url} answered a {what} request"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ServerRequestError(
+            f"{where} with a body that is not valid UTF-8 (byte {raw[error.start]:#04x} at offset {error.start})"
+        ) from None
     try:
         body = json.loads(text)
     except json.JSONDecodeError:
         body = None
     if not isinstance(body, dict):
-        raise ServerRequestError(
-            f"trac-eval: the server at {url} answered a {what} request with something that is "
-            f"not a JSON object: {text[:200]!r}"
-        )
+        raise ServerRequestError(f"{where} with something that is not a JSON object: {text[:200]!r}")
+    message = _error_message(body)
+    if message is not None:
+        raise ServerRequestError(f"{where} with an error (HTTP 200): {message[:500]!r}")
     return body
+
+
+def _error_message(body: dict[str, Any]) -> str | None:
+    """The server's message when ``body`` is an error object instead of a completion, else None."""
+    if "choices" in body:
+        return None
+    error = body.get("error")
+    if isinstance(error, dict):
+        return str(error.get("message", error))
+    if error is not None:
+        return str(error)
+    if body.get("object") == "error":
+        return str(body.get("message", body))
+    return None

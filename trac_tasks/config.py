@@ -15,10 +15,15 @@ and how; lm-eval itself never sees it (the hook removes it before building sampl
         probe_variants: [trace]                # + question_only, shuffled_trace, teacher_forced (ablations)
         p_true: false                          # one extra forward for the P(True) baseline
         metadata_fields: [subject, level]      # doc fields copied into every record (reports split by them)
+
+Every switch is checked for its type (a string, an integer, a boolean, a list of strings: ``p_true: "false"`` or
+``top_k: 5.5`` is an error, not a guess), and so are the ``temperature`` and ``top_p`` beside the block (finite
+numbers); each error names the task and the switch.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -36,7 +41,16 @@ PROBE_MAX_TOKENS = 16
 NEXT_TOKEN_LOGPROBS = 20
 """P(True) reads its letters among the 20 most likely next tokens (a letter outside them has probability ≈ 0)."""
 
-_JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+_JINJA = jinja2.Environment(
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    finalize=lambda value: "" if value is None else value,
+)
+"""Renders the templates of the ``trac`` block; a null field renders as ``""`` (not ``"None"``), so a null reference
+is caught as an empty one (:meth:`TracConfig.render_reference`)."""
+
+_STRINGS = ("answer_kind", "reference", "cue", "marker")
+_STRING_LISTS = ("probe_variants", "metadata_fields")
 
 
 @dataclass(frozen=True)
@@ -53,9 +67,10 @@ class TracConfig:
     metadata_fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.answer_kind not in ANSWER_KINDS and "{{" not in self.answer_kind:
             raise ValueError(f"trac.answer_kind must be one of {ANSWER_KINDS} or a template, got {self.answer_kind!r}")
-        if not 1 <= int(self.top_k) <= 20:
+        if not 1 <= self.top_k <= 20:
             raise ValueError(f"trac.top_k must be between 1 and 20, got {self.top_k!r}")
         unknown = set(self.probe_variants) - set(PROBE_VARIANTS)
         if unknown or "trace" not in self.probe_variants:
@@ -64,6 +79,18 @@ class TracConfig:
             )
         if not self.cue:
             raise ValueError("trac.cue must not be empty")
+
+    def _check_types(self) -> None:
+        """Refuse a switch of the wrong type, naming it (YAML and ``--gen_kwargs`` give what they parse, so a quoted
+        ``"false"`` would otherwise switch P(True) on)."""
+        for name in _STRINGS:
+            _require(name, getattr(self, name), isinstance(getattr(self, name), str), "a string")
+        _require("top_k", self.top_k, isinstance(self.top_k, int) and not isinstance(self.top_k, bool), "an integer")
+        _require("p_true", self.p_true, isinstance(self.p_true, bool), "true or false")
+        for name in _STRING_LISTS:
+            value = getattr(self, name)
+            is_list = isinstance(value, tuple) and all(isinstance(item, str) for item in value)
+            _require(name, value, is_list, "a list of strings")
 
     @classmethod
     def from_gen_kwargs(cls, gen_kwargs: Mapping[str, Any], task_name: str) -> TracConfig:
@@ -79,17 +106,27 @@ class TracConfig:
         if missing:
             raise ValueError(f"task {task_name}: generation_kwargs.trac needs {sorted(missing)}")
         values = dict(block)
-        for name in ("probe_variants", "metadata_fields"):
-            if name in values:
+        for name in _STRING_LISTS:
+            if isinstance(values.get(name), list):
                 values[name] = tuple(values[name])
         try:
+            _check_sampling(gen_kwargs)
             return cls(**values)
         except ValueError as error:
             raise ValueError(f"task {task_name}: {error}") from error
 
     def render_reference(self, doc: Mapping[str, Any]) -> str:
-        """The reference answer a* of ``doc``: the ``reference`` template rendered on the doc's fields."""
-        return _render("reference", self.reference, doc)
+        """The reference answer a* of ``doc``: the ``reference`` template rendered on the doc's fields. An empty
+        reference (a null or empty field) is an error: every answer would be labelled wrong
+        (docs/architecture.md#the-generation-runner: the document check before generation refuses it)."""
+        reference = _render("reference", self.reference, doc)
+        if not reference:
+            raise ValueError(
+                f"trac.reference template {self.reference!r} renders to an empty reference on this document (a null "
+                "or empty field): every answer would be labelled wrong; fix the template or drop such documents "
+                "(process_docs)"
+            )
+        return reference
 
     def metadata_of(self, doc: Mapping[str, Any]) -> dict[str, Any]:
         """The ``metadata_fields`` of ``doc``, copied into each of its records; a missing field is an error naming
@@ -117,12 +154,36 @@ class TracConfig:
         return {"{": "}", "(": ")", "[": "]"}.get(self.cue[-1])
 
 
+def _require(name: str, value: Any, ok: bool, expected: str) -> None:
+    if not ok:
+        raise ValueError(f"trac.{name} must be {expected}, got {value!r}")
+
+
+def _check_sampling(gen_kwargs: Mapping[str, Any]) -> None:
+    """The sampling of the primary generations, which every record stores and the K samples of a question must share:
+    ``temperature`` ≥ 0 and ``top_p`` in (0, 1], finite numbers (a NaN equals nothing, not even itself)."""
+    checks = {
+        "temperature": (lambda value: value >= 0, "a finite number ≥ 0"),
+        "top_p": (lambda value: 0 < value <= 1, "a number in (0, 1]"),
+    }
+    for name, (in_range, expected) in checks.items():
+        value = gen_kwargs.get(name)
+        if value is None:
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not (number and in_range(value)):
+            raise ValueError(f"generation_kwargs.{name} must be {expected}, got {value!r}")
+
+
 def _render(name: str, template: str, doc: Mapping[str, Any]) -> str:
+    """``template`` rendered on ``doc``; any failure (a syntax error, an unknown field, an exception the template
+    raises such as a division by zero, a recursion) is one ``ValueError`` naming the template and what went wrong."""
     try:
         return _JINJA.from_string(template).render(**doc).strip()
-    except jinja2.TemplateError as error:
+    except Exception as error:  # noqa: BLE001 - a template can raise anything; each becomes one clear error
         raise ValueError(
-            f"trac.{name} template {template!r} cannot be rendered on a document with fields {sorted(doc)}: {error}"
+            f"trac.{name} template {template!r} cannot be rendered on a document with fields {sorted(doc)}: "
+            f"{type(error).__name__}: {error}"
         ) from error
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
@@ -30,9 +31,12 @@ def task_config_dir() -> Path:
 
 
 def index_package_tasks(manager_module: ModuleType) -> None:
-    """Make every ``TaskManager`` index ``task_configs`` too, so ``--tasks trac_math500`` works with no flag.
+    """Make every ``TaskManager`` that indexes lm-eval's own tasks index ``task_configs`` too, so ``--tasks
+    trac_math500`` works with no flag (docs/architecture.md#lm-eval-patches).
 
-    The folder goes first: a task of the caller's ``include_path`` with the same name takes precedence."""
+    The folder goes first: a task of the caller's ``include_path`` with the same name takes precedence. With
+    ``include_defaults=False`` only the caller's ``include_path`` is indexed, as in lm-eval: our tasks join where
+    lm-eval's defaults do (name the folder in ``include_path`` to have them anyway)."""
     task_manager = manager_module.TaskManager
     original_init = task_manager.__init__
     signature = inspect.signature(original_init)
@@ -40,6 +44,9 @@ def index_package_tasks(manager_module: ModuleType) -> None:
     @functools.wraps(original_init)
     def __init__(*args: Any, **kwargs: Any) -> None:  # noqa: N807
         call = signature.bind(*args, **kwargs)
+        if not call.arguments.get("include_defaults", True):
+            original_init(*args, **kwargs)
+            return
         include_path = call.arguments.get("include_path")
         paths = (
             []
@@ -114,23 +121,60 @@ def _tasks_of(task_dict: Any) -> list[Any]:
     return found
 
 
-def refuse_unready_trac_tasks(lm: Any, task_dict: Any) -> None:
-    """Refuse, before any generation, TrAC tasks whose hooks are not installed (an lm-eval or vLLM release they do
-    not fit), on a backend trac-eval does not hook, or behind ``--use_cache``.
-
-    Without this check such a run would fail late and obscurely (an unknown ``trac`` generation argument deep in
-    the backend, or K identical cached responses) or report unexpanded metrics.
-    """
+def _trac_tasks_of(task_dict: Any) -> list[Any]:
+    """The TrAC tasks (a ``trac`` block in their ``generation_kwargs``) of an lm-eval task dict."""
     from trac_tasks.config import TRAC_KEY
 
-    trac_tasks = sorted(
-        task.config.task
-        for task in _tasks_of(task_dict)
-        if TRAC_KEY in (getattr(task.config, "generation_kwargs", None) or {})
-    )
+    return [
+        task for task in _tasks_of(task_dict) if TRAC_KEY in (getattr(task.config, "generation_kwargs", None) or {})
+    ]
+
+
+def apply_repeats_override(task_dict: Any) -> None:
+    """Honour ``repeats`` given among a TrAC task's generation kwargs (``--gen_kwargs repeats=N``, README "Every
+    knob"): it becomes the task's ``repeats`` (K) before lm-eval builds the requests, and leaves the generation
+    kwargs. lm-eval itself reads ``repeats`` only from the task YAML; plain tasks keep that behaviour."""
+    for task in _trac_tasks_of(task_dict):
+        generation_kwargs = task.config.generation_kwargs
+        if "repeats" not in generation_kwargs:
+            continue
+        repeats = generation_kwargs["repeats"]
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+            raise ValueError(f"task {task.config.task}: repeats (K) must be an integer ≥ 1, got {repeats!r}")
+        del generation_kwargs["repeats"]
+        task.config.repeats = repeats
+
+
+def refuse_unwritable_records_dir(trac_tasks: list[str]) -> None:
+    """Refuse, before any generation, a records folder below an existing file (``--output_path`` naming a file):
+    the first write would otherwise fail after the whole generation."""
+    from trac_tasks.capture import records_dir
+
+    if current_output_path() is None and not os.environ.get("TRAC_RECORDS_DIR"):
+        return  # ./trac_records: the working directory is a folder
+    directory = records_dir()
+    existing = next(path for path in (directory, *directory.parents) if path.exists())
+    if not existing.is_dir():
+        raise ValueError(
+            f"TrAC tasks {trac_tasks} write their records to {directory}, but {existing} is a file, not a folder: "
+            "give --output_path a folder (or a results .json path inside one)"
+        )
+
+
+def refuse_unready_trac_tasks(lm: Any, task_dict: Any) -> None:
+    """Refuse, before any generation, TrAC tasks whose hooks are not installed (an lm-eval or vLLM release they do
+    not fit), on a backend trac-eval does not hook, behind ``--use_cache``, or whose records folder cannot be
+    created.
+
+    Without this check such a run would fail late and obscurely (an unknown ``trac`` generation argument deep in
+    the backend, K identical cached responses, a ``NotADirectoryError`` after the generation) or report
+    unexpanded metrics.
+    """
+    trac_tasks = sorted(task.config.task for task in _trac_tasks_of(task_dict))
     if not trac_tasks:
         return
     compat.require_trac_hooks()
+    refuse_unwritable_records_dir(trac_tasks)
     if type(lm).__name__ == "CachingLM":
         raise ValueError(
             f"TrAC tasks {trac_tasks} cannot run with --use_cache: the cache returns one stored "
@@ -150,8 +194,9 @@ def refuse_unready_trac_tasks(lm: Any, task_dict: Any) -> None:
 
 
 def hook_evaluator(evaluator: ModuleType) -> None:
-    """Guard ``evaluate`` with :func:`refuse_unready_trac_tasks`, and make ``simple_evaluate`` publish its
-    tracker's output path (:func:`current_output_path`) for the duration of the call."""
+    """Guard ``evaluate`` with :func:`refuse_unready_trac_tasks` and :func:`apply_repeats_override`, and make
+    ``simple_evaluate`` publish its tracker's output path (:func:`current_output_path`) for the duration of the
+    call."""
     evaluate, simple_evaluate = evaluator.evaluate, evaluator.simple_evaluate
     evaluate_signature, simple_signature = inspect.signature(evaluate), inspect.signature(simple_evaluate)
 
@@ -159,6 +204,7 @@ def hook_evaluator(evaluator: ModuleType) -> None:
     def guarded_evaluate(*args: Any, **kwargs: Any) -> Any:
         call = evaluate_signature.bind(*args, **kwargs)
         refuse_unready_trac_tasks(call.arguments["lm"], call.arguments["task_dict"])
+        apply_repeats_override(call.arguments["task_dict"])
         return evaluate(*args, **kwargs)
 
     @functools.wraps(simple_evaluate)

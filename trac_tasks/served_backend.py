@@ -7,13 +7,22 @@ lm-eval's ``vllm`` backend does, then sent as token-id prompts with top-k logpro
 token (vLLM's ``return_tokens_as_token_ids``). Each finished trace's jobs are queued ahead of the generations not
 yet sent (:mod:`trac_tasks.completions_client`), so a probe — prompt + trace ids + cue, again as token ids — meets
 its prefix in the server's prefix cache; its cached-token count is the server's
-``usage.prompt_tokens_details.cached_tokens`` (``null`` when the server does not report it). Per-response seconds
-are the wall time of each request.
+``usage.prompt_tokens_details.cached_tokens`` (``null`` when the server does not report it, and ``null`` with one
+warning when what it reports is not a token count). Per-response seconds are the wall time of each request.
+
+Every response field a record is built from is checked before anything is recorded (:func:`_positions`,
+:func:`_scored`): token ids spelled ``token_id:<id>`` within the tokenizer's vocabulary, finite logprobs ≤ 0, at
+least as many top logprobs per position as were asked for, a finish reason vLLM gives. A response that breaks one
+of these stops the run with one line naming the server, the request and the field
+(:class:`~trac_tasks.completions_client.MalformedResponse`); nothing of it reaches a record.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import math
+import re
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -21,7 +30,7 @@ from typing import Any
 from lm_eval.models.utils import has_bos_prefix, maybe_truncate, normalize_gen_kwargs
 
 from trac_tasks.chunk import ChunkState, ProbeJob
-from trac_tasks.completions_client import ClientSettings, RequestQueue, ServerRequestError
+from trac_tasks.completions_client import ClientSettings, MalformedResponse, RequestQueue, ServerRequestError
 from trac_tasks.config import NEXT_TOKEN_LOGPROBS, PROBE_MAX_TOKENS, TracConfig, strip_trac
 from trac_tasks.progress import LOGGER
 from trac_tasks.runner import (
@@ -42,6 +51,13 @@ DETOKENIZATION = {"skip_special_tokens": False, "spaces_between_special_tokens":
 
 TOKEN_ID_PREFIX = "token_id:"
 """How vLLM spells a token with ``return_tokens_as_token_ids``."""
+
+LOGPROB_TOLERANCE = 1e-5
+"""How far above 0 a served logprob may lie and still be read as 0.0: the float rounding of a near-certain token's
+log-softmax. A logprob further above 0 is refused (a probability above 1)."""
+
+FINISH_REASONS = ("stop", "length")
+"""The finish reasons of a completion vLLM returns (``abort`` is retried by the client): anything else is refused."""
 
 
 def install(module: ModuleType) -> None:
@@ -85,6 +101,8 @@ class ServedTracRunner(TracRunner):
             timeout=float(lm.timeout),
             verify_certificate=bool(lm.verify_certificate),
         )
+        self.vocabulary = len(self.tokenizer)
+        self._warned_cache_count = False
         # a chunk's queue drains before the next chunk starts: keep several requests per connection in each chunk
         self.chunk_size = max(TracRunner.chunk_size, 4 * self.settings.concurrency)
 
@@ -123,7 +141,7 @@ class ServedTracRunner(TracRunner):
         problem = _capability_problem(answers[0], wanted_logprobs, needs_prompt_logprobs)
         if problem:
             raise ValueError(f"trac-eval: the server at {self.settings.url} {problem}; nothing was generated")
-        if _cached_tokens(answers[0]) is None:
+        if _reported_cached_tokens(answers[0]) is None:
             LOGGER.warning(
                 "trac-eval: the server does not report cached prompt tokens (vLLM: start it with "
                 "--enable-prompt-tokens-details); the probes' num_cached_tokens are stored as null"
@@ -146,20 +164,26 @@ class ServedTracRunner(TracRunner):
         prepared = self._generation_payloads(chunk)
         queue = RequestQueue(self.settings)
 
-        def job_done(job: ProbeJob) -> Callable[[dict[str, Any], float], None]:
-            return lambda body, seconds: self.job_finished(chunk, job, self._job_result(job, body, seconds), seconds)
+        def job_done(job: ProbeJob, payload: dict[str, Any], what: str) -> Callable[[dict[str, Any], float], None]:
+            def handle(body: dict[str, Any], seconds: float) -> None:
+                result = self._job_result(job, payload, body, seconds, what)
+                self.job_finished(chunk, job, result, seconds)
+
+            return handle
 
         def generation_done(index: int) -> Callable[[dict[str, Any], float], None]:
             def handle(body: dict[str, Any], seconds: float) -> None:
                 prompt_ids, payload = prepared[index]
                 trace = self._trace(chunk, index, prompt_ids, payload, body, seconds)
                 for job in self.trace_finished(chunk, index, trace):
-                    queue.submit(JOB, self._job_payload(job, trace.config.top_k), job_done(job), f"{job.variant} job")
+                    job_payload = self._job_payload(job, trace.config.top_k)
+                    what = f"{job.variant} job {_request_name(chunk, job.index)}"
+                    queue.submit(JOB, job_payload, job_done(job, job_payload, what), what)
 
             return handle
 
         for index, (_, payload) in enumerate(prepared):
-            queue.submit(GENERATION, payload, generation_done(index), "generation")
+            queue.submit(GENERATION, payload, generation_done(index), f"generation {_request_name(chunk, index)}")
         queue.run()
 
     def _generation_payloads(self, chunk: ChunkState) -> list[tuple[list[int], dict[str, Any]]]:
@@ -208,8 +232,8 @@ class ServedTracRunner(TracRunner):
         seconds: float,
     ) -> Trace:
         choice = _only_choice(body)
-        generated, chosen, top = _generated_arrays(choice)
-        finish_reason = finish_reason_of(choice.get("finish_reason"), choice.get("stop_reason"))
+        generated, chosen, top = _positions(choice, int(payload["logprobs"]), self.vocabulary)
+        finish_reason = finish_reason_of(_finish_reason(choice), _stop_reason(choice))
         temperature = float(payload.get("temperature") or 0.0)
         return Trace(
             request=chunk.requests[index],
@@ -219,11 +243,11 @@ class ServedTracRunner(TracRunner):
             generated_ids=generated,
             # an EOS or stop token id ends the list; the trace body the probe continues excludes it
             body_ids=generated[:-1] if finish_reason == "eos" else generated,
-            raw_text=choice["text"],
-            text=choice["text"],  # what lm-eval's local-completions returns
+            raw_text=_text(choice),
+            text=_text(choice),  # what lm-eval's local-completions returns
             finish_reason=finish_reason,
             chosen=chosen,
-            top=top,
+            top=[[logprob for _, logprob in entries] for entries in top],
             seconds=seconds,
             temperature=temperature,
             top_p=float(payload.get("top_p", 1.0)) if temperature > 0 else 1.0,
@@ -246,96 +270,236 @@ class ServedTracRunner(TracRunner):
             "return_tokens_as_token_ids": True,
         }
 
-    def _job_result(self, job: ProbeJob, body: dict[str, Any], seconds: float) -> ProbeOutput | dict[str, float]:
+    def _job_result(
+        self, job: ProbeJob, payload: dict[str, Any], body: dict[str, Any], seconds: float, what: str
+    ) -> ProbeOutput | dict[str, float]:
+        """A job's output from its response, every field checked (:func:`_positions`, :func:`_scored`)."""
         choice = _only_choice(body)
         if job.kind == "next_token":
-            (next_tokens,) = choice["logprobs"]["top_logprobs"][:1]
-            return p_true_logprobs((self.decode([_token_id(token)]), logprob) for token, logprob in next_tokens.items())
+            _, _, top = _positions(choice, int(payload["logprobs"]), self.vocabulary)
+            if not top:
+                raise MalformedResponse("choices[0].logprobs.tokens", "is empty: the next token was asked for")
+            return p_true_logprobs((self.decode([token]), logprob) for token, logprob in top[0])
         if job.kind == "score":
-            positions = (choice.get("prompt_logprobs") or [])[len(job.prompt_ids) :]
-            if len(positions) != len(job.tokens):
-                raise RuntimeError(
-                    f"trac-eval: the server returned {len(positions)} prompt logprobs for the "
-                    f"{len(job.tokens)} teacher-forced tokens"
-                )
+            asked = int(payload["prompt_logprobs"])
+            chosen, top = _scored(choice, len(job.prompt_ids), job.tokens, asked, self.vocabulary)
             return ProbeOutput(
                 token_ids=list(job.tokens),
-                chosen=[position[str(token)]["logprob"] for token, position in zip(job.tokens, positions, strict=True)],
-                top=[[entry["logprob"] for entry in position.values()] for position in positions],
+                chosen=chosen,
+                top=top,
                 engine_finish_reason="teacher_forced",
                 num_prompt_tokens=len(job.prompt_ids),
-                num_cached_tokens=_cached_tokens(body),
+                num_cached_tokens=self._cache_count(body, what),
                 seconds=seconds,
             )
-        generated, chosen, top = _generated_arrays(choice)
+        generated, chosen, top = _positions(choice, int(payload["logprobs"]), self.vocabulary)
         return ProbeOutput(
             token_ids=generated,
             chosen=chosen,
-            top=top,
-            engine_finish_reason="length" if choice.get("finish_reason") == "length" else "eos",
+            top=[[logprob for _, logprob in entries] for entries in top],
+            # a probe sends no stop strings: "stop" is its EOS or a stop token id
+            engine_finish_reason="length" if _finish_reason(choice) == "length" else "eos",
             num_prompt_tokens=len(job.prompt_ids),
-            num_cached_tokens=_cached_tokens(body),
+            num_cached_tokens=self._cache_count(body, what),
             seconds=seconds,
         )
+
+    def _cache_count(self, body: dict[str, Any], what: str) -> int | None:
+        """The probe's ``num_cached_tokens``: the server's ``usage.prompt_tokens_details.cached_tokens`` when it is
+        a non-negative integer; null when the server does not report it, and null with one warning per run when
+        what it reports is no token count (``-3``, ``"lots"``, ``1.5``)."""
+        cached = _reported_cached_tokens(body)
+        if cached is None or (_is_int(cached) and cached >= 0):
+            return cached
+        if not self._warned_cache_count:
+            self._warned_cache_count = True
+            LOGGER.warning(
+                "trac-eval: the server at %s answered a %s request with usage.prompt_tokens_details.cached_tokens "
+                "%s, which is no token count: stored as null (num_cached_tokens), as is any other such count of "
+                "this run",
+                self.settings.url,
+                what,
+                _shown(cached),
+            )
+        return None
+
+
+def _request_name(chunk: ChunkState, index: int) -> str:
+    """Which response a request belongs to, for errors: ``(task doc 3 repeat 0)``."""
+    request = chunk.requests[index]
+    return f"({request.task_name} doc {request.doc_id} repeat {chunk.repeats[index]})"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    """A response value as JSON text cut to 40 characters, for one-line errors."""
+    text = json.dumps(value, ensure_ascii=True, default=repr)
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def _only_choice(body: dict[str, Any]) -> dict[str, Any]:
     choices = body.get("choices")
-    if not isinstance(choices, list) or len(choices) != 1:
-        raise RuntimeError(
-            f"trac-eval: expected one completion choice per request, the server sent "
-            f"{len(choices) if isinstance(choices, list) else 'none'}"
-        )
+    if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict):
+        raise MalformedResponse("choices", f"must be a list of one completion choice, got {_shown(choices)}")
     return choices[0]
 
 
-def _token_id(token: str) -> int:
-    if not token.startswith(TOKEN_ID_PREFIX):
-        raise RuntimeError(
-            f"trac-eval: the server returned the token {token!r} instead of its id (return_tokens_as_token_ids)"
+def _text(choice: dict[str, Any]) -> str:
+    text = choice.get("text")
+    if not isinstance(text, str):
+        raise MalformedResponse("choices[0].text", f"must be a string, got {_shown(text)}")
+    return text
+
+
+def _finish_reason(choice: dict[str, Any]) -> str:
+    """The choice's finish reason, one of :data:`FINISH_REASONS` (a null one is refused, never read as EOS)."""
+    reason = choice.get("finish_reason")
+    if reason not in FINISH_REASONS:
+        raise MalformedResponse("choices[0].finish_reason", f"must be one of {FINISH_REASONS}, got {_shown(reason)}")
+    return reason
+
+
+def _stop_reason(choice: dict[str, Any]) -> str | int | None:
+    """vLLM's ``stop_reason``: the stop string or stop token id that ended the generation, null for EOS."""
+    reason = choice.get("stop_reason")
+    if reason is not None and not isinstance(reason, (str, int)):
+        raise MalformedResponse("choices[0].stop_reason", f"must be a string, an integer or null, got {_shown(reason)}")
+    return reason
+
+
+TOKEN_ID_PATTERN = re.compile(r"-?[0-9]{1,12}")
+"""A token id as text: an integer of at most 12 digits (longer is no id; its range is checked after parsing)."""
+
+
+def _token_id(token: Any, field: str, vocabulary: int, prefix: str = TOKEN_ID_PREFIX) -> int:
+    """The id a response spells ``<prefix><id>`` (``token_id:<id>``, vLLM's ``return_tokens_as_token_ids``; a bare
+    id for prompt-logprob keys), within the tokenizer's vocabulary ``0 .. vocabulary - 1`` (an id outside it cannot
+    be decoded, nor have come from the model)."""
+    if not isinstance(token, str) or not token.startswith(prefix):
+        raise MalformedResponse(field, f"must be a token id spelled {prefix + '<id>'!r}, got {_shown(token)}")
+    digits = token[len(prefix) :]
+    if not TOKEN_ID_PATTERN.fullmatch(digits):
+        raise MalformedResponse(field, f"must be a token id spelled {prefix + '<id>'!r}, got {_shown(token)}")
+    token_id = int(digits)
+    if not 0 <= token_id < vocabulary:
+        raise MalformedResponse(field, f"is token {token_id}, outside the tokenizer's vocabulary 0..{vocabulary - 1}")
+    return token_id
+
+
+def _logprob(value: Any, field: str) -> float:
+    """A served log-probability: a finite number ≤ 0. A value at most :data:`LOGPROB_TOLERANCE` above 0 (float
+    rounding of a near-certain token) is read as 0.0; NaN, ±inf, a larger positive value, null or a non-number
+    raise :class:`MalformedResponse`."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        raise MalformedResponse(field, f"must be a finite log-probability <= 0, got {_shown(value)}")
+    if value > LOGPROB_TOLERANCE:
+        raise MalformedResponse(field, f"must be a log-probability <= 0, got {_shown(value)}")
+    return min(float(value), 0.0)
+
+
+def _top_entries(
+    position: Any, field: str, asked: int, vocabulary: int, prefix: str = TOKEN_ID_PREFIX
+) -> list[tuple[int, float]]:
+    """The (token id, logprob) pairs of one position's top logprobs; at least ``asked`` of them (vLLM returns the
+    top ``asked``, plus the sampled or scored token when it is outside them). ``prefix`` spells the keys' ids:
+    ``token_id:`` for generated tokens, whose values are logprobs; none for prompt logprobs, whose values are
+    ``{"logprob": ...}`` objects."""
+    if not isinstance(position, dict):
+        raise MalformedResponse(field, f"must be an object of top logprobs, got {_shown(position)}")
+    if len(position) < asked:
+        raise MalformedResponse(field, f"holds {len(position)} top logprobs; {asked} were asked for")
+    entries = []
+    for key, value in position.items():
+        where = f"{field}[{_shown(key)}]"
+        token = _token_id(key, where, vocabulary, prefix)
+        if not prefix:
+            value, where = (value.get("logprob") if isinstance(value, dict) else value), f"{where}.logprob"
+        entries.append((token, _logprob(value, where)))
+    return entries
+
+
+def _positions(
+    choice: dict[str, Any], asked: int, vocabulary: int
+) -> tuple[list[int], list[float], list[list[tuple[int, float]]]]:
+    """Generated token ids, chosen-token logprobs and the top (id, logprob) pairs per position of one choice, each
+    field checked (:func:`_token_id`, :func:`_logprob`, :func:`_top_entries` with ``asked`` top logprobs)."""
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, dict):
+        raise MalformedResponse("choices[0].logprobs", f"must be an object of token logprobs, got {_shown(logprobs)}")
+    columns = {}
+    for name in ("tokens", "token_logprobs", "top_logprobs"):
+        columns[name] = logprobs.get(name)
+        if not isinstance(columns[name], list):
+            raise MalformedResponse(f"choices[0].logprobs.{name}", f"must be a list, got {_shown(columns[name])}")
+    tokens, chosen, top = columns["tokens"], columns["token_logprobs"], columns["top_logprobs"]
+    if not len(tokens) == len(chosen) == len(top):
+        raise MalformedResponse(
+            "choices[0].logprobs",
+            f"holds {len(tokens)} tokens, {len(chosen)} token_logprobs and {len(top)} top_logprobs",
         )
-    return int(token[len(TOKEN_ID_PREFIX) :])
-
-
-def _generated_arrays(choice: dict[str, Any]) -> tuple[list[int], list[float], list[list[float]]]:
-    """Generated token ids, chosen-token logprobs and all returned logprobs per position of one choice."""
-    logprobs = choice.get("logprobs") or {}
-    tokens, chosen, top = logprobs.get("tokens"), logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
-    if tokens is None or chosen is None or top is None or not len(tokens) == len(chosen) == len(top):
-        raise RuntimeError("trac-eval: the server's response lacks per-token logprobs for its generated tokens")
     return (
-        [_token_id(token) for token in tokens],
-        [float(value) for value in chosen],
-        [[float(value) for value in position.values()] for position in top],
+        [_token_id(token, f"choices[0].logprobs.tokens[{t}]", vocabulary) for t, token in enumerate(tokens)],
+        [_logprob(value, f"choices[0].logprobs.token_logprobs[{t}]") for t, value in enumerate(chosen)],
+        [
+            _top_entries(position, f"choices[0].logprobs.top_logprobs[{t}]", asked, vocabulary)
+            for t, position in enumerate(top)
+        ],
     )
 
 
-def _cached_tokens(body: dict[str, Any]) -> int | None:
-    """The server's count of prompt tokens served from its prefix cache, or None when it does not report it."""
-    details = (body.get("usage") or {}).get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens")
-    return int(cached) if cached is not None else None
+def _scored(
+    choice: dict[str, Any], prompt_length: int, tokens: Sequence[int], asked: int, vocabulary: int
+) -> tuple[list[float], list[list[float]]]:
+    """Chosen and top logprobs of the teacher-forced ``tokens`` from the prompt logprobs after the
+    ``prompt_length``-token prefix; each position must hold its scored token and ``asked`` top logprobs."""
+    prompt_logprobs = choice.get("prompt_logprobs")
+    if not isinstance(prompt_logprobs, list):
+        raise MalformedResponse("choices[0].prompt_logprobs", f"must be a list, got {_shown(prompt_logprobs)}")
+    positions = prompt_logprobs[prompt_length:]
+    if len(positions) != len(tokens):
+        raise MalformedResponse(
+            "choices[0].prompt_logprobs",
+            f"holds {len(positions)} positions after the {prompt_length}-token prefix; {len(tokens)} "
+            "teacher-forced tokens were sent",
+        )
+    chosen, top = [], []
+    for offset, (token, position) in enumerate(zip(tokens, positions, strict=True)):
+        field = f"choices[0].prompt_logprobs[{prompt_length + offset}]"
+        entries = dict(_top_entries(position, field, asked, vocabulary, prefix=""))
+        if token not in entries:
+            raise MalformedResponse(field, f"lacks the logprob of the scored token {token}")
+        chosen.append(entries[token])
+        top.append(list(entries.values()))
+    return chosen, top
+
+
+def _reported_cached_tokens(body: dict[str, Any]) -> Any:
+    """What the server reports as ``usage.prompt_tokens_details.cached_tokens`` (None when it reports nothing)."""
+    usage = body.get("usage")
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    return details.get("cached_tokens") if isinstance(details, dict) else None
 
 
 def _capability_problem(body: dict[str, Any], wanted_logprobs: int, needs_prompt_logprobs: bool) -> str | None:
     """What the capability check's response lacks, in words, or None."""
     choices = body.get("choices")
-    if not isinstance(choices, list) or len(choices) != 1:
+    if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict):
         return "did not answer a token-id prompt with one completion choice"
-    logprobs = choices[0].get("logprobs") or {}
-    tokens, top = logprobs.get("tokens") or [], logprobs.get("top_logprobs") or []
-    if not tokens or not top:
+    logprobs = choices[0].get("logprobs")
+    tokens, top = (logprobs.get("tokens"), logprobs.get("top_logprobs")) if isinstance(logprobs, dict) else (0, 0)
+    if not tokens or not top or not isinstance(tokens, list) or not isinstance(top, list):
         return "returns no per-token logprobs (the completions API's logprobs parameter)"
     if not all(isinstance(token, str) and token.startswith(TOKEN_ID_PREFIX) for token in tokens):
         return (
             f"returns tokens as text ({tokens[0]!r}), not as ids: TrAC needs the exact generated token ids "
             "(vLLM's return_tokens_as_token_ids)"
         )
-    if len(top[0] or {}) < wanted_logprobs:
-        return (
-            f"returns {len(top[0] or {})} top logprobs per token, the tasks need {wanted_logprobs} "
-            "(vLLM: --max-logprobs)"
-        )
+    returned = len(top[0]) if isinstance(top[0], dict) else 0
+    if returned < wanted_logprobs:
+        return f"returns {returned} top logprobs per token, the tasks need {wanted_logprobs} (vLLM: --max-logprobs)"
     if needs_prompt_logprobs and not choices[0].get("prompt_logprobs"):
         return "returns no prompt logprobs, which the teacher_forced probe variant needs (vLLM's prompt_logprobs)"
     return None

@@ -5,7 +5,8 @@ of the K samples is correct, K > 1) and ``trac`` (the question's evidence dict, 
 The ``trac`` aggregation cross-fits every head on the task's documents and returns all metrics at once
 (``trac_auroc``, ``sc_modal_aurc`` ...: :mod:`trac_metrics.heads.evaluate`); it also writes each document's
 out-of-fold scores into its evidence dict (``scores``), so lm-eval's samples file (``--log_samples``) carries the
-TrAC score, probe answer, agreement and primary answer of every document.
+TrAC score, probe answer, agreement and primary answer of every document. A task none of whose primary responses
+gave an answer (accuracy 0 by construction, typically a ``trac.marker`` the model never writes) gets one warning.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from trac_metrics.features.evidence import document_accuracy, question_evidence
 from trac_metrics.heads.evaluate import evaluate_task
 from trac_tasks.lm_eval_hooks import MultiMetricResult
+from trac_tasks.progress import LOGGER
 
 
 def keep_all_samples(resps: Iterable[Sequence[str]], docs: Iterable[Any]) -> list[list[str]]:
@@ -41,9 +43,25 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Sequence[str]]) ->
 def aggregate_trac(items: Sequence[dict[str, Any]]) -> MultiMetricResult:
     """All TrAC and baseline metrics of a task (docs/method.md#selective-prediction-metrics), cross-fitted over its
     documents (docs/method.md#cross-fitting-protocol)."""
+    warn_if_no_answer(items)
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         evaluation = evaluate_task(items)
     for position, evidence in enumerate(items):
         evidence["scores"] = {method: float(values[position]) for method, values in evaluation.scores.items()}
     return MultiMetricResult(evaluation.metrics)
+
+
+def warn_if_no_answer(items: Sequence[dict[str, Any]]) -> None:
+    """Warn once for a task whose primary responses all lack an answer (docs/method.md#end-of-thinking-marker: an
+    answer is read only after the end-of-thinking marker, so a fixed ``trac.marker`` the model never writes leaves
+    every answer missing and the accuracy 0 without any error)."""
+    if not items or any(evidence["primary_answer"] is not None for evidence in items):
+        return
+    LOGGER.warning(
+        "trac-eval: task %s: no answer was read from any of its %d primary responses, so every one counts as wrong. "
+        "An answer is read only after the end-of-thinking marker: check that the model writes the task's "
+        'trac.marker (or set it to auto, or "" for none), then trac.answer_kind and max_gen_toks.',
+        items[0]["task"],
+        len(items),
+    )

@@ -177,7 +177,7 @@ class VllmTracRunner(BatchTracRunner):
             token_ids=list(completion.token_ids),
             chosen=chosen,
             top=top,
-            engine_finish_reason="length" if completion.finish_reason == "length" else "eos",
+            engine_finish_reason=_probe_finish_reason(completion.finish_reason),
             num_prompt_tokens=len(job.prompt_ids),
             num_cached_tokens=output.num_cached_tokens,
             seconds=seconds,
@@ -309,6 +309,17 @@ class _EngineLoop:
             raise RuntimeError(
                 f"trac-eval: the vLLM engine finished without an output for {len(self.handlers)} requests (aborted?)"
             )
+
+
+def _probe_finish_reason(engine_reason: str | None) -> str:
+    """A probe's finish reason in the records' terms (docs/method.md#probe-decoding-and-cutting): ``"length"`` at its
+    token limit, ``"eos"`` for a stop (a stop token or string); any other reason (an aborted request) is an error,
+    never a silent ``"eos"``."""
+    if engine_reason == "length":
+        return "length"
+    if engine_reason == "stop":
+        return "eos"
+    raise RuntimeError(f"trac-eval: vLLM ended a probe with finish reason {engine_reason!r}")
 
 
 def _logprob_arrays(token_ids: Sequence[int], logprobs: Sequence[Any]) -> tuple[list[float], list[list[float]]]:

@@ -5,6 +5,7 @@ registered on import) and the generator of the ``trac_math`` group YAML (:mod:`~
 
 from trac_metrics.methods import builtin as _builtin  # noqa: F401  (registers the built-in methods)
 from trac_metrics.methods.registry import (
+    ACCURACY_KEYS,
     K_GENERATIONS,
     LAST_ROW,
     ONE_GENERATION,
@@ -20,6 +21,7 @@ from trac_metrics.methods.registry import (
     head_features,
     leaderboard_rows,
     register,
+    register_all,
     saved_head_methods,
     scored_methods,
     task_methods,
@@ -28,6 +30,7 @@ from trac_metrics.methods.registry import (
 )
 
 __all__ = [
+    "ACCURACY_KEYS",
     "K_GENERATIONS",
     "LAST_ROW",
     "ONE_GENERATION",
@@ -43,6 +46,7 @@ __all__ = [
     "head_features",
     "leaderboard_rows",
     "register",
+    "register_all",
     "saved_head_methods",
     "scored_methods",
     "task_methods",

@@ -26,7 +26,7 @@ from trac_metrics.methods.registry import (
     Method,
     Question,
     Scope,
-    register,
+    register_all,
     with_probe,
 )
 
@@ -180,7 +180,13 @@ BUILTIN_METHODS = (
         leaderboard_row=7,
     ),
     Method(
-        "sup_consensus", "Supervised Consensus@{k}", HEAD, K_PROBED, features=_supervised_consensus, leaderboard_row=2
+        "sup_consensus",
+        "Supervised Consensus@{k}",
+        HEAD,
+        K_PROBED,
+        features=_supervised_consensus,
+        leaderboard_row=2,
+        requires=("mean_logprob",),
     ),
     Method("mean_logprob", "Mean log-probability", SINGLE, ONE_GENERATION, score=_mean_logprob, leaderboard_row=1),
     Method("self_certainty", "Self-certainty", SINGLE, ONE_GENERATION, score=_self_certainty, leaderboard_row=2),
@@ -245,10 +251,10 @@ BUILTIN_METHODS = (
         leaderboard_row=None,
         scope=Scope.REPORT,
         switch=P_TRUE_SWITCH,
+        requires=("p_true",),
     ),
 )
 """Every built-in method, in registry order (TrAC and its components, single-trace then sampling baselines, the
 ablation heads, then the report-only diagnostic heads)."""
 
-for method in BUILTIN_METHODS:
-    register(method)
+register_all(BUILTIN_METHODS)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trac_metrics._util.files import atomic_write
-from trac_metrics.methods.registry import group_methods
+from trac_metrics.methods.registry import ACCURACY_KEYS, group_methods
 from trac_metrics.selective import METRIC_NAMES
 
 GROUP_FILE = Path(__file__).resolve().parents[2] / "task_configs" / "trac_math.yaml"
@@ -30,7 +30,6 @@ HEADER = """\
 # makes the mean NaN.
 """
 TASKS = ("trac_gsm8k", "trac_math500", "trac_minerva", "trac_olympiadbench", "trac_aime")
-ACCURACY_METRICS = ("acc", "maj_acc")
 
 
 def _averaged(metric: str) -> str:
@@ -44,7 +43,7 @@ def group_yaml() -> str:
         "task:",
         *(f"  - {task}" for task in TASKS),
         "aggregate_metric_list:",
-        *map(_averaged, ACCURACY_METRICS),
+        *map(_averaged, ACCURACY_KEYS),
     ]
     for method in group_methods():
         lines += [f"  # {method.name}", *(_averaged(f"{method.name}_{metric}") for metric in METRIC_NAMES)]

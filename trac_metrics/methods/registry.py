@@ -7,6 +7,11 @@ registry order: the baseline scores of the evidence dict, the heads that are cro
 head, the relative latency, the leaderboard rows and labels, the ``trac summary`` order, the results keys
 ``<method>_<metric>`` and the ``trac_math`` group's metric list.
 
+Results keys are unique by construction: :func:`register` and :func:`register_all` refuse a method one of whose
+``<name>_<metric>`` keys is another registered method's key or an accuracy key (``trac_e`` would write
+``trac_e_aurc``, TrAC's E-AURC), and a method that reads another method's score by name declares it
+(:attr:`Method.requires`), so the dependency cannot be unregistered under it.
+
 The built-in methods are declared in :mod:`trac_metrics.methods.builtin`; :func:`register` adds one more.
 """
 
@@ -14,12 +19,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from trac_metrics.records import ResponseRecord
+from trac_metrics.selective import METRIC_NAMES
 
 
 class Family(Enum):
@@ -93,6 +99,9 @@ FeatureRow = Callable[[Mapping[str, Any]], "list[float] | None"]
 LAST_ROW = math.inf
 """The default :attr:`Method.leaderboard_row`: after the paper's rows of the block."""
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
+ACCURACY_KEYS = ("acc", "maj_acc")
+"""The results keys of a TrAC task that are no method's (docs/method.md#metric-names): the accuracy of the primary
+answer and of the majority answer. They share the results namespace with every ``<method>_<metric>``."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +115,9 @@ class Method:
     score and every metric reads higher = more confident. ``leaderboard_row``: its place in its leaderboard block
     (the paper's Table 1 order; None keeps it out of the leaderboard); the block is single-trace or sampling by its
     cost. ``switch``: the task switch that enables it (None: every TrAC task computes it, so the ``trac_math`` group
-    averages it).
+    averages it). ``requires``: the methods whose scores its ``score`` or ``features`` reads by name (e.g.
+    ``evidence["baselines"]["mean_logprob"]``); each must be registered before it and cannot be unregistered while
+    it is.
     """
 
     name: str
@@ -120,6 +131,7 @@ class Method:
     leaderboard_row: float | None = LAST_ROW
     scope: Scope = Scope.TASK
     switch: str | None = None
+    requires: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
@@ -135,6 +147,14 @@ class Method:
             raise ValueError(f"method {self.name!r}: a head's score is P(correct), higher is always more confident")
         if self.feature_names is not None and not is_head:
             raise ValueError(f"method {self.name!r}: only a head has feature names")
+        if self.name in self.requires:
+            raise ValueError(f"method {self.name!r} cannot require itself")
+
+    @property
+    def results_keys(self) -> tuple[str, ...]:
+        """Its keys in lm-eval's results and every metrics dict: ``<name>_<metric>`` for each metric of
+        :data:`~trac_metrics.selective.METRIC_NAMES` (docs/method.md#metric-names)."""
+        return tuple(f"{self.name}_{metric}" for metric in METRIC_NAMES)
 
     @property
     def block(self) -> str | None:
@@ -152,16 +172,47 @@ _REGISTRY: dict[str, Method] = {}
 
 
 def register(method: Method) -> Method:
-    """Add ``method`` after the methods registered so far; a name taken already is a ValueError."""
-    if method.name in _REGISTRY:
-        raise ValueError(f"a method named {method.name!r} is registered already")
-    _REGISTRY[method.name] = method
+    """Add ``method`` after the methods registered so far (:func:`register_all` of one method); returns it."""
+    register_all((method,))
     return method
 
 
+def register_all(methods: Sequence[Method]) -> None:
+    """Add ``methods`` in order after the methods registered so far, all or none. ValueError when a name is taken,
+    when a results key (:attr:`Method.results_keys`) is another method's key or an accuracy key
+    (:data:`ACCURACY_KEYS`), or when a method requires one that is neither registered nor among ``methods``."""
+    owners = dict.fromkeys(ACCURACY_KEYS, "the accuracy metrics")
+    known = dict(_REGISTRY)
+    for method in methods:
+        if method.name in known:
+            raise ValueError(f"a method named {method.name!r} is registered already")
+        known[method.name] = method
+    for method in known.values():
+        for key in method.results_keys:
+            if key in owners:
+                raise ValueError(
+                    f"methods {owners[key]!r} and {method.name!r} would both write the results key {key!r}: "
+                    "results keys <method>_<metric> must be unique, rename one"
+                )
+            owners[key] = method.name
+    for method in methods:
+        missing = [name for name in method.requires if name not in known]
+        if missing:
+            raise ValueError(f"method {method.name!r} requires {', '.join(map(repr, missing))}: not registered")
+    _REGISTRY.update((method.name, method) for method in methods)
+
+
 def unregister(name: str) -> Method:
-    """Remove a method added by :func:`register` (tests and experiments); returns it."""
-    return _REGISTRY.pop(get(name).name)
+    """Remove a method added by :func:`register` (tests and experiments); returns it. ValueError naming the
+    methods that require it (:attr:`Method.requires`) while they are registered."""
+    method = get(name)
+    dependants = [other.name for other in _REGISTRY.values() if method.name in other.requires]
+    if dependants:
+        raise ValueError(
+            f"cannot unregister {method.name!r}: required by {', '.join(map(repr, dependants))} (reading its score "
+            "by name); unregister those first"
+        )
+    return _REGISTRY.pop(method.name)
 
 
 def get(name: str) -> Method:

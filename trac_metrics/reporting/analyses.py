@@ -18,6 +18,7 @@ cell that cannot be computed is NaN or left out with the reason in the table's n
 from __future__ import annotations
 
 import math
+import warnings
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from trac_metrics import selective
+from trac_metrics._warnings import TracWarning
 from trac_metrics.heads import MIN_SAMPLES_PER_CLASS, fit_head, transfer_scores
 from trac_metrics.methods import get
 from trac_metrics.reporting.report_data import ReportData
@@ -239,17 +241,19 @@ def consensus_blind_spot(data: ReportData, thresholds: Sequence[float] = (0.625,
 
 # -------------------------------------------------------------------------------------- docs/method.md#transfer-tables
 
-SourceRule = Callable[[PairRun, PairRun], bool]
-SCHEMES: dict[str, tuple[SourceRule, str]] = {
-    "LODO": (lambda target, other: other.task != target.task, "at least 2 tasks"),
-    "Global": (
-        lambda target, other: (other.model, other.task) != (target.model, target.task),
-        "at least 2 (model, task) pairs",
-    ),
-    "LOMO": (lambda target, other: other.model != target.model, "at least 2 models"),
+MAX_TRANSFER_FOLDS = 10
+"""Held-out groups per transfer scheme at most (docs/method.md#transfer-heads): more keys are dealt into this many
+folds."""
+
+SchemeKey = Callable[[PairRun], object]
+SCHEMES: dict[str, tuple[SchemeKey, str]] = {
+    "LODO": (lambda pair: pair.task, "at least 2 tasks"),
+    "Global": (lambda pair: (pair.model, pair.task), "at least 2 (model, task) pairs"),
+    "LOMO": (lambda pair: pair.model, "at least 2 models"),
 }
-"""Transfer schemes (docs/method.md#transfer-heads): which pairs may train the head that scores a target pair. Global is
-leave-one-pair-out; it also holds out the target's other decodings, which share its questions."""
+"""Transfer schemes (docs/method.md#transfer-heads): the key a target holds out; a head scoring a target is fitted on
+the pairs whose key differs. Global is leave-one-pair-out; its key (model, task) also holds out the target's other
+decodings, which share its questions."""
 
 
 def _feature_rows(data: ReportData, method: str) -> list[np.ndarray | None]:
@@ -267,25 +271,37 @@ def _transfer_aurocs(data: ReportData, method: str, matrices: Sequence[np.ndarra
     (docs/method.md#transfer-heads: source rows only, ``heads.transfer_scores``); NaN where the pair has no source,
     lacks the features, or one class only.
 
-    Targets sharing the same source pairs share one fitted head (one fit per task for LODO, per model for LOMO);
-    each target score depends on its own row only, so this equals scoring every target on its own.
+    The targets holding out the same key share one fitted head (one fit per task for LODO, per model for LOMO, per
+    (model, task) for Global); each target score depends on its own row only, so this equals scoring every target
+    on its own. With more than :data:`MAX_TRANSFER_FOLDS` keys, the keys are dealt into that many folds in order of
+    first appearance and a fold is held out together, so the number of fits, and the report's time, stays linear in
+    the number of pairs. Targets and sources are grouped in one pass over the pairs.
     """
-    allowed, _ = SCHEMES[scheme]
-    targets_by_source: dict[tuple[int, ...], list[int]] = defaultdict(list)
-    for i, target in enumerate(data.pairs):
-        sources = tuple(j for j, other in enumerate(data.pairs) if matrices[j] is not None and allowed(target, other))
-        if matrices[i] is not None and sources:
-            targets_by_source[sources].append(i)
+    key_of, _ = SCHEMES[scheme]
+    usable = [j for j, matrix in enumerate(matrices) if matrix is not None]
+    targets_by_key: dict[object, list[int]] = defaultdict(list)
+    for j in usable:
+        targets_by_key[key_of(data.pairs[j])].append(j)
     values = np.full(len(data.pairs), math.nan)
+    if len(targets_by_key) < 2:
+        return values
+    folds = min(len(targets_by_key), MAX_TRANSFER_FOLDS)
+    fold_of = {key: number % folds for number, key in enumerate(targets_by_key)}
+    targets_by_fold: list[list[int]] = [[] for _ in range(folds)]
+    for key, targets in targets_by_key.items():
+        targets_by_fold[fold_of[key]].extend(targets)
+    # every usable row once, in pair order (the order of a source's rows), tagged with its pair's fold
+    rows = np.vstack([matrices[j] for j in usable])
+    labels = np.concatenate([data.evaluations[j].labels for j in usable])
+    owner = np.repeat([fold_of[key_of(data.pairs[j])] for j in usable], [len(matrices[j]) for j in usable])
     with threadpool_limits(limits=1, user_api="blas"):
-        for sources, targets in targets_by_source.items():
-            source_x = np.vstack([matrices[j] for j in sources])
-            source_y = np.concatenate([data.evaluations[j].labels for j in sources])
+        for number, targets in enumerate(targets_by_fold):
+            source = owner != number
             scores = transfer_scores(
-                source_x,
-                source_y,
+                rows[source],
+                labels[source],
                 np.vstack([matrices[i] for i in targets]),
-                [f"{method}[{c}]" for c in range(source_x.shape[1])],
+                [f"{method}[{c}]" for c in range(rows.shape[1])],
             )
             for i, part in zip(targets, np.split(scores, np.cumsum([len(matrices[i]) for i in targets])[:-1])):
                 values[i] = _auroc(part, data.evaluations[i].labels)
@@ -294,8 +310,8 @@ def _transfer_aurocs(data: ReportData, method: str, matrices: Sequence[np.ndarra
 
 def _scheme_reason(data: ReportData, scheme: str) -> str | None:
     """Why ``scheme`` has no source for any pair (e.g. LODO with one task), or None."""
-    allowed, needs = SCHEMES[scheme]
-    if any(allowed(target, other) for target in data.pairs for other in data.pairs):
+    key_of, needs = SCHEMES[scheme]
+    if len({key_of(pair) for pair in data.pairs}) > 1:
         return None
     return f"{scheme} is NaN: it needs {needs}"
 
@@ -411,6 +427,25 @@ def _percent(fraction: float) -> str:
     return f"{fraction * 100:g}%"
 
 
+def _retention(data: ReportData, label: str, at: np.ndarray, full: np.ndarray) -> float:
+    """Macro AUROC ``at`` a fraction / macro at 100% over the pairs defined at the fraction
+    (docs/method.md#label-efficiency); NaN when none is, and NaN with a TracWarning naming the pairs when the
+    100% macro is 0 (every such pair's full-label AUROC is 0: the ratio is undefined)."""
+    defined = ~np.isnan(at)
+    if not defined.any():
+        return math.nan
+    denominator = mean_of_defined(full[defined])
+    if denominator == 0:
+        zero = [int(i) for i in np.flatnonzero(defined & (full == 0))]
+        warnings.warn(
+            f"label efficiency: {label} retention is NaN: the full-label AUROC is 0 on {_names(zero, data)}",
+            TracWarning,
+            stacklevel=3,
+        )
+        return math.nan
+    return mean_of_defined(at[defined]) / denominator
+
+
 def label_efficiency(
     data: ReportData, fractions: Sequence[float] = (0.01, 0.05, 0.25, 1.0), test_fraction: float = 0.4, seed: int = 0
 ) -> ReportTable:
@@ -446,9 +481,8 @@ def label_efficiency(
         row, ratios = [], []
         for label, _ in REPRESENTATIONS:
             at, full = aurocs[label, fraction], aurocs[label, 1.0]
-            defined = ~np.isnan(at)
             row.append(mean_of_defined(at))
-            ratios.append(mean_of_defined(at[defined]) / mean_of_defined(full[defined]) if defined.any() else math.nan)
+            ratios.append(_retention(data, label, at, full))
         records.append([*row, *ratios, len(data.pairs) - len(problems[fraction])])
     columns = [label for label, _ in REPRESENTATIONS] + [f"{label} retention" for label, _ in REPRESENTATIONS]
     frame = pd.DataFrame(

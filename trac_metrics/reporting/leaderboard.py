@@ -71,10 +71,14 @@ def tasks(data: ReportData) -> list[str]:
     return list(dict.fromkeys(pair.task for pair in data.pairs))
 
 
-def task_mean(data: ReportData, method: str, metric: str, task: str) -> float:
-    """Mean of ``<method>_<metric>`` over the pairs of ``task`` where it is defined (the models of that task)."""
+def task_means(data: ReportData, method: str, metric: str) -> dict[str, float]:
+    """Task → mean of ``<method>_<metric>`` over the pairs of the task where it is defined (the models of that task),
+    in :func:`tasks` order; one pass over the pairs."""
     values = data.per_pair(method, metric)
-    return mean_of_defined(value for pair, value in zip(data.pairs, values) if pair.task == task)
+    by_task: dict[str, list[float]] = {task: [] for task in tasks(data)}
+    for pair, value in zip(data.pairs, values):
+        by_task[pair.task].append(value)
+    return {task: mean_of_defined(found) for task, found in by_task.items()}
 
 
 def undefined_reasons(data: ReportData, methods: Sequence[str], metrics: Sequence[str] = ("auroc",)) -> list[str]:
@@ -130,9 +134,10 @@ def main_table(data: ReportData) -> ReportTable:
     rows = leaderboard_methods(data)
     k = k_label(data.pairs)
     columns: dict[str, list[float]] = {}
+    means = {(method, metric): task_means(data, method, metric) for _, method in rows for metric in BOOTSTRAP_METRICS}
     for task in tasks(data):
         for metric in BOOTSTRAP_METRICS:
-            columns[f"{task} {METRIC_LABELS[metric]}"] = [task_mean(data, method, metric, task) for _, method in rows]
+            columns[f"{task} {METRIC_LABELS[metric]}"] = [means[method, metric][task] for _, method in rows]
     for metric in (*BOOTSTRAP_METRICS, "excess_aurc", *map(risk_key, DEFAULT_COVERAGES)):
         label = METRIC_LABELS[metric]
         columns[f"macro {label}" if metric in BOOTSTRAP_METRICS else label] = [
