@@ -1,5 +1,5 @@
 """Build hook: ship ``trac_eval.pth`` (the start-up hook that makes lm-eval see trac-eval, see
-``trac_tasks/_autoload.py``) at the root of site-packages, in normal and editable installs alike, and the
+``trac_tasks/harness/autoload.py``) at the root of site-packages, in normal and editable installs alike, and the
 ``task_configs`` folder inside the ``trac_tasks`` package of a normal install."""
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface

@@ -215,8 +215,8 @@ class RunnerEngine(ABC):
         """The greedy probes of ``jobs``, as the runner sends them."""
 
     def _traces(self, requests: Sequence[Any]) -> list[Any]:
-        from trac_tasks.capture import token_summaries
-        from trac_tasks.config import TracConfig
+        from trac_tasks.generation.capture import token_summaries
+        from trac_tasks.generation.config import TracConfig
 
         traces = self.generate(
             requests, [TracConfig.from_gen_kwargs(request.args[1], "probe_overhead") for request in requests]
@@ -226,7 +226,7 @@ class RunnerEngine(ABC):
         return traces
 
     def _streamed(self, requests: Sequence[Any], records_dir: Path) -> None:
-        from trac_tasks.capture import RecordSink
+        from trac_tasks.generation.capture import RecordSink
 
         self.runner.sink = RecordSink(records_dir)
         self.runner.run(requests, disable_tqdm=True)
@@ -244,7 +244,7 @@ class InProcessEngine(RunnerEngine):
     so its Prometheus token counters run), through trac-eval's hooked runner."""
 
     def __init__(self, lm: Any, model: str) -> None:
-        from trac_tasks.vllm_backend import VllmTracRunner
+        from trac_tasks.engines.vllm_backend import VllmTracRunner
 
         self.lm = lm
         self.model = model
@@ -285,7 +285,7 @@ class ServedEngine(RunnerEngine):
     must serve nothing else while the benchmark runs."""
 
     def __init__(self, lm: Any, url: str) -> None:
-        from trac_tasks.served_backend import ServedTracRunner
+        from trac_tasks.engines.served_backend import ServedTracRunner
 
         class TracesOnly(ServedTracRunner):
             """The served runner whose finished traces unlock no jobs: its ``execute`` sends the generations only
@@ -324,15 +324,15 @@ class ServedEngine(RunnerEngine):
             list(pool.map(lambda request: self.lm.generate_until([request], disable_tqdm=True), requests))
 
     def generate(self, requests: Sequence[Any], configs: Sequence[Any]) -> list[Any]:
-        from trac_tasks.chunk import ChunkState
+        from trac_tasks.generation.chunk import ChunkState
 
         chunk = ChunkState(requests, [0] * len(requests), configs)
         self.traces_only.execute(chunk)
         return chunk.traces
 
     def probes(self, traces: Sequence[Any], jobs: Sequence[Any]) -> None:
-        from trac_tasks.completions_client import RequestQueue
-        from trac_tasks.served_backend import JOB
+        from trac_tasks.engines.completions_client import RequestQueue
+        from trac_tasks.engines.served_backend import JOB
 
         queue = RequestQueue(self.runner.settings)
         for job in jobs:
@@ -590,7 +590,7 @@ def _in_process_engine(args: argparse.Namespace) -> InProcessEngine:
     GPU, see scripts/cpu_env.sh)."""
     import torch
 
-    import trac_tasks._autoload  # noqa: F401  (the hook, as the .pth file installs it for lm_eval)
+    import trac_tasks.harness.autoload  # noqa: F401  (the hook, as the .pth file installs it for lm_eval)
 
     on_cpu = not torch.cuda.is_available()
     if on_cpu:
@@ -602,7 +602,7 @@ def _in_process_engine(args: argparse.Namespace) -> InProcessEngine:
             os.environ.setdefault(key, value)
     model = args.model
     if model is None:
-        from trac_tasks.tiny_model import ensure_tiny_model
+        from trac_tasks.data.tiny_model import ensure_tiny_model
 
         model = str(ensure_tiny_model())
     from lm_eval.models.vllm_causallms import VLLM
@@ -625,7 +625,7 @@ def _served_engine(args: argparse.Namespace) -> ServedEngine:
     """lm-eval's ``LocalCompletionsAPI`` on the server's model (``--model``, default the first it lists) with the
     model's tokenizer loaded here (``--tokenizer``, default the model id: a folder or hub id) and the server's
     context length, once the server has shown that it caches prefixes and resets its cache on request."""
-    import trac_tasks._autoload  # noqa: F401  (the hook, as the .pth file installs it for lm_eval)
+    import trac_tasks.harness.autoload  # noqa: F401  (the hook, as the .pth file installs it for lm_eval)
 
     url = args.server.rstrip("/")
     models = {entry["id"]: entry for entry in json.loads(http_get(f"{url}/v1/models"))["data"]}

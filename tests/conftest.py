@@ -21,7 +21,7 @@ CPU_ENGINE_ENV = {
 
 @pytest.fixture(scope="session")
 def tiny_model() -> Path:
-    from trac_tasks.tiny_model import ensure_tiny_model
+    from trac_tasks.data.tiny_model import ensure_tiny_model
 
     return ensure_tiny_model()
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from conftest import REPO, engine_env
 
-from trac_tasks.demo_data import demo_rows, render
-from trac_tasks.lm_eval_hooks import task_config_dir
+from trac_tasks.data.demo_data import demo_rows, render
+from trac_tasks.harness.lm_eval_hooks import task_config_dir
 
 LOCAL_TASK = "trac_math500_local"
 PLAIN_TASK = "plain_local"
@@ -29,7 +29,7 @@ def write_local_math500_task(root: Path, n_rows: int, repeats: int, max_gen_toks
         f"""
 include: {REPO / "task_configs" / "trac_math500.yaml"}
 task: {LOCAL_TASK}
-custom_dataset: !function trac_tasks.dataset_loaders.local_jsonl
+custom_dataset: !function trac_tasks.data.dataset_loaders.local_jsonl
 dataset_kwargs:
   data_file: {data}
 repeats: {repeats}
@@ -51,7 +51,7 @@ generation_kwargs:
     (tasks / f"{PLAIN_TASK}.yaml").write_text(
         f"""
 task: {PLAIN_TASK}
-custom_dataset: !function trac_tasks.dataset_loaders.local_jsonl
+custom_dataset: !function trac_tasks.data.dataset_loaders.local_jsonl
 dataset_kwargs:
   data_file: {data}
 output_type: generate_until

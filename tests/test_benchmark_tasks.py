@@ -24,9 +24,9 @@ from record_factory import synthetic_task
 from trac_metrics.answers import equivalent, extract_answer, normalize_answer
 from trac_metrics.features.evidence import question_evidence
 from trac_metrics.heads.evaluate import evaluate_task
-from trac_tasks import dataset_loaders
-from trac_tasks.config import TracConfig
-from trac_tasks.lm_eval_hooks import task_config_dir
+from trac_tasks.data import dataset_loaders
+from trac_tasks.generation.config import TracConfig
+from trac_tasks.harness.lm_eval_hooks import task_config_dir
 
 SOLVE = "Solve the following problem step by step. End your response with the final answer in \\boxed{}."
 CHOOSE = (
@@ -59,7 +59,7 @@ class Case:
 
 def local_jsonl_source(file_name: str, split: str = "test") -> str:
     return (
-        f"custom_dataset: !function trac_tasks.dataset_loaders.local_jsonl\n"
+        f"custom_dataset: !function trac_tasks.data.dataset_loaders.local_jsonl\n"
         f"dataset_kwargs:\n  data_file: {{data}}/{file_name}\n  split: {split}\n"
     )
 

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from trac_tasks.capture import p_true_probability, repeat_indices, token_summaries
-from trac_tasks.dataset_loaders import local_jsonl
-from trac_tasks.demo_data import DEMO_FILE, demo_rows, render
+from trac_tasks.data.dataset_loaders import local_jsonl
+from trac_tasks.data.demo_data import DEMO_FILE, demo_rows, render
+from trac_tasks.generation.capture import p_true_probability, repeat_indices, token_summaries
 
 
 def test_token_summaries_use_the_k_largest_returned_logprobs():
@@ -59,7 +59,7 @@ def test_local_jsonl_errors_name_the_file(tmp_path):
 def test_two_runs_started_in_the_same_second_write_different_files(monkeypatch):
     from pathlib import Path
 
-    from trac_tasks import capture
+    from trac_tasks.generation import capture
 
     monkeypatch.setattr(capture.time, "strftime", lambda pattern: "2026-01-01T00-00-00")
     first = capture.RecordSink(Path("records")).path_for("task")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from trac_tasks.chunk import ChunkState, ProbeJob
-from trac_tasks.config import TracConfig
-from trac_tasks.runner import _question_aligned_chunks
+from trac_tasks.generation.chunk import ChunkState, ProbeJob
+from trac_tasks.generation.config import TracConfig
+from trac_tasks.generation.runner import _question_aligned_chunks
 
 
 def test_chunks_never_split_a_question():

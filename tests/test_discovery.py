@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from trac_tasks import compat
-from trac_tasks.lm_eval_hooks import task_config_dir
+from trac_tasks.harness import compat
+from trac_tasks.harness.lm_eval_hooks import task_config_dir
 
 pytestmark = pytest.mark.subprocess
 
@@ -23,11 +23,11 @@ def test_startup_hook_is_installed_but_imports_nothing_heavy():
     loaded = json.loads(
         run_python(
             "import sys, json; print(json.dumps({name: name in sys.modules for name in "
-            "['trac_tasks._autoload', 'numpy', 'lm_eval', 'trac_metrics', 'vllm', 'torch']}))"
+            "['trac_tasks.harness.autoload', 'numpy', 'lm_eval', 'trac_metrics', 'vllm', 'torch']}))"
         )
     )
     assert loaded == {
-        "trac_tasks._autoload": True,
+        "trac_tasks.harness.autoload": True,
         "numpy": False,
         "lm_eval": False,
         "trac_metrics": False,
@@ -99,7 +99,7 @@ def test_backends_are_hooked_after_lm_eval_imports_them():
     hooked = json.loads(
         run_python(
             "import json, lm_eval.evaluator, lm_eval.models.vllm_causallms as v, lm_eval.models.huggingface as h, "
-            "lm_eval.models.openai_completions as o, lm_eval.models.dummy as d; from trac_tasks import compat; "
+            "lm_eval.models.openai_completions as o, lm_eval.models.dummy as d; from trac_tasks.harness import compat; "
             "print(json.dumps([[getattr(c.generate_until, '__trac_hooked__', False) "
             "for c in (v.VLLM, h.HFLM, o.LocalCompletionsAPI, d.DummyLM)], sorted(compat.installed), compat.failed]))"
         )

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from trac_metrics.records import iter_records
-from trac_tasks.completions_client import ServerRequestError
-from trac_tasks.vllm_backend import _probe_finish_reason
+from trac_tasks.engines.completions_client import ServerRequestError
+from trac_tasks.engines.vllm_backend import _probe_finish_reason
 
 TASK = "served_hardening"
 CONTEXT = 1536
@@ -130,7 +130,7 @@ def served(tiny_model, tiny_tokenizer, records_dir):
     from lm_eval.api.instance import Instance
     from lm_eval.models.openai_completions import LocalCompletionsAPI
 
-    from trac_tasks.served_backend import ServedTracRunner
+    from trac_tasks.engines.served_backend import ServedTracRunner
 
     servers: list[FakeCompletionsServer] = []
 

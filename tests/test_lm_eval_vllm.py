@@ -18,8 +18,8 @@ from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, run_lm_eval, write_local_math50
 from trac_metrics.cli import evaluate_records, main
 from trac_metrics.records import iter_records
 from trac_metrics.selective import METRIC_NAMES
-from trac_tasks.config import DEFAULT_CUE
-from trac_tasks.probe import trace_body
+from trac_tasks.generation.config import DEFAULT_CUE
+from trac_tasks.generation.probe import trace_body
 
 pytestmark = pytest.mark.engine
 

@@ -30,7 +30,7 @@ from trac_metrics.reporting.report_data import build_report_data
 from trac_metrics.reporting.runs import load_pairs
 from trac_metrics.reporting.summary_table import method_table
 from trac_metrics.selective import METRIC_NAMES
-from trac_tasks.task_functions import aggregate_trac, process_results
+from trac_tasks.harness.task_functions import aggregate_trac, process_results
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 K, N_QUESTIONS, TASK = 4, 30, "trac_gsm8k"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trac_tasks.config import DEFAULT_CUE, TracConfig
-from trac_tasks.probe import parse_probe, trace_body
+from trac_tasks.generation.config import DEFAULT_CUE, TracConfig
+from trac_tasks.generation.probe import parse_probe, trace_body
 
 
 def encode(tokenizer, text: str) -> list[int]:

@@ -14,9 +14,9 @@ from types import SimpleNamespace
 import pytest
 from vllm_server import free_port
 
-from trac_tasks.completions_client import ClientSettings, RequestQueue, ServerRequestError
-from trac_tasks.config import TracConfig
-from trac_tasks.runner import check_generation_room
+from trac_tasks.engines.completions_client import ClientSettings, RequestQueue, ServerRequestError
+from trac_tasks.generation.config import TracConfig
+from trac_tasks.generation.runner import check_generation_room
 
 SERVED_CONTEXT = 1536
 """The context length the scripted server lists for its model."""
@@ -148,7 +148,7 @@ def _client(url: str, tiny_model, **model_args):
 
 def _check(url: str, tiny_model, trac: dict, lm=None):
     """The up-front check of a runner on ``lm`` (a new client by default); returns the runner."""
-    from trac_tasks.served_backend import ServedTracRunner
+    from trac_tasks.engines.served_backend import ServedTracRunner
 
     config = TracConfig.from_gen_kwargs({"trac": {"answer_kind": "math", "reference": "1", **trac}}, "task")
     runner = ServedTracRunner(lm or _client(url, tiny_model, tokenizer_backend="huggingface"))
@@ -205,7 +205,7 @@ def test_a_capable_server_passes_and_a_missing_cache_count_is_said(scripted, tin
 
 
 def test_trac_tasks_need_a_local_tokenizer(tiny_model):
-    from trac_tasks.served_backend import ServedTracRunner
+    from trac_tasks.engines.served_backend import ServedTracRunner
 
     with pytest.raises(ValueError, match="tokenizer_backend=huggingface"):
         ServedTracRunner(_client("http://127.0.0.1:9/v1/completions", tiny_model, tokenizer_backend=None))
@@ -231,7 +231,7 @@ def test_a_token_limit_without_room_for_a_prompt_is_refused():
 def test_chat_completion_models_are_pointed_to_the_completions_endpoint(tiny_model):
     from lm_eval.models.openai_completions import LocalChatCompletion
 
-    from trac_tasks.served_backend import ServedTracRunner
+    from trac_tasks.engines.served_backend import ServedTracRunner
 
     lm = LocalChatCompletion(model="tiny", base_url="http://127.0.0.1:9/v1/chat/completions", tokenizer=str(tiny_model))
     with pytest.raises(ValueError, match="use --model local-completions"):
@@ -244,7 +244,7 @@ def test_prompt_ids_are_those_of_lm_evals_vllm_backend(tiny_model, tiny_tokenize
     starts with the BOS text) and on a plain one."""
     from lm_eval.models.vllm_causallms import VLLM
 
-    from trac_tasks.served_backend import ServedTracRunner
+    from trac_tasks.engines.served_backend import ServedTracRunner
 
     message = [{"role": "user", "content": "What is 2 + 3?"}]
     prompt = (

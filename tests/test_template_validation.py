@@ -9,8 +9,8 @@ import pytest
 from conftest import engine_env
 from lm_eval_runs import LOCAL_TASK, lm_eval_command, write_local_math500_task
 
-from trac_tasks.config import TracConfig
-from trac_tasks.runner import validate_documents
+from trac_tasks.generation.config import TracConfig
+from trac_tasks.generation.runner import validate_documents
 
 pytestmark = pytest.mark.engine
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
-from trac_tasks.thinking import ThinkingMarker, detect_marker
+from trac_tasks.generation.thinking import ThinkingMarker, detect_marker
 
 
 def _encode(tokenizer):

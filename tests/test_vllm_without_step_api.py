@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from trac_metrics.records import iter_records
-from trac_tasks.capture import RecordSink
-from trac_tasks.config import DEFAULT_CUE
+from trac_tasks.generation.capture import RecordSink
+from trac_tasks.generation.config import DEFAULT_CUE
 
 pytestmark = pytest.mark.engine
 
@@ -57,7 +57,7 @@ def _requests():
 def lm(tiny_model):
     from lm_eval.models.vllm_causallms import VLLM
 
-    import trac_tasks._autoload  # noqa: F401  (installs the backend hook, as the .pth file does)
+    import trac_tasks.harness.autoload  # noqa: F401  (installs the backend hook, as the .pth file does)
 
     model = VLLM(
         pretrained=str(tiny_model),
@@ -74,7 +74,7 @@ def lm(tiny_model):
 
 
 def _run(lm, tmp_path, hide_step_api: bool):
-    from trac_tasks.vllm_backend import VllmTracRunner
+    from trac_tasks.engines.vllm_backend import VllmTracRunner
 
     llm = lm.model
     if hide_step_api:

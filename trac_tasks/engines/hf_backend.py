@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from trac_tasks.chunk import ChunkState, ProbeJob
-from trac_tasks.config import PROBE_MAX_TOKENS, TracConfig, strip_trac
-from trac_tasks.probe import trace_body
-from trac_tasks.runner import BatchTracRunner, ProbeOutput, Trace, hook_generate_until
+from trac_tasks.generation.chunk import ChunkState, ProbeJob
+from trac_tasks.generation.config import PROBE_MAX_TOKENS, TracConfig, strip_trac
+from trac_tasks.generation.probe import trace_body
+from trac_tasks.generation.runner import BatchTracRunner, ProbeOutput, Trace, hook_generate_until
 
 
 def install(module: ModuleType) -> None:

@@ -5,8 +5,8 @@ Before anything is generated, every task's templates are checked on its document
 samples of each question are generated with per-token logprobs; each finished trace unlocks its jobs (the trace
 probe on token ids for every sample; for the primary sample the configured ablation probes, teacher-forced scoring
 and P(True)); the moment a question's samples and jobs are all done its immutable records are written and flushed
-(:mod:`trac_tasks.chunk`), so a crash loses only the questions in flight. An engine that can interleave (vLLM's
-step API) submits each job the moment its trace finishes, while the prefix is hot in the cache; the default
+(:mod:`trac_tasks.generation.chunk`), so a crash loses only the questions in flight. An engine that can interleave
+(vLLM's step API) submits each job the moment its trace finishes, while the prefix is hot in the cache; the default
 :meth:`TracRunner.execute` generates the chunk, then runs the jobs in batches. An engine subclass supplies four
 primitives: sampled generation with logprobs, greedy ≤16-token probes that reuse the cached prefix, teacher-forced
 scoring of given tokens, and next-token logprobs of given candidate strings.
@@ -29,24 +29,23 @@ from lm_eval.models.utils import postprocess_generated_text
 from trac_metrics._warnings import TracWarning
 from trac_metrics.answers import extract_answer
 from trac_metrics.records import ProbeRecord
-from trac_tasks.capture import (
+from trac_tasks.generation.capture import (
     P_TRUE_TEMPLATE,
     GenerationText,
     RecordSink,
     build_record,
     k_largest,
     p_true_probability,
-    records_dir,
     repeat_indices,
     token_summaries,
 )
-from trac_tasks.chunk import ChunkState, ProbeJob
-from trac_tasks.compat import require_trac_hooks
-from trac_tasks.config import PROBE_MAX_TOKENS, TRAC_KEY, TracConfig
-from trac_tasks.lm_eval_hooks import HOOKED
-from trac_tasks.probe import ParsedProbe, parse_probe
-from trac_tasks.progress import LOGGER, RunProgress, TaskSummary
-from trac_tasks.thinking import AUTO, ThinkingMarker, detect_marker
+from trac_tasks.generation.chunk import ChunkState, ProbeJob
+from trac_tasks.generation.config import PROBE_MAX_TOKENS, TRAC_KEY, TracConfig
+from trac_tasks.generation.probe import ParsedProbe, parse_probe
+from trac_tasks.generation.progress import LOGGER, RunProgress, TaskSummary
+from trac_tasks.generation.thinking import AUTO, ThinkingMarker, detect_marker
+from trac_tasks.harness.compat import require_trac_hooks
+from trac_tasks.harness.lm_eval_hooks import HOOKED, records_dir
 
 P_TRUE_CANDIDATES = ("A", "B")
 
@@ -175,7 +174,7 @@ class TracRunner(ABC):
 
     def marker_for(self, config: TracConfig) -> ThinkingMarker:
         """The end-of-thinking marker in force: the task's ``trac.marker``, or for ``auto`` the one found from
-        lm-eval's ``think_end_token``, the tokenizer or the chat template (:mod:`trac_tasks.thinking`)."""
+        lm-eval's ``think_end_token``, the tokenizer or the chat template (:mod:`trac_tasks.generation.thinking`)."""
         if config.marker not in self._markers:
             text = config.marker
             if text == AUTO:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trac_tasks.progress import LOGGER
+from trac_tasks.generation.progress import LOGGER
 
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 """HTTP statuses of a server that is busy, restarting or behind a gateway that timed out: worth another attempt."""

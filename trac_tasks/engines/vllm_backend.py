@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from trac_tasks.chunk import ChunkState, ProbeJob
-from trac_tasks.config import NEXT_TOKEN_LOGPROBS, PROBE_MAX_TOKENS, TracConfig, strip_trac
-from trac_tasks.runner import (
+from trac_tasks.generation.chunk import ChunkState, ProbeJob
+from trac_tasks.generation.config import NEXT_TOKEN_LOGPROBS, PROBE_MAX_TOKENS, TracConfig, strip_trac
+from trac_tasks.generation.runner import (
     BatchTracRunner,
     ProbeOutput,
     Trace,
@@ -47,9 +47,10 @@ class VllmTracRunner(BatchTracRunner):
         self.request_counter = itertools.count()
 
     def run(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[Any]:
-        """With lm-eval's ``data_parallel_size > 1``, on that many Ray replicas (:mod:`trac_tasks.data_parallel`)."""
+        """With lm-eval's ``data_parallel_size > 1``, on that many Ray replicas
+        (:mod:`trac_tasks.engines.data_parallel`)."""
         if int(getattr(self.lm, "data_parallel_size", 1) or 1) > 1:
-            from trac_tasks.data_parallel import run_on_replicas
+            from trac_tasks.engines.data_parallel import run_on_replicas
 
             return run_on_replicas(self, requests)
         return super().run(requests, disable_tqdm)

@@ -3,8 +3,8 @@ path): small, targeted patches applied right after lm-eval imports the patched m
 
 Each patch wraps lm-eval functions and leaves lm-eval's behaviour unchanged for everything that is not trac-eval's.
 A wrapper accepts every calling form its function accepts: it finds the arguments it needs by binding the call to
-the function's own signature. :func:`trac_tasks.compat.install_hook` runs a patch only after checking what it relies
-on, and each patch assigns only once all its wrappers are built, so a module is never left half patched.
+the function's own signature. :func:`trac_tasks.harness.compat.install_hook` runs a patch only after checking what
+it relies on, and each patch assigns only once all its wrappers are built, so a module is never left half patched.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from trac_tasks import compat
+from trac_tasks.harness import compat
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
 def task_config_dir() -> Path:
@@ -110,6 +110,20 @@ def current_output_path() -> str | None:
     return _OUTPUT_PATH.get()
 
 
+def records_dir() -> Path:
+    """Where records go: ``<output path>/trac_records`` of the lm-eval evaluation running now (``--output_path``, or
+    the Python API's ``EvaluationTracker(output_path=...)``; the folder of a ``.json`` output path), else
+    ``$TRAC_RECORDS_DIR``, else ``./trac_records`` (logged)."""
+    output_path = current_output_path()
+    if output_path:
+        base = Path(output_path)
+        return (base.parent if base.suffix == ".json" else base) / "trac_records"
+    if os.environ.get("TRAC_RECORDS_DIR"):
+        return Path(os.environ["TRAC_RECORDS_DIR"])
+    compat.LOGGER.info("trac-eval: no lm-eval output path and no $TRAC_RECORDS_DIR: writing records to ./trac_records")
+    return Path("trac_records")
+
+
 def _tasks_of(task_dict: Any) -> list[Any]:
     """All task objects of a (possibly nested, grouped) lm-eval task dict."""
     found = []
@@ -123,7 +137,7 @@ def _tasks_of(task_dict: Any) -> list[Any]:
 
 def _trac_tasks_of(task_dict: Any) -> list[Any]:
     """The TrAC tasks (a ``trac`` block in their ``generation_kwargs``) of an lm-eval task dict."""
-    from trac_tasks.config import TRAC_KEY
+    from trac_tasks.generation.config import TRAC_KEY
 
     return [
         task for task in _tasks_of(task_dict) if TRAC_KEY in (getattr(task.config, "generation_kwargs", None) or {})
@@ -148,8 +162,6 @@ def apply_repeats_override(task_dict: Any) -> None:
 def refuse_unwritable_records_dir(trac_tasks: list[str]) -> None:
     """Refuse, before any generation, a records folder below an existing file (``--output_path`` naming a file):
     the first write would otherwise fail after the whole generation."""
-    from trac_tasks.capture import records_dir
-
     if current_output_path() is None and not os.environ.get("TRAC_RECORDS_DIR"):
         return  # ./trac_records: the working directory is a folder
     directory = records_dir()

@@ -1,6 +1,6 @@
 """Generator of the bundled offline demo set ``trac_tasks/data/trac_demo.jsonl`` (MATH-500 schema).
 
-Deterministic: ``python -m trac_tasks.demo_data`` rewrites the file byte for byte (a test checks it). The mix of
+Deterministic: ``python -m trac_tasks.data.demo_data`` rewrites the file byte for byte (a test checks it). The mix of
 one-step sums (a tiny model often gets them right) and multi-step word problems (it usually does not) gives both
 correct and incorrect answers, which cross-fitting needs.
 """
@@ -11,7 +11,7 @@ import json
 import random
 from pathlib import Path
 
-from trac_tasks.dataset_loaders import DATA_DIR
+from trac_tasks.data.dataset_loaders import DATA_DIR
 
 DEMO_FILE = DATA_DIR / "trac_demo.jsonl"
 N_PROBLEMS = 40

@@ -1,9 +1,9 @@
 """Engine-independent construction and parsing of the answer probe, on token ids (docs/method.md#the-answer-probe).
 
 The probe prompt is the exact token ids of the prompt and of the generated trace (never re-tokenized text), the
-end-of-thinking marker's ids when the trace left a thinking section open (:mod:`trac_tasks.thinking`), then the
-tokenized cue. The greedy suffix is cut where the delimiter the cue opened is closed; the tokens
-before that point spell the re-stated answer ã.
+end-of-thinking marker's ids when the trace left a thinking section open
+(:mod:`trac_tasks.generation.thinking`), then the tokenized cue. The greedy suffix is cut where the delimiter the cue
+opened is closed; the tokens before that point spell the re-stated answer ã.
 """
 
 from __future__ import annotations

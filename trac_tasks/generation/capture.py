@@ -21,8 +21,9 @@ import numpy as np
 
 from trac_metrics.features import topk_entropy
 from trac_metrics.records import ProbeRecord, RecordWriter, ResponseRecord
-from trac_tasks.config import TracConfig
-from trac_tasks.progress import LOGGER
+from trac_tasks.generation.config import TracConfig
+from trac_tasks.generation.progress import LOGGER
+from trac_tasks.harness.lm_eval_hooks import records_dir
 
 P_TRUE_TEMPLATE = "\n\nProposed answer: {answer}\nIs the proposed answer correct?\n(A) True\n(B) False\nThe answer is ("
 """P(True) (Kadavath et al. 2022), asked after the question prompt and the primary's extracted answer (not the
@@ -114,7 +115,7 @@ def build_record(
     """Assemble the immutable record of one response of an lm-eval ``Instance`` (``num_samples``: K; ``decoding``:
     the primary temperature / top-p the engine applied and the probe temperature; ``text``: what lm-eval scores,
     ``generated_text``: the whole decoded generation, stored when it differs; ``marker``: the end-of-thinking
-    marker in force, ``answer``: the answer read after it, :mod:`trac_tasks.thinking`)."""
+    marker in force, ``answer``: the answer read after it, :mod:`trac_tasks.generation.thinking`)."""
     doc = request.doc
     kind = config.kind_for(doc)
     return ResponseRecord(
@@ -140,22 +141,6 @@ def build_record(
         generated_text=generated_text if generated_text != text else None,
         **summaries,
     )
-
-
-def records_dir() -> Path:
-    """Where records go: ``<output path>/trac_records`` of the lm-eval evaluation running now (``--output_path``, or
-    the Python API's ``EvaluationTracker(output_path=...)``; the folder of a ``.json`` output path), else
-    ``$TRAC_RECORDS_DIR``, else ``./trac_records`` (logged)."""
-    from trac_tasks.lm_eval_hooks import current_output_path
-
-    output_path = current_output_path()
-    if output_path:
-        base = Path(output_path)
-        return (base.parent if base.suffix == ".json" else base) / "trac_records"
-    if os.environ.get("TRAC_RECORDS_DIR"):
-        return Path(os.environ["TRAC_RECORDS_DIR"])
-    LOGGER.info("trac-eval: no lm-eval output path and no $TRAC_RECORDS_DIR: writing records to ./trac_records")
-    return Path("trac_records")
 
 
 class RecordSink:

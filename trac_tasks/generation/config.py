@@ -9,7 +9,7 @@ and how; lm-eval itself never sees it (the hook removes it before building sampl
                                                # template giving one per doc, e.g. "{{answer_kind}}"
         reference: "{{answer}}"                # Jinja template rendered on the doc: the reference answer a*
         cue: "\\n\\nThe final answer is \\\\boxed{"   # default (docs/method.md#probe-prompt)
-        marker: auto                           # end-of-thinking marker: auto (trac_tasks.thinking), a string,
+        marker: auto                           # end-of-thinking marker: auto (generation.thinking), a string,
                                                # or "" for none
         top_k: 5                               # top-k logprobs kept per token (docs/method.md#token-summaries, k = 5)
         probe_variants: [trace]                # + question_only, shuffled_trace, teacher_forced (ablations)
@@ -32,7 +32,7 @@ import jinja2
 
 from trac_metrics.answers import ANSWER_KINDS
 from trac_metrics.records import PROBE_VARIANTS
-from trac_tasks.thinking import AUTO
+from trac_tasks.generation.thinking import AUTO
 
 TRAC_KEY = "trac"
 DEFAULT_CUE = "\n\nThe final answer is \\boxed{"

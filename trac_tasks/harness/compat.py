@@ -1,11 +1,11 @@
 """What trac-eval's start-up hooks rely on in lm-eval and vLLM, the tested releases, and the defensive install.
 
-Every hook of :mod:`trac_tasks._autoload` is installed through :func:`install_hook`. It first checks, with
+Every hook of :mod:`trac_tasks.harness.autoload` is installed through :func:`install_hook`. It first checks, with
 :mod:`inspect`, every symbol the hook relies on (``REQUIRED``: names, and the parameters the hook passes or reads);
 only when all are as expected does it patch the module. When something differs, or the hook raises, it logs one
 warning (the hook, the installed lm-eval and vLLM versions, ``TRAC_EVAL_DISABLE=1``) and leaves the module
 untouched: plain tasks run exactly as without trac-eval, and a TrAC task stops before generation with the reason
-(:func:`require_trac_hooks`, the backend check of :mod:`trac_tasks.lm_eval_hooks`). A test checks ``REQUIRED``
+(:func:`require_trac_hooks`, the backend check of :mod:`trac_tasks.harness.lm_eval_hooks`). A test checks ``REQUIRED``
 and ``FALLBACK`` against the installed releases, so a release that changes one of them fails one clear test.
 
 This module is imported only once lm-eval imports a hooked module; it imports nothing heavy itself.
@@ -23,7 +23,8 @@ import sys
 from types import ModuleType
 
 LOGGER = logging.getLogger("lm_eval.trac_eval")
-"""The logger of trac-eval's log lines (``trac_tasks.progress.LOGGER``, not imported here: it pulls in tqdm)."""
+"""The logger of trac-eval's log lines (``trac_tasks.generation.progress.LOGGER``, not imported here: it pulls in
+tqdm)."""
 
 TESTED = {"lm_eval": "==0.4.13", "vllm": ">=0.32,<0.34"}
 """Releases the hooks are tested with (distribution and import name alike); pyproject's ``vllm`` extra uses the
@@ -130,7 +131,7 @@ _SYMBOL = re.compile(r"(?P<module>[\w.]+):(?P<name>[\w.]+)(?:\((?P<params>[\w,\s
 
 @functools.cache
 def installed_version(distribution: str) -> str | None:
-    """The installed version of ``distribution`` (``vllm`` finds the CPU build too, see ``_autoload``), or None."""
+    """The installed version of ``distribution`` (``vllm`` finds the CPU build too, see ``harness.autoload``), or None."""
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:

@@ -7,7 +7,7 @@ and saved as safetensors. The folder is cached and reused; a half-written folder
 Concurrent builders (two test sessions, two demos) take turns on a file lock beside the folder; each stages its
 build in a folder of its own, and one that finds the folder built while it waited returns it.
 
-Run ``python -m trac_tasks.tiny_model [DIR]`` to build it and print its path.
+Run ``python -m trac_tasks.data.tiny_model [DIR]`` to build it and print its path.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from trac_metrics.answers import normalize_answer
 # Loading
 # ----------------------------------------------------------------------------------------------------------
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parent
 
 
 def resolve_data_file(data_file: str) -> Path:

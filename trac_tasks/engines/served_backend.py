@@ -5,8 +5,8 @@
 :class:`ServedTracRunner`, all others go to lm-eval's own method unchanged. Prompts are tokenized and truncated as
 lm-eval's ``vllm`` backend does, then sent as token-id prompts with top-k logprobs and the id of every generated
 token (vLLM's ``return_tokens_as_token_ids``). Each finished trace's jobs are queued ahead of the generations not
-yet sent (:mod:`trac_tasks.completions_client`), so a probe — prompt + trace ids + cue, again as token ids — meets
-its prefix in the server's prefix cache; its cached-token count is the server's
+yet sent (:mod:`trac_tasks.engines.completions_client`), so a probe — prompt + trace ids + cue, again as token ids
+— meets its prefix in the server's prefix cache; its cached-token count is the server's
 ``usage.prompt_tokens_details.cached_tokens`` (``null`` when the server does not report it, and ``null`` with one
 warning when what it reports is not a token count). Per-response seconds are the wall time of each request.
 
@@ -14,7 +14,7 @@ Every response field a record is built from is checked before anything is record
 :func:`_scored`): token ids spelled ``token_id:<id>`` within the tokenizer's vocabulary, finite logprobs ≤ 0, at
 least as many top logprobs per position as were asked for, a finish reason vLLM gives. A response that breaks one
 of these stops the run with one line naming the server, the request and the field
-(:class:`~trac_tasks.completions_client.MalformedResponse`); nothing of it reaches a record.
+(:class:`~trac_tasks.engines.completions_client.MalformedResponse`); nothing of it reaches a record.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from typing import Any
 
 from lm_eval.models.utils import has_bos_prefix, maybe_truncate, normalize_gen_kwargs
 
-from trac_tasks.chunk import ChunkState, ProbeJob
-from trac_tasks.completions_client import ClientSettings, MalformedResponse, RequestQueue, ServerRequestError
-from trac_tasks.config import NEXT_TOKEN_LOGPROBS, PROBE_MAX_TOKENS, TracConfig, strip_trac
-from trac_tasks.progress import LOGGER
-from trac_tasks.runner import (
+from trac_tasks.engines.completions_client import ClientSettings, MalformedResponse, RequestQueue, ServerRequestError
+from trac_tasks.generation.chunk import ChunkState, ProbeJob
+from trac_tasks.generation.config import NEXT_TOKEN_LOGPROBS, PROBE_MAX_TOKENS, TracConfig, strip_trac
+from trac_tasks.generation.progress import LOGGER
+from trac_tasks.generation.runner import (
     ProbeOutput,
     Trace,
     TracRunner,

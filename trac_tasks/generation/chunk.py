@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trac_metrics.records import ProbeRecord
-from trac_tasks.config import TracConfig
+from trac_tasks.generation.config import TracConfig
 
 QuestionKey = tuple[str, str]
 
