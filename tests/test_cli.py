@@ -17,11 +17,12 @@ import pytest
 from run_factory import PairSpec, pair_specs, write_runs
 from test_heads_hardening import fill_disk_after, folder_bytes
 
-from trac_metrics import cli
+from trac_metrics import cli, selective
 from trac_metrics._util import limits
 from trac_metrics._util.limits import size_text
 from trac_metrics.cli import main
 from trac_metrics.heads import FittedHead
+from trac_metrics.heads.calibration_maps import CalibrationMap
 from trac_metrics.heads.saved_heads import feature_rows
 from trac_metrics.records import iter_records
 from trac_metrics.reporting.runs import evaluate_pairs, load_pairs
@@ -284,3 +285,38 @@ def test_trac_executable_reports_an_empty_folder(tmp_path: Path) -> None:
         "<output_path>/trac_records/<task>.<time>.jsonl when a trac_* task runs on the "
         "vllm or hf backend)"
     )
+
+
+def test_fit_and_score_a_calibrated_baseline(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    map_path, scores_path = tmp_path / "map.json", tmp_path / "scores.jsonl"
+    printed = run_cli(
+        capsys, "fit", *runs["train"], "--out", map_path, "--method", "mean_logprob", "--calibration-map", "platt"
+    )
+    assert f"mean_logprob platt calibration map fitted on 100 questions → {map_path}" in printed
+    saved = CalibrationMap.load(map_path)
+    assert saved.form == "platt" and saved.metadata["method"] == "mean_logprob"
+    printed = run_cli(capsys, "score", map_path, *runs["target"], "--out", scores_path)
+    lines = [json.loads(line) for line in scores_path.read_text().splitlines()]
+    (pair,) = load_pairs(runs["target"])
+    raw = [evidence["baselines"]["mean_logprob"] for evidence in pair.evidences]
+    np.testing.assert_allclose([line["score"] for line in lines], raw, rtol=0, atol=0)
+    np.testing.assert_allclose([line["p_correct"] for line in lines], saved.predict(np.asarray(raw)), atol=0)
+    labels = primary_labels(runs["target"][0])
+    assert "mean_logprob platt calibration map fitted on 100 questions" in printed
+    assert f"{selective.ece(saved.predict(np.asarray(raw)), labels):.4f}" in printed
+    assert f"{selective.brier(saved.predict(np.asarray(raw)), labels):.4f}" in printed
+
+
+def test_report_options_choose_the_calibration_map_and_ece_bins(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report"
+    printed = run_cli(
+        capsys, "report", *runs["train"], "--out", out, "--resamples", 20, "--ece-bins", 5, "--calibration-map", "platt"
+    )
+    assert "Calibration: platt maps for the baselines, ECE over 5 bins." in printed
+    assert "## Rejection and calibration metrics with 95% bootstrap intervals" in printed
+    for name in ("calibration_rejection.csv", "reliability.png", "rejection_curve.png"):
+        assert (out / name).stat().st_size > 0

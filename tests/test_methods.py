@@ -25,7 +25,7 @@ from trac_metrics.features.evidence import question_evidence
 from trac_metrics.methods import Family, Method, Question, Scope, all_methods, get, group_methods, register, unregister
 from trac_metrics.methods.group_yaml import GROUP_FILE, group_yaml
 from trac_metrics.records import RecordWriter, iter_records
-from trac_metrics.reporting.leaderboard import main_table
+from trac_metrics.reporting.leaderboard import CALIBRATION_TABLE_METRICS, calibration_table, main_table
 from trac_metrics.reporting.report_data import build_report_data
 from trac_metrics.reporting.runs import load_pairs
 from trac_metrics.reporting.summary_table import method_table
@@ -72,8 +72,11 @@ def derived_outputs(root: Path) -> SimpleNamespace:
     return SimpleNamespace(
         results=dict(results),
         samples=per_doc[0]["trac"]["scores"],
+        samples_p_correct=per_doc[0]["trac"].get("p_correct", {}),
         summary=summary(out),
         leaderboard=main_table(data).frame.index.tolist(),
+        calibration_table=calibration_table(data).frame,
+        data=data,
         evaluation=data.evaluations[0],
         pair=data.pairs[0],
     )
@@ -84,8 +87,10 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     return derived_outputs(tmp_path_factory.mktemp("registry"))
 
 
-def summary_rows(text: str) -> list[str]:
-    return re.findall(r"^\s*(\w+) \|\s+(?:-?\d|nan)", text, flags=re.MULTILINE)
+def summary_rows(text: str, table: int = 0) -> list[str]:
+    """The method rows of a table of ``trac summary``: 0 the ranking metrics, 1 the calibration metrics after it."""
+    shown = text.split("\ncalibration:\n")[table]
+    return re.findall(r"^\s*(\w+) \|\s+(?:-?\d|nan)", shown, flags=re.MULTILINE)
 
 
 # ------------------------------------------------------------------------------- every method, every consumer
@@ -103,6 +108,35 @@ def test_every_task_method_is_a_row_of_trac_summary_in_registry_order(outputs: S
     rows = summary_rows(outputs.summary)
     assert (name in rows) == (get(name).scope is Scope.TASK)
     assert rows == [method.name for method in all_methods() if method.scope is Scope.TASK]
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_every_task_method_has_a_probability_in_lm_evals_samples(outputs: SimpleNamespace, name: str) -> None:
+    reported = get(name).scope is Scope.TASK
+    assert (name in outputs.samples_p_correct) == reported
+    if reported:
+        assert 0.0 <= outputs.samples_p_correct[name] <= 1.0
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_every_task_method_is_a_row_of_both_summary_tables(outputs: SimpleNamespace, name: str) -> None:
+    header = next(line for line in outputs.summary.split("\ncalibration:\n")[1].splitlines() if "method" in line)
+    assert header.replace("|", " ").split() == ["method", *selective.CALIBRATION_METRIC_NAMES]
+    assert (name in summary_rows(outputs.summary, 1)) == (get(name).scope is Scope.TASK)
+    assert summary_rows(outputs.summary, 1) == summary_rows(outputs.summary, 0)
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_every_leaderboard_method_has_the_new_metrics_with_intervals(outputs: SimpleNamespace, name: str) -> None:
+    method = get(name)
+    labels = [label for _, label in outputs.calibration_table.index]
+    assert (method.display(str(K)) in labels) == (method.leaderboard_row is not None)
+    for metric in CALIBRATION_TABLE_METRICS:
+        assert f"macro {selective.METRIC_LABELS[metric]}" in outputs.calibration_table.columns
+        assert np.isfinite(outputs.data.macro(name, metric))
+        if metric != "smece":  # relplot's smECE is too slow to resample: no interval
+            lo, hi = outputs.data.ci(name, metric)
+            assert lo <= hi and name in outputs.data.bootstraps[metric].methods
 
 
 @pytest.mark.parametrize("name", METHODS)
@@ -209,7 +243,14 @@ def test_an_unregistered_method_is_gone_from_every_consumer() -> None:
 # ------------------------------------------------------------------- generic checks of every metric function
 
 COVERAGE = {selective.risk_key(c): c for c in selective.DEFAULT_COVERAGES}
-HIGHER_IS_BETTER = {"auroc": True, **dict.fromkeys(("aurc", "e_aurc", "excess_aurc", *COVERAGE), False)}
+HIGHER_IS_BETTER = {
+    "auroc": True,
+    **dict.fromkeys(("aurc", "e_aurc", "excess_aurc", *COVERAGE), False),
+    **dict.fromkeys(("auprc", "prr", "prr_50"), True),
+    **dict.fromkeys(("ece", "brier", "log_loss", "smece"), False),
+}
+RANKING = [name for name in METRIC_NAMES if name in selective.RANKING_METRIC_NAMES]
+CALIBRATION = [name for name in METRIC_NAMES if name in selective.CALIBRATION_METRIC_NAMES]
 
 
 def single_metric(name: str):
@@ -220,14 +261,17 @@ def single_metric(name: str):
 
 
 def from_all_metrics(name: str):
-    return lambda scores, labels: selective.selective_metrics(scores, labels)[name]
+    """Metric ``name`` from the function computing all metrics of its kind at once."""
+    every = selective.ranking_metrics if name in RANKING else selective.calibration_metrics
+    return lambda scores, labels: every(scores, labels)[name]
 
 
-METRIC_FUNCTIONS = [
-    pytest.param(name, factory(name), id=f"{factory.__name__}-{name}")
-    for name in METRIC_NAMES
-    for factory in (single_metric, from_all_metrics)
-]
+def params(names: list[str]) -> list:
+    return [
+        pytest.param(name, factory(name), id=f"{factory.__name__}-{name}")
+        for name in names
+        for factory in (single_metric, from_all_metrics)
+    ]
 
 
 def sample(seed: int, n: int = 60, ties: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -237,11 +281,21 @@ def sample(seed: int, n: int = 60, ties: int | None = None) -> tuple[np.ndarray,
     return (np.round(scores * ties) / ties if ties else scores), labels.astype(int)
 
 
+def probability_sample(seed: int, n: int = 60, ties: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Scores of :func:`sample` squashed into probabilities (ties kept)."""
+    scores, labels = sample(seed, n, ties)
+    return 1 / (1 + np.exp(-scores)), labels
+
+
 def test_metric_names_cover_exactly_the_metrics_checked_here() -> None:
-    assert set(HIGHER_IS_BETTER) == set(METRIC_NAMES) == set(selective.selective_metrics([1.0, 0.0], [1, 0]))
+    assert set(HIGHER_IS_BETTER) == set(METRIC_NAMES) == set(RANKING) | set(CALIBRATION)
+    assert HIGHER_IS_BETTER == selective.HIGHER_IS_BETTER
+    assert list(selective.ranking_metrics([1.0, 0.0, 0.5, 0.2], [1, 0, 1, 0])) == RANKING
+    assert list(selective.calibration_metrics([1.0, 0.0], [1, 0])) == CALIBRATION
+    assert METRIC_NAMES == (*RANKING, *CALIBRATION)
 
 
-@pytest.mark.parametrize(("name", "metric"), METRIC_FUNCTIONS)
+@pytest.mark.parametrize(("name", "metric"), params(RANKING))
 def test_orientation_perfect_ranking_is_best_and_reversed_is_worst(name: str, metric) -> None:
     scores, labels = sample(1)
     perfect, reversed_ = labels + 0.0, -(labels + 0.0)
@@ -251,9 +305,20 @@ def test_orientation_perfect_ranking_is_best_and_reversed_is_worst(name: str, me
     if name == "auroc":
         assert metric(-scores, labels) == pytest.approx(1 - metric(scores, labels), abs=1e-12)
         assert (values[0], values[2]) == (1.0, 0.0)
+    if name in ("auprc", "prr", "prr_50"):
+        assert values[0] == pytest.approx(1.0, abs=1e-12)
 
 
-@pytest.mark.parametrize(("name", "metric"), METRIC_FUNCTIONS)
+@pytest.mark.parametrize(("name", "metric"), params(CALIBRATION))
+def test_orientation_certain_and_right_is_best_and_certain_and_wrong_is_worst(name: str, metric) -> None:
+    probabilities, labels = probability_sample(1)
+    right, wrong = labels + 0.0, 1.0 - labels
+    values = [metric(p, labels) for p in (right, probabilities, wrong)]
+    assert values[0] == pytest.approx(0.0, abs=1e-3 if name == "smece" else 1e-12)
+    assert values[0] <= values[1] + 1e-12 <= values[2] + 2e-12
+
+
+@pytest.mark.parametrize(("name", "metric"), params(RANKING))
 def test_ties_are_averaged_so_the_order_of_tied_rows_never_matters(name: str, metric) -> None:
     scores, labels = sample(2, ties=2)
     rng = np.random.default_rng(0)
@@ -263,21 +328,40 @@ def test_ties_are_averaged_so_the_order_of_tied_rows_never_matters(name: str, me
     assert len(values) == 1
     constant = np.zeros(labels.size)
     base_error = 1 - labels.mean()
-    expected = {"auroc": 0.5, "excess_aurc": 1.0, "e_aurc": base_error - selective.aurc(labels + 0.0, labels)}
+    expected = {
+        "auroc": 0.5,
+        "excess_aurc": 1.0,
+        "e_aurc": base_error - selective.aurc(labels + 0.0, labels),
+        "prr": 0.0,
+        "prr_50": 0.0,
+    }
     assert metric(constant, labels) == pytest.approx(expected.get(name, base_error), abs=1e-12)
 
 
-@pytest.mark.parametrize(("name", "metric"), METRIC_FUNCTIONS)
+@pytest.mark.parametrize(("name", "metric"), params(CALIBRATION))
+def test_tied_probabilities_give_the_same_value_in_any_order(name: str, metric) -> None:
+    probabilities, labels = probability_sample(2, ties=2)
+    rng = np.random.default_rng(0)
+    orders = [rng.permutation(labels.size) for _ in range(5)]
+    assert len({round(metric(probabilities[order], labels[order]), 12) for order in orders}) == 1
+    if name != "smece":  # a constant at the accuracy is calibrated: one bin, no gap
+        accuracy = np.full(labels.size, labels.mean())
+        expected = {"ece": 0.0, "brier": labels.mean() * (1 - labels.mean())}
+        if name in expected:
+            assert metric(accuracy, labels) == pytest.approx(expected[name], abs=1e-12)
+
+
+@pytest.mark.parametrize(("name", "metric"), params(RANKING) + params(CALIBRATION))
 def test_a_nan_score_gives_an_explicit_nan_with_a_warning(name: str, metric) -> None:
-    scores, labels = sample(3)
+    scores, labels = probability_sample(3)
     scores[5] = np.nan
     with pytest.warns(TracWarning, match="NaN"):
         assert math.isnan(metric(scores, labels))
 
 
-@pytest.mark.parametrize(("name", "metric"), METRIC_FUNCTIONS)
+@pytest.mark.parametrize(("name", "metric"), params(RANKING) + params(CALIBRATION))
 def test_metrics_are_deterministic_and_leave_their_inputs_alone(name: str, metric) -> None:
-    scores, labels = sample(4, ties=3)
+    scores, labels = probability_sample(4, ties=3)
     kept_scores, kept_labels = scores.copy(), labels.copy()
     first = metric(scores, labels)
     assert metric(scores, labels) == first == metric(list(scores), list(labels))
@@ -287,7 +371,7 @@ def test_metrics_are_deterministic_and_leave_their_inputs_alone(name: str, metri
 
 @pytest.mark.parametrize("name", METRIC_NAMES)
 def test_the_two_ways_of_computing_a_metric_agree(name: str) -> None:
-    scores, labels = sample(5, ties=4)
+    scores, labels = probability_sample(5, ties=4)
     assert single_metric(name)(scores, labels) == pytest.approx(from_all_metrics(name)(scores, labels), abs=1e-15)
 
 

@@ -10,6 +10,7 @@ from matplotlib.image import imread
 from run_factory import pair_specs, write_runs
 from test_heads_hardening import fill_disk_after, folder_bytes
 
+from trac_metrics.reporting.calibration_plots import rejection_curve_plot, reliability_plot
 from trac_metrics.reporting.plots import (
     COVERAGE_GRID,
     cost_quality_plot,
@@ -59,7 +60,7 @@ def test_a_method_the_runs_lack_gives_no_curve(data):
 
 
 def test_plots_are_valid_pngs_identical_across_runs(data, tmp_path):
-    for draw in (risk_coverage_plot, cost_quality_plot):
+    for draw in (risk_coverage_plot, cost_quality_plot, reliability_plot, rejection_curve_plot):
         first, second = tmp_path / f"{draw.__name__}_1.png", tmp_path / f"{draw.__name__}_2.png"
         assert draw(data, first) == first
         draw(data, second)

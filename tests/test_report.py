@@ -159,6 +159,8 @@ def test_write_report_writes_every_file(report, data):
     expected = {
         "leaderboard.md",
         "risk_coverage.png",
+        "rejection_curve.png",
+        "reliability.png",
         "cost_quality.png",
         *(f"{name}.csv" for name in names),
         *(f"{name}.tex" for name in names),

@@ -4,15 +4,18 @@ threshold, scoring."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 from run_factory import PairSpec, pair_specs, write_runs
 
+from trac_metrics import selective
 from trac_metrics.features import PCE_FEATURE_NAMES, tup_feature_names
 from trac_metrics.features.evidence import EvidenceOptions
-from trac_metrics.heads import FittedHead, fit_head
+from trac_metrics.heads import FittedHead, HeadFormatError, fit_head
+from trac_metrics.heads.calibration_maps import CalibrationMap, fit_calibration_map
 from trac_metrics.heads.saved_heads import (
     NoThresholdError,
     choose_threshold,
@@ -20,6 +23,7 @@ from trac_metrics.heads.saved_heads import (
     fit_online_head,
     format_scores,
     head_options,
+    load_head,
     realized,
     score_lines,
     score_pairs,
@@ -188,8 +192,8 @@ def test_head_of_another_feature_width_is_refused(runs: dict[str, list[Path]], p
 def test_fit_errors(pairs: dict[str, list[PairRun]], tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="both calibration runs and a target risk"):
         fit_online_head(pairs["train"], calibration=pairs["calibration"])
-    with pytest.raises(ValueError, match="online heads are"):
-        fit_online_head(pairs["train"], "sc_modal")
+    with pytest.raises(ValueError, match="trac fit saves"):
+        fit_online_head(pairs["train"], "sup_consensus")  # a head without named columns
     all_wrong = load_pairs(write_runs(tmp_path / "wrong", [PairSpec("w", "t1", 20, accuracy=0.0, signal=0.2)]))
     with pytest.raises(NoThresholdError, match=r"no score threshold reaches risk <= 0.5 on the 20 calibration"):
         fit_online_head(pairs["train"], "pce", calibration=all_wrong, target_risk=0.5)
@@ -213,3 +217,42 @@ def test_scoring_a_training_pair_is_flagged_in_sample(pairs: dict[str, list[Pair
     text = format_scores(head, score_pairs(head, [pairs["train"][1], pairs["train"][2]]))
     assert "note: m1 / t2 were training pairs of this head: their scores are in-sample" in text
     assert "in-sample" not in format_scores(head, score_pairs(head, pairs["target"]))
+
+
+@pytest.mark.parametrize("form", ["isotonic", "platt"])
+def test_a_baseline_is_saved_as_its_calibration_map(pairs: dict[str, list[PairRun]], tmp_path: Path, form: str) -> None:
+    def scores_of(chosen: list[PairRun]) -> tuple[np.ndarray, np.ndarray]:
+        values = [evidence["baselines"]["sc_modal"] for pair in chosen for evidence in pair.evidences]
+        return np.asarray(values), np.concatenate([pair.labels for pair in chosen])
+
+    fitted = fit_online_head(
+        pairs["train"], "sc_modal", calibration=pairs["calibration"], target_risk=0.3, calibration_map=form
+    )
+    reference = fit_calibration_map(*scores_of(pairs["train"]), form)
+    assert isinstance(fitted, CalibrationMap) and (fitted.knots_x, fitted.slope) == (reference.knots_x, reference.slope)
+    calibration_scores, calibration_labels = scores_of(pairs["calibration"])
+    threshold = choose_threshold(reference.predict(calibration_scores), calibration_labels, 0.3)
+    assert fitted.metadata["threshold"] == threshold.value and fitted.metadata["method"] == "sc_modal"
+    path = tmp_path / "map.json"
+    fitted.save(path)
+    loaded = load_head(path)
+    assert loaded == fitted and loaded.metadata == fitted.metadata
+    scored = score_pairs(loaded, pairs["target"])
+    target_scores, _ = scores_of(pairs["target"][:1])
+    np.testing.assert_array_equal(scored[0].scores, target_scores)
+    np.testing.assert_array_equal(scored[0].probabilities, reference.predict(target_scores))
+    np.testing.assert_array_equal(scored[0].accept, scored[0].probabilities >= threshold.value)
+    assert scored[0].calibration()["brier"] == selective.brier(scored[0].probabilities, scored[0].labels)
+    assert {"score", "p_correct"} <= set(next(score_lines(scored)))
+    text = format_scores(loaded, scored)
+    assert f"sc_modal {form} calibration map fitted on" in text and "ECE" in text
+
+
+def test_a_map_file_must_name_a_baseline(pairs: dict[str, list[PairRun]], tmp_path: Path) -> None:
+    fitted = fit_online_head(pairs["train"], "mean_logprob")
+    path = tmp_path / "map.json"
+    replace(fitted, metadata={**fitted.metadata, "method": "trac"}).save(path)
+    with pytest.raises(HeadFormatError, match="metadata.method"):
+        load_head(path)
+    with pytest.raises(ValueError, match="no finite p_true score"):
+        fit_online_head(pairs["train"], "p_true")  # the runs did not record P(True)

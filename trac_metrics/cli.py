@@ -7,8 +7,9 @@
 - ``trac report RUN_DIR... --out DIR``: the paper's tables and figures over every (model, task) pair of the runs.
 - ``trac rescore RUN_DIR...``: labels, features and metrics under another answer normalizer or TUP configuration,
   and what changed against the default configuration.
-- ``trac fit RUN_DIR... --out head.json`` / ``trac score head.json RUN_DIR...``: fit a head on some runs (with an
-  abstention threshold chosen on calibration runs), score the records of other runs.
+- ``trac fit RUN_DIR... --out head.json`` / ``trac score head.json RUN_DIR...``: fit a head (or a baseline's
+  calibration map) on some runs (with an abstention threshold chosen on calibration runs), score the records of other
+  runs and report the calibration of its probabilities there.
 
 Unusable input (a folder without TrAC records, another record schema, a question stored twice, a malformed head file
 or one that does not fit the runs, a request larger than the memory available) ends with a one-line message on
@@ -34,6 +35,7 @@ from trac_metrics.answers import ANSWER_KINDS
 from trac_metrics.features import LOW_THRESHOLD, N_BINS, TAIL_WINDOW
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, task_accuracy
 from trac_metrics.heads import newton_memory
+from trac_metrics.heads.calibration_maps import CALIBRATION_MAPS, DEFAULT_CALIBRATION_MAP
 from trac_metrics.heads.saved_heads import (
     DEFAULT_TARGET_RISK,
     fit_online_head,
@@ -41,6 +43,7 @@ from trac_metrics.heads.saved_heads import (
     head_feature_names,
     head_options,
     load_head,
+    saved_methods,
     score_lines,
     score_pairs,
 )
@@ -50,7 +53,8 @@ from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, build_report_d
 from trac_metrics.reporting.report_writer import write_report
 from trac_metrics.reporting.rescore import changes_to_json, format_changes, rescore
 from trac_metrics.reporting.runs import PairRun, evaluate_pairs, load_pairs
-from trac_metrics.reporting.summary_table import format_table, method_table
+from trac_metrics.reporting.summary_table import SUMMARY_TABLES, format_table, method_table
+from trac_metrics.selective import DEFAULT_ECE_BINS
 from trac_metrics.selective.bootstrap import bootstrap_memory
 
 T = TypeVar("T")
@@ -65,11 +69,13 @@ def newest_results_file(out_dir: Path) -> Path:
 
 
 def _task_block(task: str, metrics: dict[str, float]) -> str:
-    """A task's accuracy line (``acc``, ``maj_acc`` when K > 1) and its method × metric table."""
+    """A task's accuracy line (``acc``, ``maj_acc`` when K > 1) and its method × metric tables
+    (:data:`~trac_metrics.reporting.summary_table.SUMMARY_TABLES`)."""
     accuracy = f"acc = {metrics.get('acc', math.nan):.4f}"
     if "maj_acc" in metrics:
         accuracy += f", majority-vote acc = {metrics['maj_acc']:.4f}"
-    return f"{task}: {accuracy}\n{format_table(method_table(metrics))}"
+    tables = "\n".join(f"{title}:\n{format_table(method_table(metrics, names))}" for title, names in SUMMARY_TABLES)
+    return f"{task}: {accuracy}\n{tables}"
 
 
 def _marker_note(out_dir: Path, task: str) -> str:
@@ -157,6 +163,8 @@ def _report(args: argparse.Namespace) -> None:
         seed=args.seed,
         progress=_progress("evaluating pairs", "pair"),
         jobs=args.jobs,
+        calibration_map=args.calibration_map,
+        ece_bins=args.ece_bins,
     )
     print(write_report(data, args.out, latex=args.latex))
 
@@ -174,10 +182,11 @@ def _fit(args: argparse.Namespace) -> None:
     training = _read(args.runs, options)
     calibration = _read(args.calibration, options) if args.calibration else []
     target_risk = (DEFAULT_TARGET_RISK if args.target_risk is None else args.target_risk) if calibration else None
-    head = fit_online_head(training, args.method, options, calibration, target_risk)
+    head = fit_online_head(training, args.method, options, calibration, target_risk, args.calibration_map)
     head.save(args.out)
     metadata = head.metadata
-    message = f"{args.method} head fitted on {metadata['training_questions']} questions → {args.out}"
+    model = "head" if args.method in saved_head_methods() else f"{args.calibration_map} calibration map"
+    message = f"{args.method} {model} fitted on {metadata['training_questions']} questions → {args.out}"
     if metadata["threshold"] is not None:
         message += (
             f"\nabstention threshold {metadata['threshold']:.4f}: calibration coverage "
@@ -235,6 +244,10 @@ EQUIVALENCE_HELP = (
     "agreement, answer classes): a module on the Python path, or FILE.py:FUNCTION; 'math-verify' for Math-Verify's "
     "default verdict (the math kind)"
 )
+
+
+CALIBRATION_MAP_OPTION = {"choices": CALIBRATION_MAPS, "default": DEFAULT_CALIBRATION_MAP}
+"""``--calibration-map``: the form of a baseline's calibration map (docs/method.md#calibration-maps)."""
 
 
 def _evidence_arguments() -> argparse.ArgumentParser:
@@ -300,6 +313,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="worker processes (default: every CPU; the numbers do not depend on it)",
     )
+    report.add_argument(
+        "--ece-bins",
+        type=_positive_int,
+        default=DEFAULT_ECE_BINS,
+        metavar="B",
+        help=f"equal-mass bins of the ECE and the reliability diagrams (default {DEFAULT_ECE_BINS})",
+    )
+    report.add_argument(
+        "--calibration-map", **CALIBRATION_MAP_OPTION, help="the baselines' calibration maps (default isotonic)"
+    )
     report.set_defaults(run=_report)
 
     rescore_command = commands.add_parser(
@@ -312,7 +335,17 @@ def build_parser() -> argparse.ArgumentParser:
     fit = commands.add_parser("fit", parents=[evidence_options], help="fit a head on runs and save it")
     fit.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
     fit.add_argument("--out", type=Path, required=True, metavar="HEAD.json")
-    fit.add_argument("--method", choices=saved_head_methods(), default="trac")
+    fit.add_argument(
+        "--method",
+        choices=saved_methods(),
+        default="trac",
+        help="a head, or a baseline saved as its calibration map",
+    )
+    fit.add_argument(
+        "--calibration-map",
+        **CALIBRATION_MAP_OPTION,
+        help="the form of a baseline's calibration map (default isotonic)",
+    )
     fit.add_argument(
         "--calibration",
         type=Path,

@@ -17,7 +17,9 @@ field                  dtype      meaning (T = generated tokens of the response)
 That is 12 bytes per generated token before base64 (16 after). A probe (:class:`ProbeRecord`) keeps its raw
 decoded suffix, token ids, chosen-token logprobs, top-k logprobs, the number of prompt tokens served from the
 prefix cache and its finish reason. Labels are not stored: they are derived from ``answer`` and ``reference``
-with the answer normalizer in force, so a changed normalizer never requires regeneration.
+with the answer normalizer in force, so a changed normalizer never requires regeneration. The exception is a
+response of an lm-eval task run with ``--metadata trac`` (docs/method.md#task-scored-labels): ``label`` holds the
+task's own per-sample score and ``label_source`` its results key (``exact_match,strict-match``).
 
 Run-level fields (optional, so older records still read): ``num_samples`` (K, the responses of the question:
 a reader knows a question is complete without reading the whole file), ``decoding`` (``temperature`` and
@@ -196,6 +198,9 @@ _COUNT = _Expected("a non-negative integer", lambda value: _is_int(value) and va
 _POSITIVE = _Expected("a positive integer", lambda value: _is_int(value) and value >= 1)
 _NUMBER = _Expected("a number", _is_number)
 _OBJECT = _Expected("a JSON object", lambda value: isinstance(value, Mapping))
+_BOOL = _Expected("true or false", lambda value: isinstance(value, bool))
+_WRITTEN_WHEN_SET = ("label", "label_source")
+"""Fields written only when set (task-scored records), so other records stay byte for byte as before."""
 _NUMBERS = _Expected(
     "a JSON object of numbers", lambda value: isinstance(value, Mapping) and all(map(_is_number, value.values()))
 )
@@ -232,6 +237,8 @@ _RESPONSE_FIELDS = {
     "decoding": _NUMBERS,
     "marker": _STRING.or_null(),
     "generated_text": _STRING.or_null(),
+    "label": _BOOL.or_null(),
+    "label_source": _STRING.or_null(),
 }
 """The schema of the scalar and mapping fields (the arrays are :data:`_RESPONSE_ARRAYS`, :data:`_PROBE_ARRAYS`)."""
 
@@ -345,9 +352,16 @@ class ResponseRecord:
     decoding: Mapping[str, float] = field(default_factory=dict)
     marker: str | None = None
     generated_text: str | None = None
+    label: bool | None = None
+    label_source: str | None = None
 
     def __post_init__(self) -> None:
         _store_as_stored(self, _RESPONSE_ARRAYS)
+        if (self.label is None) != (self.label_source is None):
+            raise RecordFormatError(
+                f"record {self.task}/{self.doc_id}: label and label_source come together (a task-scored label names "
+                f"its source), got label={self.label!r}, label_source={self.label_source!r}"
+            )
         shapes = {name: getattr(self, name).shape for name in _RESPONSE_ARRAYS}
         if any(len(shape) != 1 for shape in shapes.values()):
             raise RecordFormatError(f"per-token arrays of {self.task}/{self.doc_id} must be one-dimensional: {shapes}")
@@ -376,6 +390,8 @@ class ResponseRecord:
                 out[item.name] = encode_array(value, _RESPONSE_ARRAYS[item.name])
             elif item.name == "probes":
                 out["probes"] = {name: _probe_to_dict(probe) for name, probe in value.items()}
+            elif item.name in _WRITTEN_WHEN_SET and value is None:
+                continue
             else:
                 out[item.name] = dict(value) if isinstance(value, Mapping) else value
         return out

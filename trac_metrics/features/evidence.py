@@ -251,18 +251,18 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions) -> dict[s
     for variant in primary.probes:
         if variant != "trace":
             features[f"pce_{variant}"] = _pce_of(primary, variant, kind)
-    majority_answer = primary.answer
+    majority = 0
     if len(ordered) > 1:
         features["consensus"] = consensus_features(answers, kind=kind)
-        majority_answer = _modal_answer(answers, kind)
+        majority = _modal_index(answers, kind)
     probe = primary.probes.get("trace")
     return {
         "version": EVIDENCE_VERSION,
         "task": primary.task,
         "doc_id": primary.doc_id,
         "num_samples": len(ordered),
-        "correct": int(equivalent(primary.answer, primary.reference, kind=kind)),
-        "majority_correct": int(equivalent(majority_answer, primary.reference, kind=kind)),
+        "correct": _label(primary, primary, kind, options),
+        "majority_correct": _label(ordered[majority], primary, kind, options),
         "primary_answer": primary.answer,
         "reference": primary.reference,
         "probe_answer": None if probe is None else probe.answer,
@@ -286,8 +286,19 @@ def baseline_scores(responses: Sequence[ResponseRecord], kind: str) -> dict[str,
     return scores
 
 
-def _modal_answer(answers: Sequence[str | None], kind: str) -> str | None:
-    """The first-seen representative of the largest equivalence class (ties: the class seen first)."""
+def _modal_index(answers: Sequence[str | None], kind: str) -> int:
+    """The position of the first-seen representative of the largest equivalence class (ties: the class seen
+    first)."""
     classes = answer_classes(answers, kind=kind)
     counts = np.bincount(classes)
-    return answers[classes.index(int(np.argmax(counts)))]
+    return classes.index(int(np.argmax(counts)))
+
+
+def _label(record: ResponseRecord, primary: ResponseRecord, kind: str, options: EvidenceOptions) -> int:
+    """Whether ``record``'s answer is correct, 0/1: its stored task-scored label (docs/method.md#task-scored-labels)
+    unless the options re-label (an equivalence, an answer kind or re-extraction given), else its answer ≡ the
+    question's reference."""
+    relabel = options.equivalence is not None or options.answer_kind is not None or options.re_extract
+    if record.label is not None and not relabel:
+        return int(record.label)
+    return int(equivalent(record.answer, primary.reference, kind=kind))

@@ -1,6 +1,7 @@
 """Learned heads (docs/architecture.md#heads): the shared logistic head and its JSON file
-(:mod:`~trac_metrics.heads.logistic`), question-grouped cross-fitting (:mod:`~trac_metrics.heads.cross_fitting`),
-one task's evaluation (:mod:`~trac_metrics.heads.evaluate`) and saved heads for ``trac fit`` / ``trac score``
+(:mod:`~trac_metrics.heads.logistic`), the baselines' calibration maps (:mod:`~trac_metrics.heads.calibration_maps`,
+docs/method.md#calibration-maps), question-grouped cross-fitting (:mod:`~trac_metrics.heads.cross_fitting`), one
+task's evaluation (:mod:`~trac_metrics.heads.evaluate`) and saved heads and maps for ``trac fit`` / ``trac score``
 (:mod:`~trac_metrics.heads.saved_heads`). The names below are importable from ``trac_metrics.heads`` itself.
 """
 

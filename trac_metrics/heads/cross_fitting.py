@@ -1,26 +1,49 @@
-"""Question-grouped cross-fitting: out-of-fold scores of the learned heads (docs/method.md#cross-fitting-protocol).
+"""Question-grouped cross-fitting: out-of-fold scores of the learned heads and out-of-fold probabilities of the
+baselines' calibration maps (docs/method.md#cross-fitting-protocol, docs/method.md#calibration-maps).
 
 In-domain scores are out-of-fold over 5 repetitions of a stratified 5-fold split that keeps all responses of a
-question together, with fold seeds 2026, 7, 13, 42, 100. Every head of a task is fitted on the same folds
-(:func:`cross_fit_many`). A metric is computed per repetition and averaged (:func:`oof_metric`); the per-response
-score is the mean out-of-fold score (:func:`mean_oof_score`). Degenerate data (docs/method.md#degenerate-data) gives
-NaN scores with a TracWarning, never an error.
+question together, with fold seeds 2026, 7, 13, 42, 100. Every head and every calibration map of a task is fitted
+on the same folds (:func:`cross_fit_many` with a :data:`Fitter` per model). A metric is computed per repetition and
+averaged (:func:`oof_metric`); the per-response score is the mean out-of-fold score (:func:`mean_oof_score`).
+Degenerate data (docs/method.md#degenerate-data) gives NaN scores with a TracWarning, never an error.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
 from trac_metrics._warnings import TracWarning
+from trac_metrics.heads.calibration_maps import check_form, fit_calibration_map
 from trac_metrics.heads.logistic import as_binary_labels, as_feature_matrix, class_shortage, fit_unchecked
 
 FOLD_SEEDS = (2026, 7, 13, 42, 100)
 """Fold seeds of the 5 cross-fitting repetitions (docs/method.md#cross-fitting-protocol)."""
+
+Predictor = Callable[[np.ndarray], np.ndarray]
+Fitter = Callable[[np.ndarray, np.ndarray], Predictor]
+"""Fits a model on training rows (features, 0/1 labels) and returns its P(correct) of other rows' features."""
+
+
+def fit_head_predictor(features: np.ndarray, labels: np.ndarray) -> Predictor:
+    """The learned head (docs/method.md#learned-heads) fitted on the rows: the default :data:`Fitter`."""
+    return fit_unchecked(features, labels, [""] * features.shape[1]).predict
+
+
+def _fit_map_predictor(features: np.ndarray, labels: np.ndarray, form: str) -> Predictor:
+    fitted = fit_calibration_map(features[:, 0], labels, form)
+    return lambda rows: fitted.predict(rows[:, 0])
+
+
+def calibration_map_fitter(form: str) -> Fitter:
+    """The :data:`Fitter` of a ``form`` calibration map on a one-column score matrix
+    (docs/method.md#calibration-maps)."""
+    return partial(_fit_map_predictor, form=check_form(form))
 
 
 def _as_group_codes(groups: Any, n_rows: int) -> np.ndarray:
@@ -125,13 +148,19 @@ def cross_fit(X: Any, y: Any, groups: Any, seeds: Sequence[int] = FOLD_SEEDS, n_
 
 
 def cross_fit_many(
-    feature_sets: Mapping[str, Any], y: Any, groups: Any, seeds: Sequence[int] = FOLD_SEEDS, n_splits: int = 5
+    feature_sets: Mapping[str, Any],
+    y: Any,
+    groups: Any,
+    seeds: Sequence[int] = FOLD_SEEDS,
+    n_splits: int = 5,
+    fitters: Mapping[str, Fitter] | None = None,
 ) -> dict[str, np.ndarray]:
-    """:func:`cross_fit` of several feature matrices of the same rows (one per head), on the same folds.
+    """:func:`cross_fit` of several feature matrices of the same rows (one per model), on the same folds.
 
     The folds depend only on the labels, the question groups and the seeds, so they are computed once and every
-    head is fitted on identical splits (docs/method.md#cross-fitting-protocol: all learned variants share the folds).
-    Degenerate data gives all-NaN scores for every head and one TracWarning.
+    model is fitted on identical splits (docs/method.md#cross-fitting-protocol: all learned variants and the
+    calibration maps share the folds). ``fitters[name]`` fits the model of ``feature_sets[name]`` (default: the head,
+    :func:`fit_head_predictor`). Degenerate data gives all-NaN scores for every model and one TracWarning.
     """
     if not feature_sets:
         raise ValueError("cross_fit_many needs at least one feature matrix")
@@ -152,17 +181,22 @@ def cross_fit_many(
     if reason is not None:
         warnings.warn(f"cross_fit: {reason}; every out-of-fold score is NaN", TracWarning, stacklevel=3)
         return {name: np.full((len(seeds), labels.size), np.nan) for name in matrices}
-    return {name: _out_of_fold(features, labels, folds_by_seed) for name, features in matrices.items()}
+    chosen = fitters or {}
+    return {
+        name: out_of_fold(features, labels, folds_by_seed, chosen.get(name, fit_head_predictor))
+        for name, features in matrices.items()
+    }
 
 
-def _out_of_fold(features: np.ndarray, labels: np.ndarray, folds_by_seed: Sequence[np.ndarray]) -> np.ndarray:
-    """Scores of each fold by a head fitted on the other folds, for each repetition's fold assignment."""
+def out_of_fold(
+    features: np.ndarray, labels: np.ndarray, folds_by_seed: Sequence[np.ndarray], fit: Fitter
+) -> np.ndarray:
+    """Scores of each fold by a model fitted on the other folds, for each repetition's fold assignment."""
     scores = np.full((len(folds_by_seed), labels.size), np.nan)
     for repetition, folds in enumerate(folds_by_seed):
         for fold in np.unique(folds):
             test_rows = folds == fold
-            head = fit_unchecked(features[~test_rows], labels[~test_rows], [""] * features.shape[1])
-            scores[repetition, test_rows] = head.predict(features[test_rows])
+            scores[repetition, test_rows] = fit(features[~test_rows], labels[~test_rows])(features[test_rows])
     return scores
 
 

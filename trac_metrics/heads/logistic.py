@@ -25,13 +25,15 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy.special import expit, log_expit
 
 from trac_metrics._util.files import atomic_write
 from trac_metrics._warnings import TracWarning
+
+T = TypeVar("T")
 
 HEAD_KIND = "trac_metrics.FittedHead"
 HEAD_FORMAT_VERSION = 1
@@ -199,7 +201,7 @@ def check_fields(payload: dict[str, Any], names: Sequence[str], prefix: str = ""
         raise HeadFormatError(f"unknown field {prefix + unknown[0]!r} (expected only the fields {', '.join(names)})")
 
 
-def _json_list(payload: dict[str, Any], name: str, items: str, is_item: Callable[[Any], bool]) -> tuple[Any, ...]:
+def json_list(payload: dict[str, Any], name: str, items: str, is_item: Callable[[Any], bool]) -> tuple[Any, ...]:
     """``payload[name]`` as a tuple, checked to be a JSON list whose every item passes ``is_item``."""
     value = payload[name]
     expect(isinstance(value, list) and all(is_item(item) for item in value), name, f"a list of {items}", value)
@@ -332,12 +334,12 @@ class FittedHead:
         expect(isinstance(payload["metadata"], dict), "metadata", "a JSON object", payload["metadata"])
 
         def numbers(name: str) -> tuple[float, ...]:
-            return tuple(as_float(value) for value in _json_list(payload, name, "numbers", is_number))
+            return tuple(as_float(value) for value in json_list(payload, name, "numbers", is_number))
 
         return cls(
-            feature_names=_json_list(payload, "feature_names", "strings", lambda value: isinstance(value, str)),
+            feature_names=json_list(payload, "feature_names", "strings", lambda value: isinstance(value, str)),
             impute_means=numbers("impute_means"),
-            indicator_features=_json_list(
+            indicator_features=json_list(
                 payload, "indicator_features", "integers", lambda value: is_number(value) and isinstance(value, int)
             ),
             scaler_mean=numbers("scaler_mean"),
@@ -359,14 +361,24 @@ class FittedHead:
         ``check``, e.g. :func:`trac_metrics.heads.saved_heads.check_head` for the metadata of ``trac fit``); it never
         imports or runs anything. Unusable content is one :class:`HeadFormatError` "<path>: field 'F': expected ...,
         got ..."; an unreadable file is an OSError."""
-        data = Path(path).read_bytes()
-        try:
-            head = cls.from_dict(_parse_json(data))
-            if check is not None:
-                check(head)
-        except HeadFormatError as error:
-            raise HeadFormatError(f"{path}: {error}") from None
-        return head
+        return load_checked(path, cls.from_dict, check)
+
+
+def load_checked(
+    path: str | os.PathLike[str], from_dict: Callable[[Any], T], check: Callable[[T], None] | None = None
+) -> T:
+    """Parse the JSON file ``path`` with ``from_dict``, then ``check`` the result: a saved head or calibration map
+    (:class:`FittedHead`, :class:`~trac_metrics.heads.calibration_maps.CalibrationMap`). Data only: nothing is
+    imported or run. Unusable content is one :class:`HeadFormatError` "<path>: field 'F': expected ..., got ...";
+    an unreadable file is an OSError."""
+    data = Path(path).read_bytes()
+    try:
+        loaded = from_dict(_parse_json(data))
+        if check is not None:
+            check(loaded)
+    except HeadFormatError as error:
+        raise HeadFormatError(f"{path}: {error}") from None
+    return loaded
 
 
 def _parse_json(data: bytes) -> Any:

@@ -1,6 +1,11 @@
-"""Online use of a TrAC head: fit once on labelled runs, save it, score the records of new runs (``trac fit`` /
-``trac score``; docs/method.md#saved-heads, docs/method.md#abstention-threshold: the saved
+"""Online use of a TrAC head or a calibrated baseline: fit once on labelled runs, save it, score the records of new
+runs (``trac fit`` / ``trac score``; docs/method.md#saved-heads, docs/method.md#abstention-threshold: the saved
 preprocessing and head score a response without the reference answer, and the score can support abstention).
+
+A baseline (``trac fit --method mean_logprob``) is saved as its calibration map fitted on every training question
+(:class:`~trac_metrics.heads.calibration_maps.CalibrationMap`, docs/method.md#calibration-maps): it turns the
+baseline's score into a probability of correctness. Either model predicts that probability for new runs, and
+``trac score`` reports its calibration there (ECE, Brier, log loss) next to AUROC / AURC of the method's score.
 
 :func:`fit_online_head` fits one method's head (``heads.fit_head``: imputation with missingness indicators, scaler,
 L2 logistic regression) on every question of the training runs; the feature rows are those of
@@ -31,11 +36,26 @@ from trac_metrics.heads import (
     is_finite_number,
     is_number,
 )
-from trac_metrics.methods import Method, get, saved_head_methods
+from trac_metrics.heads.calibration_maps import (
+    DEFAULT_CALIBRATION_MAP,
+    MAP_KIND,
+    CalibrationMap,
+    fit_calibration_map,
+)
+from trac_metrics.heads.logistic import load_checked
+from trac_metrics.methods import Method, calibrated_methods, get, saved_head_methods
 from trac_metrics.reporting.runs import PairRun
 
 DEFAULT_TARGET_RISK = 0.1
 """The target risk ``trac fit --calibration`` uses when none is given."""
+
+SavedModel = FittedHead | CalibrationMap
+"""What ``trac fit`` saves: a head, or a baseline's calibration map."""
+
+
+def saved_methods() -> tuple[str, ...]:
+    """The methods ``trac fit`` can save: the heads whose columns are named, then the calibrated baselines."""
+    return saved_head_methods() + calibrated_methods()
 
 
 def _saved_head(method: str) -> Method:
@@ -65,10 +85,28 @@ def feature_rows(pair: PairRun, method: str) -> np.ndarray:
     return np.asarray(rows, dtype=np.float64)
 
 
+def baseline_scores(pair: PairRun, method: str) -> np.ndarray:
+    """The baseline ``method``'s score of every question of ``pair``; a missing or non-finite score (P(True) not
+    recorded, no tokens) is a ValueError naming the pair."""
+    values = [evidence["baselines"].get(method) for evidence in pair.evidences]
+    scores = np.asarray([np.nan if value is None else value for value in values], dtype=np.float64)
+    if not np.isfinite(scores).all():
+        bad = int((~np.isfinite(scores)).sum())
+        raise ValueError(f"{pair.name}: {bad} of {scores.size} questions have no finite {method} score")
+    return scores
+
+
+def _inputs(pair: PairRun, method: str) -> np.ndarray:
+    """What ``method``'s saved model reads of each question: a head's feature rows, a baseline's scores."""
+    return feature_rows(pair, method) if method in saved_head_methods() else baseline_scores(pair, method)
+
+
 def _stacked(pairs: Sequence[PairRun], method: str) -> tuple[np.ndarray, np.ndarray]:
     if not pairs:
         raise ValueError("no runs given")
-    return (np.vstack([feature_rows(pair, method) for pair in pairs]), np.concatenate([pair.labels for pair in pairs]))
+    inputs = [_inputs(pair, method) for pair in pairs]
+    stacked = np.vstack(inputs) if inputs[0].ndim == 2 else np.concatenate(inputs)
+    return stacked, np.concatenate([pair.labels for pair in pairs])
 
 
 class NoThresholdError(ValueError):
@@ -137,31 +175,42 @@ def _pair_summary(pair: PairRun) -> dict[str, Any]:
     }
 
 
-def fit_online_head(
-    pairs: Sequence[PairRun],
-    method: str = "trac",
-    options: EvidenceOptions = DEFAULT_OPTIONS,
-    calibration: Sequence[PairRun] = (),
-    target_risk: float | None = None,
-) -> FittedHead:
-    """``method``'s head fitted on every question of ``pairs`` (read with ``options``), with its metadata.
-
-    With ``calibration`` pairs (read with the same options) and ``target_risk``, the metadata also holds the
-    abstention threshold of :func:`choose_threshold` on the head's calibration scores and its calibration coverage
-    and risk. Metadata keys: ``method``, ``evidence_options``, ``training_pairs``, ``training_questions``,
-    ``threshold``, ``target_risk``, ``calibration_coverage``, ``calibration_risk``, ``calibration_pairs``
-    (the last five None without calibration).
-    """
-    if bool(calibration) != (target_risk is not None):
-        raise ValueError("an abstention threshold needs both calibration runs and a target risk")
-    X, y = _stacked(pairs, method)
+def _fitted(method: str, X: np.ndarray, y: np.ndarray, options: EvidenceOptions, form: str) -> SavedModel:
+    """A head on the feature rows ``X``, or a baseline's ``form`` calibration map on its scores ``X``."""
+    if method not in saved_head_methods():
+        return fit_calibration_map(X, y, form)
     names = head_feature_names(method, options.n_bins)
     if X.shape[1] != len(names):
         raise ValueError(
             f"{method} rows have {X.shape[1]} columns but n_bins={options.n_bins} gives {len(names)}: "
             "read the runs with the same options"
         )
-    head = fit_head(X, y, names)
+    return fit_head(X, y, names)
+
+
+def fit_online_head(
+    pairs: Sequence[PairRun],
+    method: str = "trac",
+    options: EvidenceOptions = DEFAULT_OPTIONS,
+    calibration: Sequence[PairRun] = (),
+    target_risk: float | None = None,
+    calibration_map: str = DEFAULT_CALIBRATION_MAP,
+) -> SavedModel:
+    """``method``'s model fitted on every question of ``pairs`` (read with ``options``), with its metadata: the head
+    of a learned method, the ``calibration_map`` map of a baseline (:func:`saved_methods`).
+
+    With ``calibration`` pairs (read with the same options) and ``target_risk``, the metadata also holds the
+    abstention threshold of :func:`choose_threshold` on the model's calibration probabilities and its calibration
+    coverage and risk. Metadata keys: ``method``, ``evidence_options``, ``training_pairs``, ``training_questions``,
+    ``threshold``, ``target_risk``, ``calibration_coverage``, ``calibration_risk``, ``calibration_pairs``
+    (the last five None without calibration).
+    """
+    if bool(calibration) != (target_risk is not None):
+        raise ValueError("an abstention threshold needs both calibration runs and a target risk")
+    if method not in saved_methods():
+        raise ValueError(f"trac fit saves {saved_methods()}, got {method!r}")
+    X, y = _stacked(pairs, method)
+    head = _fitted(method, X, y, options, calibration_map)
     metadata: dict[str, Any] = {
         "method": method,
         "evidence_options": options.to_dict(),
@@ -234,18 +283,20 @@ def _check_pairs(pairs: Any, name: str) -> None:
         expect(_is_share(pair["accuracy"]), f"{where}.accuracy", "a number in [0, 1]", pair["accuracy"])
 
 
-def check_head(head: FittedHead) -> None:
+def check_head(head: SavedModel) -> None:
     """Check that ``head`` is what :func:`fit_online_head` writes: every field of :data:`METADATA_FIELDS` and no
-    other, each of its JSON type and range, a threshold together with its calibration fields (or none of them), and
-    feature names that are the method's columns for the stored ``n_bins``. The first violation is a
-    :class:`~trac_metrics.heads.HeadFormatError` naming the field. Data only: a stored equivalence is never
-    imported (:func:`head_options`)."""
+    other, each of its JSON type and range, a threshold together with its calibration fields (or none of them), a
+    head's method a saved head's and its feature names the method's columns for the stored ``n_bins``, a map's
+    method a calibrated baseline. The first violation is a :class:`~trac_metrics.heads.HeadFormatError` naming the
+    field. Data only: a stored equivalence is never imported (:func:`head_options`)."""
     metadata = head.metadata
     method = metadata.get("method")
+    is_map = isinstance(head, CalibrationMap)
+    methods = calibrated_methods() if is_map else saved_head_methods()
     expect(
-        method in saved_head_methods(),
+        method in methods,
         "metadata.method",
-        f"one of {saved_head_methods()} (the head was not written by trac fit)",
+        f"one of {methods} (the {'map' if is_map else 'head'} was not written by trac fit)",
         method,
     )
     check_fields(metadata, METADATA_FIELDS, "metadata.")
@@ -262,15 +313,16 @@ def check_head(head: FittedHead) -> None:
         EvidenceOptions.from_dict({**options, "equivalence": None})  # the other options, without importing anything
     except ValueError as error:
         raise HeadFormatError(f"field 'metadata.evidence_options': {error}") from None
-    n_bins = options["n_bins"]  # a head with TUP columns has more than 2·J: never build the names of a huge J
-    plausible = method == "pce" or 2 * n_bins < len(head.feature_names)
-    columns = head_feature_names(method, n_bins) if plausible else None
-    expect(
-        head.feature_names == columns,
-        "feature_names",
-        f"the columns of a {method} head with n_bins={n_bins}",
-        head.feature_names,
-    )
+    if not is_map:
+        n_bins = options["n_bins"]  # a head with TUP columns has more than 2·J: never build the names of a huge J
+        plausible = method == "pce" or 2 * n_bins < len(head.feature_names)
+        columns = head_feature_names(method, n_bins) if plausible else None
+        expect(
+            head.feature_names == columns,
+            "feature_names",
+            f"the columns of a {method} head with n_bins={n_bins}",
+            head.feature_names,
+        )
     _check_pairs(metadata["training_pairs"], "metadata.training_pairs")
     expect(
         _is_count(metadata["training_questions"]),
@@ -293,17 +345,23 @@ def check_head(head: FittedHead) -> None:
     _check_pairs(metadata["calibration_pairs"], "metadata.calibration_pairs")
 
 
-def load_head(path: str | os.PathLike[str]) -> FittedHead:
-    """A head saved by ``trac fit``, read and checked (:meth:`FittedHead.load` with :func:`check_head`): a file
-    that is not one is a one-line :class:`~trac_metrics.heads.HeadFormatError` naming the file and the field."""
-    return FittedHead.load(path, check=check_head)
+def _model_from_dict(payload: Any) -> SavedModel:
+    """A calibration map when the payload says so (its ``kind``), else a head (whose check names a wrong kind)."""
+    is_map = isinstance(payload, dict) and payload.get("kind") == MAP_KIND
+    return CalibrationMap.from_dict(payload) if is_map else FittedHead.from_dict(payload)
+
+
+def load_head(path: str | os.PathLike[str]) -> SavedModel:
+    """A head or calibration map saved by ``trac fit``, read and checked (:func:`check_head`): a file that is not
+    one is a one-line :class:`~trac_metrics.heads.HeadFormatError` naming the file and the field."""
+    return load_checked(path, _model_from_dict, check_head)
 
 
 def _spec(equivalence: str | None) -> str:
     return "the built-in equivalence" if equivalence is None else f"--equivalence {equivalence!r}"
 
 
-def head_options(head: FittedHead, equivalence: str | None = None) -> EvidenceOptions:
+def head_options(head: SavedModel, equivalence: str | None = None) -> EvidenceOptions:
     """The evidence options the head's training rows were computed with, to read new runs the same way.
 
     A head is data: its ``equivalence`` is only a spec string, compared with ``equivalence``, the spec the caller
@@ -324,10 +382,13 @@ def head_options(head: FittedHead, equivalence: str | None = None) -> EvidenceOp
 
 @dataclass(frozen=True)
 class PairScores:
-    """A target pair scored by a saved head: one score per question, and the accept mask when it has a threshold."""
+    """A target pair scored by a saved model: the method's score and probability of correctness per question (the
+    same for a head; a baseline's raw score and its calibrated probability), and the accept mask when it has a
+    threshold (on the probability)."""
 
     pair: PairRun
     scores: np.ndarray
+    probabilities: np.ndarray
     accept: np.ndarray | None
 
     @property
@@ -340,9 +401,18 @@ class PairScores:
     def aurc(self) -> float:
         return selective.aurc(self.scores, self.labels)
 
+    def calibration(self) -> dict[str, float]:
+        """ECE, Brier and log loss of the probabilities on this pair (docs/method.md#calibration)."""
+        values, labels = self.probabilities, self.labels
+        return {
+            "ece": selective.ece(values, labels),
+            "brier": selective.brier(values, labels),
+            "log_loss": selective.log_loss(values, labels),
+        }
 
-def score_pairs(head: FittedHead, pairs: Sequence[PairRun]) -> list[PairScores]:
-    """Score every question of ``pairs`` (read with :func:`head_options`) with a head from :func:`fit_online_head`.
+
+def score_pairs(head: SavedModel, pairs: Sequence[PairRun]) -> list[PairScores]:
+    """Score every question of ``pairs`` (read with :func:`head_options`) with a model from :func:`fit_online_head`.
 
     Rows of another width than the head's (another TUP J, another method) are refused with a ValueError.
     """
@@ -350,30 +420,36 @@ def score_pairs(head: FittedHead, pairs: Sequence[PairRun]) -> list[PairScores]:
     method, threshold = head.metadata["method"], head.metadata["threshold"]
     scored = []
     for pair in pairs:
-        rows = feature_rows(pair, method)
-        if rows.shape[1] != len(head.feature_names):
+        inputs = _inputs(pair, method)
+        if isinstance(head, FittedHead) and inputs.shape[1] != len(head.feature_names):
             raise ValueError(
-                f"{pair.name}: the {method} rows have {rows.shape[1]} features but the head was fitted on "
+                f"{pair.name}: the {method} rows have {inputs.shape[1]} features but the head was fitted on "
                 f"{len(head.feature_names)} (evidence options {head.metadata.get('evidence_options')}): read the "
                 "target runs with the feature configuration the head was fitted with"
             )
-        scores = head.predict(rows)
-        scored.append(PairScores(pair, scores, None if threshold is None else scores >= threshold))
+        probabilities = head.predict(inputs)
+        scores = probabilities if isinstance(head, FittedHead) else inputs
+        accept = None if threshold is None else probabilities >= threshold
+        scored.append(PairScores(pair, scores, probabilities, accept))
     return scored
 
 
+def _finite_or_none(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
 def score_lines(scored: Sequence[PairScores]) -> Iterator[dict[str, Any]]:
-    """One JSON-ready dict per question: model, task, decoding, doc_id, score (None where it is NaN), accept (None
-    without a threshold), correct."""
+    """One JSON-ready dict per question: model, task, decoding, doc_id, score and p_correct (None where NaN; the
+    same for a head), accept (None without a threshold), correct."""
     for item in scored:
         for index, evidence in enumerate(item.pair.evidences):
-            score = float(item.scores[index])
             yield {
                 "model": item.pair.model,
                 "task": item.pair.task,
                 "decoding": dict(item.pair.decoding),
                 "doc_id": evidence["doc_id"],
-                "score": None if math.isnan(score) else score,
+                "score": _finite_or_none(float(item.scores[index])),
+                "p_correct": _finite_or_none(float(item.probabilities[index])),
                 "accept": None if item.accept is None else bool(item.accept[index]),
                 "correct": int(evidence["correct"]),
             }
@@ -383,14 +459,15 @@ def _number(value: float) -> str:
     return "nan" if math.isnan(value) else f"{value:.4f}"
 
 
-def format_scores(head: FittedHead, scored: Sequence[PairScores]) -> str:
-    """Per pair AUROC / AURC, and with a threshold the realized coverage / risk per pair and over all target
-    questions next to the calibration values."""
+def format_scores(head: SavedModel, scored: Sequence[PairScores]) -> str:
+    """Per pair AUROC / AURC of the method's score and ECE / Brier / log loss of its probability, and with a threshold
+    the realized coverage / risk per pair and over all target questions next to the calibration values."""
     metadata = head.metadata
     threshold = metadata.get("threshold")
+    model = f"{head.form} calibration map" if isinstance(head, CalibrationMap) else "head"
     lines = [
         (
-            f"{metadata['method']} head fitted on {metadata['training_questions']} questions of "
+            f"{metadata['method']} {model} fitted on {metadata['training_questions']} questions of "
             f"{len(metadata['training_pairs'])} pair(s)"
         )
     ]
@@ -400,11 +477,14 @@ def format_scores(head: FittedHead, scored: Sequence[PairScores]) -> str:
             f"coverage {metadata['calibration_coverage']:.4f}, risk {metadata['calibration_risk']:.4f})"
         )
     header = f"{'pair':<40} | {'questions':>9} | {'accuracy':>8} | {'AUROC':>7} | {'AURC':>7}"
+    header += f" | {'ECE':>7} | {'Brier':>7} | {'log loss':>8}"
     lines.append(header + (f" | {'coverage':>8} | {'risk':>7}" if threshold is not None else ""))
     for item in scored:
+        calibration = item.calibration()
         line = (
             f"{item.pair.name:<40} | {len(item.scores):>9} | {_number(item.pair.accuracy):>8} | "
-            f"{_number(item.auroc()):>7} | {_number(item.aurc()):>7}"
+            f"{_number(item.auroc()):>7} | {_number(item.aurc()):>7} | {_number(calibration['ece']):>7} | "
+            f"{_number(calibration['brier']):>7} | {_number(calibration['log_loss']):>8}"
         )
         if item.accept is not None:
             coverage, risk = realized(item.accept, item.labels)

@@ -5,7 +5,8 @@ question's responses, or the feature row of a learned head), which way its score
 leaderboard shows it and whether a task switch must enable it. Everything else is derived from the registry, in
 registry order: the baseline scores of the evidence dict, the heads that are cross-fitted, the columns of a saved
 head, the relative latency, the leaderboard rows and labels, the ``trac summary`` order, the results keys
-``<method>_<metric>`` and the ``trac_math`` group's metric list.
+``<method>_<metric>`` (every metric of :data:`~trac_metrics.selective.METRIC_NAMES`: selective prediction, rejection
+and calibration), the baselines' calibration maps and the ``trac_math`` group's metric list.
 
 Results keys are unique by construction: :func:`register` and :func:`register_all` refuse a method one of whose
 ``<name>_<metric>`` keys is another registered method's key or an accuracy key (``trac_e`` would write
@@ -252,6 +253,12 @@ def head_features(*scopes: Scope) -> dict[str, FeatureRow]:
 def saved_head_methods() -> tuple[str, ...]:
     """The heads ``trac fit`` can save: those whose columns are named."""
     return tuple(method.name for method in _REGISTRY.values() if method.feature_names is not None)
+
+
+def calibrated_methods() -> tuple[str, ...]:
+    """The baselines, each turned into a probability of correctness by a calibration map
+    (docs/method.md#calibration-maps) that ``trac fit`` can save."""
+    return tuple(method.name for method in _REGISTRY.values() if method.family is not Family.HEAD)
 
 
 def leaderboard_rows() -> list[Method]:

@@ -25,16 +25,24 @@ from trac_metrics.methods import get, leaderboard_rows
 from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, ReportData
 from trac_metrics.reporting.runs import PairRun
 from trac_metrics.reporting.tables import ReportTable
-from trac_metrics.selective import DEFAULT_COVERAGES, METRIC_LABELS, risk_key
+from trac_metrics.selective import (
+    CALIBRATION_METRIC_NAMES,
+    DEFAULT_COVERAGES,
+    HIGHER_IS_BETTER,
+    METRIC_LABELS,
+    REJECTION_METRIC_NAMES,
+    risk_key,
+)
 from trac_metrics.selective.bootstrap import mean_of_defined
+from trac_metrics.selective.rejection import MAX_REJECTION, prr_undefined
 
 COMPARISONS = (("trac", "sc_modal"), ("trac", "sc_primary"), ("cf", "sc_modal"), ("cf", "sc_primary"))
 """Paired differences (docs/method.md#paired-differences): TrAC − SC@K and Consensus Fusion@K − SC@K (modal and
 primary-answer SC)."""
 
-HIGHER_IS_BETTER = {"auroc": True, "aurc": False}
-"""Direction of the bootstrapped metrics (paired differences: which sign favours the first method)."""
 _TIE_TOLERANCE = 1e-12
+CALIBRATION_TABLE_METRICS = (*REJECTION_METRIC_NAMES, *CALIBRATION_METRIC_NAMES)
+"""The metrics of :func:`calibration_table`: the rejection metrics, then the calibration metrics."""
 
 
 def k_label(pairs: Sequence[PairRun]) -> str:
@@ -105,11 +113,18 @@ def _reason(evaluation: TaskEvaluation, method: str, metric: str) -> str:
     correct, n = int(evaluation.labels.sum()), evaluation.labels.size
     if method not in evaluation.scores:
         return "not in this pair's records"
+    not_cross_fitted = (
+        f"not cross-fitted ({correct} correct / {n - correct} wrong answers: too few of a class for 5-fold "
+        "stratified cross-fitting)"
+    )
     if np.isnan(evaluation.scores[method]).any():
-        return (
-            f"not cross-fitted ({correct} correct / {n - correct} wrong answers: too few of a class for 5-fold "
-            "stratified cross-fitting)"
-        )
+        return not_cross_fitted
+    if metric in CALIBRATION_METRIC_NAMES and np.isnan(evaluation.probabilities_by_seed[method]).any():
+        return not_cross_fitted
+    if metric in MAX_REJECTION and (why := prr_undefined(n, correct, MAX_REJECTION[metric])) is not None:
+        return f"{METRIC_LABELS[metric]} undefined ({why})"
+    if metric == "auprc" and correct == n:
+        return f"AUPRC undefined (no wrong answer among {n} to detect)"
     if metric == "auroc" and correct in (0, n):
         return f"AUROC undefined (all {n} answers {'correct' if correct else 'wrong'}: one class only)"
     if metric == "excess_aurc" and correct == n:
@@ -329,6 +344,58 @@ def per_pair_table(data: ReportData) -> ReportTable:
     return ReportTable("per_pair", "Per-pair AUROC", frame, {}, note)
 
 
+def calibration_table(data: ReportData, level: float = 0.95) -> ReportTable:
+    """The rejection and calibration metrics of every leaderboard method: pair-equal macro of AUPRC (errors), PRR,
+    PRR@50, ECE, Brier, log loss and smECE, with hierarchical-bootstrap percentile intervals (none for smECE)."""
+    rows = leaderboard_methods(data)
+    k = k_label(data.pairs)
+    columns: dict[str, list[float]] = {}
+    rank: dict[str, bool] = {}
+    nan_counts: dict[str, int] = {}
+    for metric in CALIBRATION_TABLE_METRICS:
+        shown = METRIC_LABELS[metric]
+        columns[f"macro {shown}"] = [data.macro(method, metric) for _, method in rows]
+        rank[f"macro {shown}"] = HIGHER_IS_BETTER[metric]
+        if metric not in data.bootstraps:
+            continue
+        with _nan_samples_in_note():
+            intervals = [data.ci(method, metric, level) for _, method in rows]
+        columns[f"{shown} lo"] = [lo for lo, _ in intervals]
+        columns[f"{shown} hi"] = [hi for _, hi in intervals]
+        nan_counts.update(
+            {
+                f"{shown} {method_label(method, k)}": nan_samples(data, metric, method)
+                for _, method in rows
+                if method in data.bootstraps[metric].methods
+            }
+        )
+    index = pd.MultiIndex.from_tuples(
+        [(block, method_label(method, k)) for block, method in rows], names=["block", "method"]
+    )
+    methods = [method for _, method in rows]
+    note = _notes(
+        "AUPRC (errors): average precision of flagging wrong answers from the least confident up (1 = every error "
+        "below every correct answer, random ≈ the error rate); PRR: share of the oracle's gain in retained accuracy "
+        "over a random order (1 = oracle, 0 = random), PRR@50 rejecting at most half of the answers. Calibration of "
+        "each method's probability of correctness (heads: out-of-fold probability; baselines: their score through "
+        f"its calibration map, {data.calibration_map}, cross-fitted on the heads' folds): ECE over {data.ece_bins} "
+        "equal-mass bins, Brier score, log loss and smECE (relplot), 0 = calibrated, lower is better. AUPRC and PRR "
+        "higher is better; best in bold, second underlined.",
+        f"{level:.0%} percentile intervals from the same {data.n_resamples} hierarchical bootstrap resamples as "
+        "the leaderboard; smECE has no interval (its estimator is too slow to resample).",
+        _missing_methods_note(data, methods),
+        _nan_samples_note(data, nan_counts),
+        _undefined_note(data, methods, CALIBRATION_TABLE_METRICS),
+    )
+    return ReportTable(
+        "calibration_rejection",
+        f"Rejection and calibration metrics with {level:.0%} bootstrap intervals",
+        pd.DataFrame(columns, index=index),
+        rank,
+        note,
+    )
+
+
 def leaderboard_tables(data: ReportData) -> list[ReportTable]:
-    """The four leaderboard tables, in report order."""
-    return [main_table(data), ci_table(data), paired_table(data), per_pair_table(data)]
+    """The five leaderboard tables, in report order."""
+    return [main_table(data), ci_table(data), calibration_table(data), paired_table(data), per_pair_table(data)]

@@ -52,7 +52,7 @@ def macro_risk_coverage(data: ReportData, method: str, grid: np.ndarray = COVERA
     return np.mean(curves, axis=0), len(curves)
 
 
-def _save(figure: Figure, path: str | os.PathLike[str]) -> Path:
+def save_png(figure: Figure, path: str | os.PathLike[str]) -> Path:
     """Render ``figure`` as PNG in memory, then write it atomically (a failed write leaves the old file)."""
     FigureCanvasAgg(figure)
     png = io.BytesIO()
@@ -78,7 +78,7 @@ def risk_coverage_plot(data: ReportData, path: str | os.PathLike[str]) -> Path:
     axes.grid(alpha=0.3)
     axes.legend()
     figure.tight_layout()
-    return _save(figure, path)
+    return save_png(figure, path)
 
 
 def spread_labels(xs: Sequence[float], ys: Sequence[float], gap: float) -> list[float]:
@@ -138,4 +138,4 @@ def cost_quality_plot(data: ReportData, path: str | os.PathLike[str]) -> Path:
     if left_out:
         figure.text(0.01, 0.01, "not plotted (no timings or no AUROC): " + ", ".join(left_out), fontsize=7)
     figure.tight_layout()
-    return _save(figure, path)
+    return save_png(figure, path)

@@ -3,10 +3,11 @@
 
 :func:`build_report_data` evaluates every pair with the standard heads plus the analysis heads (one cross-fitting
 per pair, same folds; the standard heads' numbers equal lm-eval's per-task results) and runs the hierarchical
-bootstrap of AUROC and AURC once for all methods, so every confidence interval and paired difference in every
-table comes from the same resamples. A cross-fitted head is resampled once per repetition and its metric
-averaged over repetitions inside each resample (docs/method.md#cross-fitting-protocol), so its interval is the interval
-of the number shown.
+bootstrap of every metric of :func:`bootstrapped_metrics` once for all methods, so every confidence interval and
+paired difference in every table comes from the same resamples. A cross-fitted head is resampled once per repetition
+and its metric averaged over repetitions inside each resample (docs/method.md#cross-fitting-protocol), so its interval
+is the interval of the number shown; the calibration metrics are resampled the same way on every method's
+probabilities of correctness (a baseline's calibration map is cross-fitted too, docs/method.md#calibration-maps).
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from trac_metrics import selective
 from trac_metrics._util.parallel import Progress
 from trac_metrics._warnings import TracWarning
+from trac_metrics.heads.calibration_maps import DEFAULT_CALIBRATION_MAP
 from trac_metrics.heads.evaluate import TaskEvaluation
 from trac_metrics.methods import Scope, head_features
 from trac_metrics.reporting.runs import PairRun, evaluate_pairs
@@ -33,14 +36,31 @@ from trac_metrics.selective.bootstrap import (
 )
 
 BOOTSTRAP_METRICS = {"auroc": selective.auroc, "aurc": selective.aurc}
+"""The leaderboard's bootstrapped metrics: intervals, per-task columns and paired differences."""
+REJECTION_BOOTSTRAP_METRICS = {"auprc": selective.auprc, "prr": selective.prr, "prr_50": selective.prr_50}
+"""The rejection metrics, bootstrapped on each method's score like AUROC and AURC."""
+SCORES, PROBABILITIES = "scores", "probabilities"
+"""What a bootstrapped metric reads of each method: its score, or its probability of correctness."""
+
+
+def bootstrapped_metrics(ece_bins: int = selective.DEFAULT_ECE_BINS) -> dict[str, tuple[Metric, str]]:
+    """Every metric a report bootstraps, with what it reads (:data:`SCORES` or :data:`PROBABILITIES`). smECE has no
+    interval: relplot's estimator costs about 16 ms a call, far too much for every resample of every column."""
+    return {
+        **{name: (metric, SCORES) for name, metric in {**BOOTSTRAP_METRICS, **REJECTION_BOOTSTRAP_METRICS}.items()},
+        "ece": (partial(selective.ece, n_bins=ece_bins), PROBABILITIES),
+        "brier": (selective.brier, PROBABILITIES),
+        "log_loss": (selective.log_loss, PROBABILITIES),
+    }
 
 
 @dataclass(frozen=True)
 class ReportData:
-    """Pairs, their evaluations (same order) and the bootstrap of each metric in :data:`BOOTSTRAP_METRICS`.
+    """Pairs, their evaluations (same order) and the bootstrap of each metric of :func:`bootstrapped_metrics`.
 
     ``bootstraps[metric]`` covers the methods evaluated on every pair (:attr:`common_methods`); a method missing
     from some pair (e.g. P(True) switched on for some runs only) has point estimates but no interval.
+    ``calibration_map`` and ``ece_bins`` are the evaluation's baseline calibration map and ECE bins.
     """
 
     pairs: tuple[PairRun, ...]
@@ -48,6 +68,8 @@ class ReportData:
     bootstraps: dict[str, BootstrapResult]
     n_resamples: int
     seed: int
+    calibration_map: str = DEFAULT_CALIBRATION_MAP
+    ece_bins: int = selective.DEFAULT_ECE_BINS
 
     @property
     def common_methods(self) -> tuple[str, ...]:
@@ -68,11 +90,11 @@ class ReportData:
     ) -> dict[str, BootstrapResult]:
         """The same bootstrap (resample count, seed) restricted to the pairs ``indices``, e.g. those that have a
         method missing from other pairs."""
-        return bootstrap(
+        return bootstrap_all(
             [self.pairs[i] for i in indices],
             [self.evaluations[i] for i in indices],
             methods,
-            {name: BOOTSTRAP_METRICS[name] for name in metrics},
+            {name: bootstrapped_metrics(self.ece_bins)[name] for name in metrics},
             self.n_resamples,
             self.seed,
         )
@@ -97,14 +119,45 @@ def build_report_data(
     seed: int = 0,
     progress: Progress | None = None,
     jobs: int | None = None,
+    calibration_map: str = DEFAULT_CALIBRATION_MAP,
+    ece_bins: int = selective.DEFAULT_ECE_BINS,
 ) -> ReportData:
-    """Evaluate ``pairs`` (standard + analysis heads) and bootstrap AUROC and AURC of the common methods, on
-    ``jobs`` processes (default: every CPU; the numbers do not depend on it)."""
+    """Evaluate ``pairs`` (standard + analysis heads; baselines calibrated by ``calibration_map``, ECE over
+    ``ece_bins`` bins) and bootstrap every metric of :func:`bootstrapped_metrics` for the common methods, on ``jobs``
+    processes (default: every CPU; the numbers do not depend on it)."""
     if not pairs:
         raise ValueError("a report needs at least one (model, task) pair")
-    evaluations = evaluate_pairs(pairs, heads=head_features(Scope.TASK, Scope.REPORT), progress=progress, jobs=jobs)
-    bootstraps = bootstrap(pairs, evaluations, common_methods(evaluations), BOOTSTRAP_METRICS, n_resamples, seed, jobs)
-    return ReportData(tuple(pairs), tuple(evaluations), bootstraps, n_resamples, seed)
+    evaluations = evaluate_pairs(
+        pairs,
+        heads=head_features(Scope.TASK, Scope.REPORT),
+        progress=progress,
+        jobs=jobs,
+        calibration_map=calibration_map,
+        ece_bins=ece_bins,
+    )
+    bootstraps = bootstrap_all(
+        pairs, evaluations, common_methods(evaluations), bootstrapped_metrics(ece_bins), n_resamples, seed, jobs
+    )
+    return ReportData(tuple(pairs), tuple(evaluations), bootstraps, n_resamples, seed, calibration_map, ece_bins)
+
+
+def bootstrap_all(
+    pairs: Sequence[PairRun],
+    evaluations: Sequence[TaskEvaluation],
+    methods: Sequence[str],
+    metrics: Mapping[str, tuple[Metric, str]],
+    n_resamples: int = 2000,
+    seed: int = 0,
+    jobs: int | None = None,
+) -> dict[str, BootstrapResult]:
+    """:func:`bootstrap` of metrics that read scores or probabilities (``metrics[name] = (metric, what it reads)``);
+    the draws depend only on the labels and the seed, so every metric shares the same resamples."""
+    results: dict[str, BootstrapResult] = {}
+    for source in (SCORES, PROBABILITIES):
+        chosen = {name: metric for name, (metric, reads) in metrics.items() if reads == source}
+        if chosen:
+            results.update(bootstrap(pairs, evaluations, methods, chosen, n_resamples, seed, jobs, source))
+    return {name: results[name] for name in metrics}
 
 
 def bootstrap(
@@ -115,17 +168,19 @@ def bootstrap(
     n_resamples: int = 2000,
     seed: int = 0,
     jobs: int | None = None,
+    source: str = SCORES,
 ) -> dict[str, BootstrapResult]:
     """Hierarchical bootstrap (docs/method.md#hierarchical-bootstrap) of each metric for ``methods`` (scored on every
-    given pair), same draws for all, on ``jobs`` processes; a cross-fitted head's metric is averaged over its
-    repetitions inside each resample."""
-    columns = _bootstrap_columns(evaluations[0], methods)
+    given pair), same draws for all, on ``jobs`` processes, on each method's scores or (``source`` =
+    :data:`PROBABILITIES`) probabilities of correctness; a cross-fitted head's or calibration map's metric is averaged
+    over its repetitions inside each resample."""
+    columns = _bootstrap_columns(evaluations[0], methods, source)
     data = [
         PairData(
             pair.name,
             evaluation.labels,
             np.arange(len(evaluation.labels)),
-            {column: _column_scores(evaluation, column) for names in columns.values() for column in names},
+            {column: _column_values(evaluation, column, source) for names in columns.values() for column in names},
         )
         for pair, evaluation in zip(pairs, evaluations, strict=True)
     ]
@@ -140,16 +195,20 @@ def bootstrap(
 _REPETITION = "#repetition"
 
 
-def _bootstrap_columns(evaluation: TaskEvaluation, methods: Sequence[str]) -> dict[str, list[str]]:
-    """The score columns bootstrapped for each method: one per cross-fitting repetition of a head, else one."""
+def _by_seed(evaluation: TaskEvaluation, source: str) -> dict[str, np.ndarray]:
+    return evaluation.scores_by_seed if source == SCORES else evaluation.probabilities_by_seed
+
+
+def _bootstrap_columns(evaluation: TaskEvaluation, methods: Sequence[str], source: str) -> dict[str, list[str]]:
+    """The columns bootstrapped for each method: one per cross-fitting repetition of a head (of a calibration map for
+    probabilities), else one."""
+    by_seed = _by_seed(evaluation, source)
     return {
-        method: [f"{method}{_REPETITION}{r}" for r in range(len(evaluation.scores_by_seed[method]))]
-        if method in evaluation.scores_by_seed
-        else [method]
+        method: [f"{method}{_REPETITION}{r}" for r in range(len(by_seed[method]))] if method in by_seed else [method]
         for method in methods
     }
 
 
-def _column_scores(evaluation: TaskEvaluation, column: str) -> np.ndarray:
+def _column_values(evaluation: TaskEvaluation, column: str, source: str) -> np.ndarray:
     method, _, repetition = column.partition(_REPETITION)
-    return evaluation.scores_by_seed[method][int(repetition)] if repetition else evaluation.scores[method]
+    return _by_seed(evaluation, source)[method][int(repetition)] if repetition else evaluation.scores[method]

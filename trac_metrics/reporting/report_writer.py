@@ -1,5 +1,5 @@
 """The ``trac report`` writer (docs/architecture.md#command-line): the cross-run report's leaderboard tables, the
-paper's analyses and the two figures, written to a folder.
+paper's analyses and the figures (docs/method.md#figures), written to a folder.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from trac_metrics._util.files import atomic_write
 from trac_metrics.reporting.analyses import all_analyses
+from trac_metrics.reporting.calibration_plots import rejection_curve_plot, reliability_plot
 from trac_metrics.reporting.leaderboard import leaderboard_tables
 from trac_metrics.reporting.plots import cost_quality_plot, risk_coverage_plot
 from trac_metrics.reporting.report_data import ReportData
@@ -17,6 +18,8 @@ from trac_metrics.reporting.tables import ReportTable, to_latex, to_markdown, wr
 
 FIGURES = (
     ("risk_coverage.png", "Macro risk–coverage curves", risk_coverage_plot),
+    ("rejection_curve.png", "Macro prediction–rejection curves (PRR)", rejection_curve_plot),
+    ("reliability.png", "Reliability diagrams, pooled over pairs", reliability_plot),
     ("cost_quality.png", "Relative latency vs macro AUROC", cost_quality_plot),
 )
 _FILE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -27,7 +30,7 @@ def write_report(data: ReportData, out_dir: str | Path, latex: bool = False) -> 
 
     Files: ``leaderboard.md`` (every table: leaderboard, intervals, paired differences, per pair, then each table of
     :func:`trac_metrics.reporting.analyses.all_analyses`), ``<name>.csv`` per table (``leaderboard.csv`` is the main
-    table), ``<name>.tex`` per table when ``latex``, ``risk_coverage.png`` and ``cost_quality.png``. Each file is
+    table), ``<name>.tex`` per table when ``latex``, and the figures of :data:`FIGURES`. Each file is
     written atomically (:func:`trac_metrics._util.files.atomic_write`): a failure leaves no half-written file.
     """
     out = Path(out_dir)
@@ -63,7 +66,8 @@ def report_header(data: ReportData) -> str:
         f"- {pair.name}: n = {len(pair.evidences)}, accuracy {pair.accuracy:.3f}, K = {pair.num_samples}"
         for pair in data.pairs
     ]
-    lines += ["", f"Bootstrap: {data.n_resamples} hierarchical resamples, seed {data.seed}.", ""]
+    lines += ["", f"Bootstrap: {data.n_resamples} hierarchical resamples, seed {data.seed}."]
+    lines += [f"Calibration: {data.calibration_map} maps for the baselines, ECE over {data.ece_bins} bins.", ""]
     return "\n".join(lines)
 
 

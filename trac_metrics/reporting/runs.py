@@ -30,9 +30,11 @@ import numpy as np
 from trac_metrics._util.parallel import Progress, parallel_map
 from trac_metrics._warnings import TracWarning
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence
+from trac_metrics.heads.calibration_maps import DEFAULT_CALIBRATION_MAP
 from trac_metrics.heads.evaluate import TaskEvaluation, evaluate_task
 from trac_metrics.methods import FeatureRow, get, head_features
 from trac_metrics.records import ResponseRecord, iter_records
+from trac_metrics.selective import DEFAULT_ECE_BINS
 
 RECORDS_FOLDER = "trac_records"
 
@@ -287,13 +289,18 @@ def evaluate_pairs(
     heads: Mapping[str, FeatureRow] | None = None,
     progress: Progress | None = None,
     jobs: int | None = None,
+    calibration_map: str = DEFAULT_CALIBRATION_MAP,
+    ece_bins: int = DEFAULT_ECE_BINS,
 ) -> list[TaskEvaluation]:
     """:func:`~trac_metrics.heads.evaluate.evaluate_task` of every pair, on ``jobs`` processes (default: every CPU; the
-    result does not depend on it): for the default ``heads`` (the registry's task heads) exactly the numbers
-    lm-eval's aggregation reports for that task (cross-fitted heads, baselines)."""
+    result does not depend on it): for the default ``heads`` (the registry's task heads), ``calibration_map`` and
+    ``ece_bins`` exactly the numbers lm-eval's aggregation reports for that task (cross-fitted heads, baselines)."""
     heads = head_features() if heads is None else heads
-    return parallel_map(partial(_evaluate_pair, heads=dict(heads)), pairs, jobs, progress)
+    evaluate = partial(_evaluate_pair, heads=dict(heads), calibration_map=calibration_map, ece_bins=ece_bins)
+    return parallel_map(evaluate, pairs, jobs, progress)
 
 
-def _evaluate_pair(pair: PairRun, heads: Mapping[str, FeatureRow]) -> TaskEvaluation:
-    return evaluate_task(pair.evidences, heads=heads)
+def _evaluate_pair(
+    pair: PairRun, heads: Mapping[str, FeatureRow], calibration_map: str, ece_bins: int
+) -> TaskEvaluation:
+    return evaluate_task(pair.evidences, heads=heads, calibration_map=calibration_map, ece_bins=ece_bins)

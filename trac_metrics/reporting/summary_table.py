@@ -1,32 +1,39 @@
-"""One task's metrics as a method × metric table: what ``trac summary`` and ``trac evaluate`` print
-(docs/method.md#metric-names).
+"""One task's metrics as method × metric tables: what ``trac summary`` and ``trac evaluate`` print
+(docs/method.md#metric-names): the ranking metrics (selective prediction and rejection) and the calibration metrics.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from trac_metrics.methods import task_methods
-from trac_metrics.selective import METRIC_NAMES
+from trac_metrics.selective import CALIBRATION_METRIC_NAMES, METRIC_NAMES, RANKING_METRIC_NAMES
+
+SUMMARY_TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ranking", RANKING_METRIC_NAMES),
+    ("calibration", CALIBRATION_METRIC_NAMES),
+)
+"""The tables ``trac summary`` prints per task, with their metrics (together :data:`METRIC_NAMES`)."""
 
 
-def method_table(metrics: Mapping[str, float]) -> pd.DataFrame:
-    """A method × metric frame from ``{"<method>_<metric>": value}``, one row per registered task method present, in
-    registry order (:func:`trac_metrics.methods.task_methods`); keys that are not such metrics are ignored."""
+def method_table(metrics: Mapping[str, float], names: Sequence[str] = METRIC_NAMES) -> pd.DataFrame:
+    """A method × metric frame of the metrics ``names`` from ``{"<method>_<metric>": value}``, one row per registered
+    task method present, in registry order (:func:`trac_metrics.methods.task_methods`); keys that are not such
+    metrics are ignored."""
     order = [method.name for method in task_methods()]
     rows: dict[str, dict[str, float]] = {}
     for key, value in metrics.items():
-        for name in METRIC_NAMES:
+        for name in names:
             if key.endswith(f"_{name}"):
                 method = key[: -len(name) - 1]
                 if method in order:
                     rows.setdefault(method, {})[name] = float(value)
     ordered = [method for method in order if method in rows]
     return pd.DataFrame(
-        [rows[method] for method in ordered], index=pd.Index(ordered, name="method"), columns=list(METRIC_NAMES)
+        [rows[method] for method in ordered], index=pd.Index(ordered, name="method"), columns=list(names)
     )
 
 

@@ -14,10 +14,12 @@ hierarchical bootstrap with 2,000 resamples:
 The same draws serve every method, so differences between methods are paired. A pair on which a method's
 metric is NaN (e.g. AUROC with one class only) is skipped for that method, with a ``TracWarning``.
 
-Speed: ``selective.auroc`` and ``selective.aurc`` are computed for all resamples of a pair at once from
-per-tie-group counts (no re-sorting per resample); any other ``metric(scores, labels) -> float`` is called
-once per resampled pair. The fast AUROC is bit-identical to ``selective.auroc``; the fast AURC equals
-``selective.aurc`` up to floating-point rounding (a harmonic-number closed form of the same expectation).
+Speed: ``selective.auroc``, ``selective.aurc``, the rejection metrics (``auprc``, ``prr``, ``prr_50``) and the
+calibration metrics ``brier``, ``log_loss`` and ``ece`` (also a ``functools.partial`` of it with another number of
+bins) are computed for all resamples of a pair at once from per-tie-group counts (no re-sorting per resample,
+:mod:`trac_metrics.selective.grouped`); any other ``metric(scores, labels) -> float`` is called once per resampled
+pair. The fast AUROC is bit-identical to ``selective.auroc``; the others equal their metric up to floating-point
+rounding (the AURC and PRR through harmonic-number closed forms of the same expectations).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from trac_metrics import selective
 from trac_metrics._util.limits import require_memory
 from trac_metrics._util.parallel import parallel_map
 from trac_metrics._warnings import TracWarning
+from trac_metrics.selective import grouped
 
 Metric = Callable[[np.ndarray, np.ndarray], float]
 
@@ -368,7 +371,8 @@ def _called_metric(metric: Metric, scores: np.ndarray, labels: np.ndarray, weigh
     return values
 
 
-GroupStatistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
+GroupStatistic = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+"""A metric of every draw from tie-group counts ``correct``, ``total`` [draws, groups] and the groups' scores."""
 _DRAWS_PER_BLOCK = 128
 
 
@@ -383,15 +387,16 @@ def _grouped_metric(
 
     Responses are ordered once by decreasing score; each draw's multiplicities (from ``counts``
     [n_draws, n_questions]) are summed per tie group into correct and total counts [draws, groups], which
-    is what every statistic receives, in blocks of ``_DRAWS_PER_BLOCK`` draws so temporaries stay in cache.
-    Integer arithmetic (int64 prefix sums are also the fast ones).
+    is what every statistic receives with the groups' scores, in blocks of ``_DRAWS_PER_BLOCK`` draws so temporaries
+    stay in cache. Integer arithmetic (int64 prefix sums are also the fast ones).
     """
-    _, group_of = np.unique(-scores, return_inverse=True)
+    negated, group_of = np.unique(-scores, return_inverse=True)
     by_score = np.argsort(group_of, kind="stable")
     question_by_score = question_of[by_score]
     correct_by_score = labels[by_score].astype(np.int64)
     group_starts = np.flatnonzero(np.diff(group_of[by_score], prepend=-1))
     has_ties = group_starts.size < scores.size
+    group_scores = -negated  # one group per distinct score, in decreasing order
     values = np.empty((counts.shape[0], len(statistics)))
     for start in range(0, counts.shape[0], _DRAWS_PER_BLOCK):
         block = slice(start, start + _DRAWS_PER_BLOCK)
@@ -401,11 +406,11 @@ def _grouped_metric(
             total = np.add.reduceat(total, group_starts, axis=1)
             correct = np.add.reduceat(correct, group_starts, axis=1)
         for position, statistic in enumerate(statistics):
-            values[block, position] = statistic(correct, total)
+            values[block, position] = statistic(correct, total, group_scores)
     return values
 
 
-def _auroc_from_groups(correct: np.ndarray, total: np.ndarray) -> np.ndarray:
+def _auroc_from_groups(correct: np.ndarray, total: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Mann–Whitney AUROC per draw from integer tie-group counts [draws, groups by decreasing score].
 
     With c_g, e_g the correct / incorrect counts of group g and C_g = Σ_{h≤g} c_h:
@@ -421,7 +426,7 @@ def _auroc_from_groups(correct: np.ndarray, total: np.ndarray) -> np.ndarray:
     return auroc
 
 
-def _aurc_from_groups(correct: np.ndarray, total: np.ndarray) -> np.ndarray:
+def _aurc_from_groups(correct: np.ndarray, total: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Expected AURC per draw from integer tie-group counts [draws, groups by decreasing score].
 
     An error in a tie group of size G preceded by B responses is among the top k with probability
@@ -448,12 +453,24 @@ def _aurc_from_groups(correct: np.ndarray, total: np.ndarray) -> np.ndarray:
 _GROUPED_STATISTICS: tuple[tuple[Metric, GroupStatistic], ...] = (
     (selective.auroc, _auroc_from_groups),
     (selective.aurc, _aurc_from_groups),
+    (selective.auprc, grouped.auprc_from_groups),
+    (selective.prr, partial(grouped.prr_from_groups, max_rejection=1.0)),
+    (selective.prr_50, partial(grouped.prr_from_groups, max_rejection=0.5)),
+    (selective.brier, grouped.brier_from_groups),
+    (selective.log_loss, grouped.log_loss_from_groups),
+    (selective.ece, grouped.ece_from_groups),
 )
 
 
 def _grouped_statistic(metric: Metric) -> GroupStatistic | None:
-    """The vectorized twin of ``metric`` when it is ``selective.auroc`` or ``selective.aurc``, else None."""
-    return next((statistic for known, statistic in _GROUPED_STATISTICS if known is metric), None)
+    """The vectorized twin of ``metric`` when it has one (see the module docstring), else None. A
+    ``functools.partial`` of such a metric with keyword arguments only gets its twin with the same keywords
+    (``partial(ece, n_bins=10)``)."""
+    keywords: dict[str, object] = {}
+    if isinstance(metric, partial) and not metric.args:
+        metric, keywords = metric.func, metric.keywords
+    statistic = next((statistic for known, statistic in _GROUPED_STATISTICS if known is metric), None)
+    return partial(statistic, **keywords) if statistic is not None and keywords else statistic
 
 
 def _macro_per_resample(

@@ -44,11 +44,11 @@ def risk_key(coverage: float) -> str:
     return f"risk_at_{round(coverage * 100, 6):g}"
 
 
-METRIC_NAMES: tuple[str, ...] = ("auroc", "aurc", "e_aurc", "excess_aurc", *map(risk_key, DEFAULT_COVERAGES))
-"""The metrics reported per method, in order (docs/method.md#metric-names): the keys of :func:`selective_metrics`
-with the default coverages, and the ``<metric>`` of every ``<method>_<metric>`` result."""
+SELECTIVE_METRIC_NAMES: tuple[str, ...] = ("auroc", "aurc", "e_aurc", "excess_aurc", *map(risk_key, DEFAULT_COVERAGES))
+"""The keys of :func:`selective_metrics` with the default coverages, in order: the first metrics reported per method
+(docs/method.md#metric-names)."""
 
-METRIC_LABELS: dict[str, str] = {
+SELECTIVE_METRIC_LABELS: dict[str, str] = {
     "auroc": "AUROC",
     "aurc": "AURC",
     "e_aurc": "E-AURC",
@@ -85,8 +85,10 @@ def _as_scores(scores: ArrayLike) -> np.ndarray:
     return array.astype(np.float64)
 
 
-def _checked(scores: ArrayLike, labels: ArrayLike, metric: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """Validate one pair's inputs; ``None`` (after a ``TracWarning``) when every metric must be NaN.
+def checked_inputs(
+    scores: ArrayLike, labels: ArrayLike, metric: str, stacklevel: int = 3
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Validate one pair's inputs; ``None`` (after a ``TracWarning`` at ``stacklevel``) when every metric must be NaN.
 
     Raises ``ValueError`` for malformed input (bad labels, shapes, lengths). Returns ``None`` for empty
     input or NaN scores, which are well-formed but leave nothing to rank.
@@ -95,12 +97,14 @@ def _checked(scores: ArrayLike, labels: ArrayLike, metric: str) -> tuple[np.ndar
     if score_array.size != label_array.size:
         raise ValueError(f"scores and labels differ in length: {score_array.size} vs {label_array.size}")
     if score_array.size == 0:
-        warnings.warn(f"{metric}: empty input, returning NaN", TracWarning, stacklevel=3)
+        warnings.warn(f"{metric}: empty input, returning NaN", TracWarning, stacklevel=stacklevel)
         return None
     n_nan = int(np.isnan(score_array).sum())
     if n_nan:
         warnings.warn(
-            f"{metric}: {n_nan} of {score_array.size} scores are NaN, returning NaN", TracWarning, stacklevel=3
+            f"{metric}: {n_nan} of {score_array.size} scores are NaN, returning NaN",
+            TracWarning,
+            stacklevel=stacklevel,
         )
         return None
     return score_array, label_array
@@ -138,7 +142,7 @@ def _auroc(scores: np.ndarray, labels: np.ndarray) -> float:
     return float(u_statistic / (n_pos * n_neg))
 
 
-def _expected_risk(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def expected_risk(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Expected selective risk R(k/N), k = 1..N, of validated inputs, ties averaged in closed form.
 
     Sort by decreasing score; position k (1-based) lies in tie group g (``size_g`` responses, ``err_g``
@@ -163,7 +167,7 @@ def _expected_risk(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 def _aurc(scores: np.ndarray, labels: np.ndarray) -> float:
     """AURC (docs/method.md#risk-coverage-curve-and-aurc) of validated inputs: mean of the expected risk curve."""
-    return float(_expected_risk(scores, labels).mean())
+    return float(expected_risk(scores, labels).mean())
 
 
 def _e_aurc(aurc_value: float, labels: np.ndarray) -> float:
@@ -185,7 +189,7 @@ def auroc(scores: ArrayLike, labels: ArrayLike) -> float:
 
     O(n log n). NaN with a ``TracWarning`` for empty input, NaN scores, or labels of one class only.
     """
-    checked = _checked(scores, labels, "auroc")
+    checked = checked_inputs(scores, labels, "auroc")
     return math.nan if checked is None else _auroc(*checked)
 
 
@@ -196,10 +200,10 @@ def risk_coverage_curve(scores: ArrayLike, labels: ArrayLike) -> tuple[np.ndarra
     O(n log n). Defined for one-class labels (risk 0 or 1 throughout). Empty input gives two empty arrays,
     NaN scores give a risk of NaN at every coverage; both with a ``TracWarning``.
     """
-    checked = _checked(scores, labels, "risk_coverage_curve")
+    checked = checked_inputs(scores, labels, "risk_coverage_curve")
     n = np.asarray(scores).shape[0]
     coverage = np.arange(1, n + 1) / n if n else np.empty(0)
-    risk = np.full(n, math.nan) if checked is None else _expected_risk(*checked)
+    risk = np.full(n, math.nan) if checked is None else expected_risk(*checked)
     return coverage, risk
 
 
@@ -210,7 +214,7 @@ def aurc(scores: ArrayLike, labels: ArrayLike) -> float:
     Defined for one-class labels (0 when all correct, 1 when all wrong). NaN with a ``TracWarning`` for
     empty input or NaN scores.
     """
-    checked = _checked(scores, labels, "aurc")
+    checked = checked_inputs(scores, labels, "aurc")
     return math.nan if checked is None else _aurc(*checked)
 
 
@@ -220,7 +224,7 @@ def e_aurc(scores: ArrayLike, labels: ArrayLike) -> float:
     Not the paper's "excess AURC" (see ``excess_aurc``). 0 for a perfect ranking; defined (0) for one-class
     labels. NaN with a ``TracWarning`` for empty input or NaN scores.
     """
-    checked = _checked(scores, labels, "e_aurc")
+    checked = checked_inputs(scores, labels, "e_aurc")
     return math.nan if checked is None else _e_aurc(_aurc(*checked), checked[1])
 
 
@@ -230,7 +234,7 @@ def excess_aurc(scores: ArrayLike, labels: ArrayLike) -> float:
     Not Geifman's E-AURC (see ``e_aurc``). 1.0 ≈ random ranking, lower is better. NaN with a
     ``TracWarning`` when the base error rate is 0 (all correct), for empty input, or for NaN scores.
     """
-    checked = _checked(scores, labels, "excess_aurc")
+    checked = checked_inputs(scores, labels, "excess_aurc")
     return math.nan if checked is None else _excess_aurc(_aurc(*checked), checked[1])
 
 
@@ -242,10 +246,10 @@ def risk_at_coverage(scores: ArrayLike, labels: ArrayLike, coverage: float) -> f
     ``TracWarning`` for empty input or NaN scores.
     """
     fraction = _checked_coverage(coverage)
-    checked = _checked(scores, labels, "risk_at_coverage")
+    checked = checked_inputs(scores, labels, "risk_at_coverage")
     if checked is None:
         return math.nan
-    return float(_expected_risk(*checked)[_coverage_count(fraction, checked[0].size) - 1])
+    return float(expected_risk(*checked)[_coverage_count(fraction, checked[0].size) - 1])
 
 
 def selective_metrics(
@@ -261,11 +265,11 @@ def selective_metrics(
     fractions = [_checked_coverage(c) for c in coverages]
     risk_keys = [risk_key(c) for c in fractions]
     keys = ["auroc", "aurc", "e_aurc", "excess_aurc", *risk_keys]
-    checked = _checked(scores, labels, "selective_metrics")
+    checked = checked_inputs(scores, labels, "selective_metrics")
     if checked is None:
         return dict.fromkeys(keys, math.nan)
     score_array, label_array = checked
-    risk = _expected_risk(score_array, label_array)
+    risk = expected_risk(score_array, label_array)
     aurc_value = float(risk.mean())
     result = {
         "auroc": _auroc(score_array, label_array),

@@ -50,7 +50,11 @@ def run_on_replicas(runner: Any, requests: Sequence[Any]) -> list[GenerationText
     from trac_tasks.generation.runner import validated_configs
 
     lm = runner.lm
-    validated_configs(requests)
+    if any(config.label_source for config in validated_configs(requests)):
+        raise ValueError(
+            "trac-eval: TrAC on lm-eval's own tasks (--metadata trac) labels each response with the task's scoring "
+            "in the driver process, which data-parallel replicas cannot reach: run it with data_parallel_size=1"
+        )
     repeats = repeat_indices(requests)
     shards = question_shards(repeats, int(lm.data_parallel_size))
     gpus = int(getattr(lm, "tensor_parallel_size", 1) or 1)

@@ -108,6 +108,7 @@ def build_record(
     summaries: Mapping[str, np.ndarray],
     probes: Mapping[str, ProbeRecord],
     p_true: float | None,
+    label: bool | None,
     num_samples: int,
     decoding: Mapping[str, float],
     timing: Mapping[str, float],
@@ -139,6 +140,8 @@ def build_record(
         decoding=dict(decoding),
         marker=marker,
         generated_text=generated_text if generated_text != text else None,
+        label=label,
+        label_source=config.label_source or None,
         **summaries,
     )
 

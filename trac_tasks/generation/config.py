@@ -15,6 +15,8 @@ and how; lm-eval itself never sees it (the hook removes it before building sampl
         probe_variants: [trace]                # + question_only, shuffled_trace, teacher_forced (ablations)
         p_true: false                          # one extra forward for the P(True) baseline
         metadata_fields: [subject, level]      # doc fields copied into every record (reports split by them)
+        label_source: ""                       # "<metric>,<filter>": labels from an lm-eval task's own scoring,
+                                               # set by --metadata trac (trac_tasks.harness.task_scoring)
 
 Every switch is checked for its type (a string, an integer, a boolean, a list of strings: ``p_true: "false"`` or
 ``top_k: 5.5`` is an error, not a guess), and so are the ``temperature`` and ``top_p`` beside the block (finite
@@ -49,7 +51,7 @@ _JINJA = jinja2.Environment(
 """Renders the templates of the ``trac`` block; a null field renders as ``""`` (not ``"None"``), so a null reference
 is caught as an empty one (:meth:`TracConfig.render_reference`)."""
 
-_STRINGS = ("answer_kind", "reference", "cue", "marker")
+_STRINGS = ("answer_kind", "reference", "cue", "marker", "label_source")
 _STRING_LISTS = ("probe_variants", "metadata_fields")
 
 
@@ -65,6 +67,9 @@ class TracConfig:
     probe_variants: tuple[str, ...] = ("trace",)
     p_true: bool = False
     metadata_fields: tuple[str, ...] = ()
+    label_source: str = ""
+    """Empty: labels from trac-eval's checker (answer vs reference); else the lm-eval task's results key whose
+    per-sample score labels each response (docs/method.md#task-scored-labels)."""
 
     def __post_init__(self) -> None:
         self._check_types()

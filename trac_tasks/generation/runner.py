@@ -46,6 +46,7 @@ from trac_tasks.generation.progress import LOGGER, RunProgress, TaskSummary
 from trac_tasks.generation.thinking import AUTO, ThinkingMarker, detect_marker
 from trac_tasks.harness.compat import require_trac_hooks
 from trac_tasks.harness.lm_eval_hooks import HOOKED, records_dir
+from trac_tasks.harness.task_scoring import scorer_of
 
 P_TRUE_CANDIDATES = ("A", "B")
 
@@ -187,11 +188,14 @@ class TracRunner(ABC):
 
     def answer_of(self, trace: Trace) -> str | None:
         """The response's answer: read after its last end-of-thinking marker; none when its thinking is still open
-        (cut before answering); lm-eval's text when the model did not think."""
+        (cut before answering); lm-eval's text when the model did not think. A task labelled by its own scoring
+        reads it with its own filter from lm-eval's text (docs/method.md#task-scored-labels)."""
         marker = self.marker_for(trace.config)
         state = marker.state(trace.prompt_ids, trace.body_ids, trace.raw_text)
         if state == "open":
             return None
+        if trace.config.label_source:
+            return scorer_of(trace.request.task_name).answer(trace.request.doc, trace.text, trace.kind)
         if state == "none":
             return extract_answer(trace.text, kind=trace.kind)
         answer_ids = marker.answer_ids(trace.body_ids)
@@ -290,6 +294,9 @@ class TracRunner(ABC):
     def _record(self, chunk: ChunkState, index: int) -> Any:
         trace = chunk.traces[index]
         p_true = chunk.p_true[index]
+        label = None
+        if trace.config.label_source:
+            label = scorer_of(trace.request.task_name).label(trace.request.doc, trace.text)
         return build_record(
             trace.request,
             trace.repeat,
@@ -305,6 +312,7 @@ class TracRunner(ABC):
             summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
             probes=chunk.probes[index],
             p_true=p_true,
+            label=label,
             num_samples=int(trace.request.repeats or 1),
             decoding=trace.decoding,
             timing={

@@ -38,7 +38,16 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "lm_eval.evaluator:simple_evaluate(evaluation_tracker)",
         "lm_eval.loggers.evaluation_tracker:EvaluationTracker.__init__(output_path)",
         "lm_eval.api.model:CachingLM",
-        "lm_eval.api.task:TaskConfig(task, generation_kwargs, repeats)",
+        "lm_eval.api.task:TaskConfig(task, generation_kwargs, repeats, metadata, output_type, metric_list)",
+        # TrAC on lm-eval's own tasks (--metadata trac): the task methods task_scoring wraps or calls
+        "lm_eval.api.task:ConfigurableTask.construct_requests(doc, ctx)",
+        "lm_eval.api.task:ConfigurableTask.apply_filters",
+        "lm_eval.api.task:ConfigurableTask.process_results(doc, results)",
+        "lm_eval.api.task:ConfigurableTask.aggregation",
+        "lm_eval.api.task:ConfigurableTask.higher_is_better",
+        "lm_eval.api.task:ConfigurableTask.doc_to_target(doc)",
+        "lm_eval.api.task:ConfigurableTask.doc_to_choice(doc)",
+        "lm_eval.api.metrics:mean",
     ),
     "lm_eval.models.vllm_causallms": (
         "lm_eval.models.vllm_causallms:VLLM.generate_until(requests, disable_tqdm)",
@@ -131,7 +140,8 @@ _SYMBOL = re.compile(r"(?P<module>[\w.]+):(?P<name>[\w.]+)(?:\((?P<params>[\w,\s
 
 @functools.cache
 def installed_version(distribution: str) -> str | None:
-    """The installed version of ``distribution`` (``vllm`` finds the CPU build too, see ``harness.autoload``), or None."""
+    """The installed version of ``distribution`` (``vllm`` finds the CPU build too, see
+    ``harness.autoload``), or None."""
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:

@@ -64,10 +64,6 @@ def index_package_tasks(manager_module: ModuleType) -> None:
     task_manager.__init__ = __init__
 
 
-class MultiMetricResult(dict):
-    """An aggregation result holding several named numbers; expanded into one results key per number."""
-
-
 def expand_multi_metric_aggregations(evaluator_utils: ModuleType) -> None:
     """Expand :class:`MultiMetricResult` values into ``"<name>,<filter>"`` keys of the task's results.
 
@@ -79,6 +75,8 @@ def expand_multi_metric_aggregations(evaluator_utils: ModuleType) -> None:
 
     @functools.wraps(original)
     def _compute_task_aggregations(*args: Any, **kwargs: Any) -> tuple[dict[str, Any], int]:
+        from trac_tasks.harness.task_functions import MultiMetricResult
+
         agg_metrics, sample_len = original(*args, **kwargs)
         multi = {key: value for key, value in agg_metrics.items() if isinstance(value, MultiMetricResult)}
         replaced_stderr = {"{}_stderr,{}".format(*key.split(",", 1)) for key in multi}
@@ -136,12 +134,23 @@ def _tasks_of(task_dict: Any) -> list[Any]:
 
 
 def _trac_tasks_of(task_dict: Any) -> list[Any]:
-    """The TrAC tasks (a ``trac`` block in their ``generation_kwargs``) of an lm-eval task dict."""
+    """The TrAC tasks of an lm-eval task dict: a ``trac`` block in their ``generation_kwargs``, or a ``generate_until``
+    task with a ``trac`` switch in its metadata (``--metadata``, :mod:`trac_tasks.harness.task_scoring`)."""
     from trac_tasks.generation.config import TRAC_KEY
 
-    return [
-        task for task in _tasks_of(task_dict) if TRAC_KEY in (getattr(task.config, "generation_kwargs", None) or {})
-    ]
+    def is_trac(task: Any) -> bool:
+        switched = _has_trac_switch(task) and task.config.output_type == "generate_until"
+        return switched or TRAC_KEY in (getattr(task.config, "generation_kwargs", None) or {})
+
+    return [task for task in _tasks_of(task_dict) if is_trac(task)]
+
+
+def _has_trac_switch(task: Any) -> bool:
+    """Whether ``--metadata`` gave the task a ``trac`` switch (lm-eval merges it into every task's metadata)."""
+    from trac_tasks.generation.config import TRAC_KEY
+
+    metadata = getattr(task.config, "metadata", None)
+    return isinstance(metadata, dict) and TRAC_KEY in metadata
 
 
 def apply_repeats_override(task_dict: Any) -> None:
@@ -206,7 +215,8 @@ def refuse_unready_trac_tasks(lm: Any, task_dict: Any) -> None:
 
 
 def hook_evaluator(evaluator: ModuleType) -> None:
-    """Guard ``evaluate`` with :func:`refuse_unready_trac_tasks` and :func:`apply_repeats_override`, and make
+    """Guard ``evaluate`` with :func:`refuse_unready_trac_tasks` and :func:`apply_repeats_override`, switch TrAC on
+    for the lm-eval tasks ``--metadata`` gives a ``trac`` switch (:mod:`trac_tasks.harness.task_scoring`), and make
     ``simple_evaluate`` publish its tracker's output path (:func:`current_output_path`) for the duration of the
     call."""
     evaluate, simple_evaluate = evaluator.evaluate, evaluator.simple_evaluate
@@ -215,8 +225,13 @@ def hook_evaluator(evaluator: ModuleType) -> None:
     @functools.wraps(evaluate)
     def guarded_evaluate(*args: Any, **kwargs: Any) -> Any:
         call = evaluate_signature.bind(*args, **kwargs)
-        refuse_unready_trac_tasks(call.arguments["lm"], call.arguments["task_dict"])
-        apply_repeats_override(call.arguments["task_dict"])
+        task_dict = call.arguments["task_dict"]
+        refuse_unready_trac_tasks(call.arguments["lm"], task_dict)
+        apply_repeats_override(task_dict)
+        if any(map(_has_trac_switch, _tasks_of(task_dict))):
+            from trac_tasks.harness.task_scoring import enable_trac_on_tasks
+
+            enable_trac_on_tasks(_tasks_of(task_dict))
         return evaluate(*args, **kwargs)
 
     @functools.wraps(simple_evaluate)

@@ -4,8 +4,9 @@ Per document, ``process_results`` returns ``acc`` (the primary sample is correct
 of the K samples is correct, K > 1) and ``trac`` (the question's evidence dict, :mod:`trac_metrics.features.evidence`).
 The ``trac`` aggregation cross-fits every head on the task's documents and returns all metrics at once
 (``trac_auroc``, ``sc_modal_aurc`` ...: :mod:`trac_metrics.heads.evaluate`); it also writes each document's
-out-of-fold scores into its evidence dict (``scores``), so lm-eval's samples file (``--log_samples``) carries the
-TrAC score, probe answer, agreement and primary answer of every document. A task none of whose primary responses
+out-of-fold scores and calibrated probabilities of correctness into its evidence dict (``scores``, ``p_correct``,
+docs/method.md#calibration-maps), so lm-eval's samples file (``--log_samples``) carries the TrAC score and
+probability, probe answer, agreement and primary answer of every document. A task none of whose primary responses
 gave an answer (accuracy 0 by construction, typically a ``trac.marker`` the model never writes) gets one warning.
 """
 
@@ -18,12 +19,21 @@ from typing import Any
 from trac_metrics.features.evidence import document_accuracy, question_evidence
 from trac_metrics.heads.evaluate import evaluate_task
 from trac_tasks.generation.progress import LOGGER
-from trac_tasks.harness.lm_eval_hooks import MultiMetricResult
 
 
-def keep_all_samples(resps: Iterable[Sequence[str]], docs: Iterable[Any]) -> list[list[str]]:
+class MultiMetricResult(dict):
+    """An aggregation result holding several named numbers; expanded into one results key per number
+    (:func:`trac_tasks.harness.lm_eval_hooks.expand_multi_metric_aggregations`)."""
+
+
+class AllSamples(list):
+    """The K responses of one document, as :func:`keep_all_samples` keeps them (a list lm-eval's own filters never
+    produce, so ``process_results`` of an lm-eval task switched to TrAC knows its ``trac`` filter's input)."""
+
+
+def keep_all_samples(resps: Iterable[Sequence[str]], docs: Iterable[Any]) -> list[AllSamples]:
     """lm-eval filter that keeps all K responses of each document (the default filter keeps only the first)."""
-    return [list(responses) for responses in resps]
+    return [AllSamples(responses) for responses in resps]
 
 
 def process_results(doc: Mapping[str, Any], results: Sequence[Sequence[str]]) -> dict[str, Any]:
@@ -47,8 +57,10 @@ def aggregate_trac(items: Sequence[dict[str, Any]]) -> MultiMetricResult:
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         evaluation = evaluate_task(items)
+    p_correct = evaluation.p_correct  # averaged over the repetitions once
     for position, evidence in enumerate(items):
         evidence["scores"] = {method: float(values[position]) for method, values in evaluation.scores.items()}
+        evidence["p_correct"] = {method: float(values[position]) for method, values in p_correct.items()}
     return MultiMetricResult(evaluation.metrics)
 
 
