@@ -66,7 +66,7 @@ def test_every_lm_eval_and_vllm_import_of_trac_tasks_is_listed():
     from_import = re.compile(r"^\s*from ((?:lm_eval|vllm)\b[\w.]*) import (?:\(([^)]*)\)|([\w, ]+)$)", re.MULTILINE)
     imported = {
         f"{module}:{name.strip()}"
-        for path in (REPO / "trac_tasks").glob("*.py")
+        for path in (REPO / "trac_tasks").rglob("*.py")
         for module, grouped, names in from_import.findall(path.read_text(encoding="utf-8"))
         for name in (grouped or names).split(",")
         if name.strip()
@@ -183,10 +183,8 @@ def test_records_follow_lm_evals_output_path(monkeypatch, tmp_path):
 
 
 def test_records_default_to_the_working_directory_with_a_log_line(monkeypatch):
-    import trac_tasks.generation.capture
-
     logger = mock.Mock()
-    monkeypatch.setattr(trac_tasks.generation.capture, "LOGGER", logger)
+    monkeypatch.setattr(compat, "LOGGER", logger)
     monkeypatch.delenv("TRAC_RECORDS_DIR", raising=False)
     assert records_dir() == Path("trac_records")
     assert "./trac_records" in logger.info.call_args.args[0]
