@@ -14,7 +14,10 @@ Every response field a record is built from is checked before anything is record
 :func:`_scored`): token ids spelled ``token_id:<id>`` within the tokenizer's vocabulary, finite logprobs ≤ 0, at
 least as many top logprobs per position as were asked for, a finish reason vLLM gives. A response that breaks one
 of these stops the run with one line naming the server, the request and the field
-(:class:`~trac_tasks.engines.completions_client.MalformedResponse`); nothing of it reaches a record.
+(:class:`~trac_tasks.engines.completions_client.MalformedResponse`); nothing of it reaches a record. The per-token
+fields of a generation are checked column by column (:func:`_checked_columns`: one joined string and one numpy
+array per field, no per-token Python objects beyond those of the JSON parse), and only a response that fails there
+is walked position by position to name the field at fault (docs/architecture.md#served-backend).
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
+from itertools import chain
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
 from lm_eval.models.utils import has_bos_prefix, maybe_truncate, normalize_gen_kwargs
 
 from trac_tasks.engines.completions_client import ClientSettings, MalformedResponse, RequestQueue, ServerRequestError
@@ -232,7 +237,8 @@ class ServedTracRunner(TracRunner):
         seconds: float,
     ) -> Trace:
         choice = _only_choice(body)
-        generated, chosen, top = _positions(choice, int(payload["logprobs"]), self.vocabulary)
+        positions = _positions(choice, int(payload["logprobs"]), self.vocabulary)
+        generated = positions.token_ids
         finish_reason = finish_reason_of(_finish_reason(choice), _stop_reason(choice))
         temperature = float(payload.get("temperature") or 0.0)
         return Trace(
@@ -246,8 +252,8 @@ class ServedTracRunner(TracRunner):
             raw_text=_text(choice),
             text=_text(choice),  # what lm-eval's local-completions returns
             finish_reason=finish_reason,
-            chosen=chosen,
-            top=[[logprob for _, logprob in entries] for entries in top],
+            chosen=positions.chosen,
+            top=positions.top,
             seconds=seconds,
             temperature=temperature,
             top_p=float(payload.get("top_p", 1.0)) if temperature > 0 else 1.0,
@@ -276,10 +282,14 @@ class ServedTracRunner(TracRunner):
         """A job's output from its response, every field checked (:func:`_positions`, :func:`_scored`)."""
         choice = _only_choice(body)
         if job.kind == "next_token":
-            _, _, top = _positions(choice, int(payload["logprobs"]), self.vocabulary)
-            if not top:
+            positions = _positions(choice, int(payload["logprobs"]), self.vocabulary)
+            if not positions.token_ids:
                 raise MalformedResponse("choices[0].logprobs.tokens", "is empty: the next token was asked for")
-            return p_true_logprobs((self.decode([token]), logprob) for token, logprob in top[0])
+            returned = positions.top_ids[0] >= 0
+            return p_true_logprobs(
+                (self.decode([int(token)]), float(logprob))
+                for token, logprob in zip(positions.top_ids[0][returned], positions.top[0][returned], strict=True)
+            )
         if job.kind == "score":
             asked = int(payload["prompt_logprobs"])
             chosen, top = _scored(choice, len(job.prompt_ids), job.tokens, asked, self.vocabulary)
@@ -292,11 +302,11 @@ class ServedTracRunner(TracRunner):
                 num_cached_tokens=self._cache_count(body, what),
                 seconds=seconds,
             )
-        generated, chosen, top = _positions(choice, int(payload["logprobs"]), self.vocabulary)
+        positions = _positions(choice, int(payload["logprobs"]), self.vocabulary)
         return ProbeOutput(
-            token_ids=generated,
-            chosen=chosen,
-            top=[[logprob for _, logprob in entries] for entries in top],
+            token_ids=positions.token_ids,
+            chosen=positions.chosen,
+            top=positions.top,
             # a probe sends no stop strings: "stop" is its EOS or a stop token id
             engine_finish_reason="length" if _finish_reason(choice) == "length" else "eos",
             num_prompt_tokens=len(job.prompt_ids),
@@ -391,13 +401,19 @@ def _token_id(token: Any, field: str, vocabulary: int, prefix: str = TOKEN_ID_PR
 
 def _logprob(value: Any, field: str) -> float:
     """A served log-probability: a finite number ≤ 0. A value at most :data:`LOGPROB_TOLERANCE` above 0 (float
-    rounding of a near-certain token) is read as 0.0; NaN, ±inf, a larger positive value, null or a non-number
-    raise :class:`MalformedResponse`."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+    rounding of a near-certain token) is read as 0.0; NaN, ±inf, an integer beyond float range, a larger positive
+    value, null or a non-number raise :class:`MalformedResponse`."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise MalformedResponse(field, f"must be a finite log-probability <= 0, got {_shown(value)}")
-    if value > LOGPROB_TOLERANCE:
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise MalformedResponse(field, f"must be a finite log-probability <= 0, got {_shown(value)}")
+    if number > LOGPROB_TOLERANCE:
         raise MalformedResponse(field, f"must be a log-probability <= 0, got {_shown(value)}")
-    return min(float(value), 0.0)
+    return min(number, 0.0)
 
 
 def _top_entries(
@@ -421,11 +437,22 @@ def _top_entries(
     return entries
 
 
-def _positions(
-    choice: dict[str, Any], asked: int, vocabulary: int
-) -> tuple[list[int], list[float], list[list[tuple[int, float]]]]:
+class Positions(NamedTuple):
+    """The checked per-token fields of one choice: generated token ids, chosen-token logprobs [T], and each
+    position's top logprobs as [T, m] arrays of ids (-1 where a position holds fewer than m) and logprobs (NaN
+    there), in the order the server sent them."""
+
+    token_ids: list[int]
+    chosen: np.ndarray
+    top_ids: np.ndarray
+    top: np.ndarray
+
+
+def _positions(choice: dict[str, Any], asked: int, vocabulary: int) -> Positions:
     """Generated token ids, chosen-token logprobs and the top (id, logprob) pairs per position of one choice, each
-    field checked (:func:`_token_id`, :func:`_logprob`, :func:`_top_entries` with ``asked`` top logprobs)."""
+    field checked (:func:`_token_id`, :func:`_logprob`, :func:`_top_entries` with ``asked`` top logprobs): column by
+    column (:func:`_checked_columns`), and position by position (:func:`_walked_positions`) when a column fails, to
+    name the field at fault."""
     logprobs = choice.get("logprobs")
     if not isinstance(logprobs, dict):
         raise MalformedResponse("choices[0].logprobs", f"must be an object of token logprobs, got {_shown(logprobs)}")
@@ -440,14 +467,81 @@ def _positions(
             "choices[0].logprobs",
             f"holds {len(tokens)} tokens, {len(chosen)} token_logprobs and {len(top)} top_logprobs",
         )
-    return (
+    checked = _checked_columns(tokens, chosen, top, asked, vocabulary)
+    return checked if checked is not None else _walked_positions(tokens, chosen, top, asked, vocabulary)
+
+
+def _walked_positions(tokens: list[Any], chosen: list[Any], top: list[Any], asked: int, vocabulary: int) -> Positions:
+    """The per-token fields checked one position and one entry at a time; the first field that fails raises
+    :class:`MalformedResponse` naming it."""
+    entries = [
+        _top_entries(position, f"choices[0].logprobs.top_logprobs[{t}]", asked, vocabulary)
+        for t, position in enumerate(top)
+    ]
+    pairs = [pair for position in entries for pair in position]
+    return Positions(
         [_token_id(token, f"choices[0].logprobs.tokens[{t}]", vocabulary) for t, token in enumerate(tokens)],
-        [_logprob(value, f"choices[0].logprobs.token_logprobs[{t}]") for t, value in enumerate(chosen)],
-        [
-            _top_entries(position, f"choices[0].logprobs.top_logprobs[{t}]", asked, vocabulary)
-            for t, position in enumerate(top)
-        ],
+        np.asarray([_logprob(value, f"choices[0].logprobs.token_logprobs[{t}]") for t, value in enumerate(chosen)]),
+        *_rows([len(position) for position in entries], [i for i, _ in pairs], [value for _, value in pairs]),
     )
+
+
+TOKEN_IDS_PATTERN = re.compile(rf"(?:{TOKEN_ID_PREFIX}[0-9]{{1,12}}\n)*{TOKEN_ID_PREFIX}[0-9]{{1,12}}")
+"""Token ids spelled ``token_id:<id>``, one a line: what :func:`_token_id` accepts, negative ids left out (refused)."""
+
+
+def _checked_columns(
+    tokens: list[Any], chosen: list[Any], top: list[Any], asked: int, vocabulary: int
+) -> Positions | None:
+    """The fields :func:`_positions` reads, checked a column at a time: every token and top-logprob key spelled
+    ``token_id:<id>`` within the vocabulary, every logprob a finite number ≤ :data:`LOGPROB_TOLERANCE` (read as at
+    most 0.0), every position an object of at least ``asked`` top logprobs. None when any check fails."""
+    if not set(map(type, tokens)) <= {str} or not set(map(type, top)) <= {dict}:
+        return None
+    counts = [len(position) for position in top]
+    if min(counts, default=asked) < asked:
+        return None
+    token_ids, top_ids = _id_column(tokens, vocabulary), _id_column(list(chain.from_iterable(top)), vocabulary)
+    chosen_values = _logprob_column(chosen)
+    top_values = _logprob_column(list(chain.from_iterable(map(dict.values, top))))
+    if token_ids is None or top_ids is None or chosen_values is None or top_values is None:
+        return None
+    return Positions(token_ids.tolist(), chosen_values, *_rows(counts, top_ids, top_values))
+
+
+def _id_column(keys: list[str], vocabulary: int) -> np.ndarray | None:
+    """The ids of ``token_id:<id>`` strings, or None unless every one is spelled so and lies in the vocabulary."""
+    if not keys:
+        return np.zeros(0, dtype=np.int64)
+    joined = "\n".join(keys)
+    if not TOKEN_IDS_PATTERN.fullmatch(joined):
+        return None
+    ids = np.asarray(list(map(int, joined[len(TOKEN_ID_PREFIX) :].split("\n" + TOKEN_ID_PREFIX))), dtype=np.int64)
+    return ids if len(ids) == len(keys) and ids.max() < vocabulary else None  # a key holding a line break: no id
+
+
+def _logprob_column(values: list[Any]) -> np.ndarray | None:
+    """The logprobs as :func:`_logprob` reads them (float rounding above 0 as 0.0), or None unless every one is a
+    finite number (no bool) at most :data:`LOGPROB_TOLERANCE`."""
+    if not set(map(type, values)) <= {float, int}:
+        return None
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except OverflowError:  # an integer beyond float range
+        return None
+    if not np.isfinite(array).all() or (array > LOGPROB_TOLERANCE).any():
+        return None
+    return np.where(array > 0, 0.0, array)
+
+
+def _rows(counts: Sequence[int], ids: Sequence[int], values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Top-logprob ids and values of all positions in order, ``counts[t]`` of them for position t, as [T, m] id and
+    logprob arrays (-1 and NaN where a position holds fewer)."""
+    counts_array = np.asarray(counts, dtype=np.int64)
+    held = np.arange(int(counts_array.max(initial=0))) < counts_array[:, None]
+    id_rows, value_rows = np.full(held.shape, -1, dtype=np.int64), np.full(held.shape, np.nan)
+    id_rows[held], value_rows[held] = ids, values
+    return id_rows, value_rows
 
 
 def _scored(

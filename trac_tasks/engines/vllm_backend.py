@@ -7,15 +7,24 @@ same sample. The runner drives vLLM's engine step by step and submits each trace
 finishes, as a token-id prompt whose prompt + trace prefix vLLM has just computed, so its prefix cache serves it
 while the prefix is hot (``num_cached_tokens`` is recorded per probe; it counts whole KV blocks, so use
 ``enable_prefix_caching=True`` and, on CPU, ``block_size=32``).
+
+Generations are captured on vLLM's fast output path when the release has it (:func:`fast_capture_supported`,
+docs/architecture.md#vllm-backend): flat logprobs read as numpy arrays, and, for a request whose only stop string is
+the EOS token's text, no detokenization in the engine loop; its text is vLLM's own detokenizer run once over the
+finished token ids (:func:`capture_completion`), so the records are those of the detokenizing path.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable, Sequence
-from types import ModuleType
+from dataclasses import dataclass
+from types import ModuleType, SimpleNamespace
 from typing import Any
+
+import numpy as np
 
 from trac_tasks.generation.chunk import ChunkState, ProbeJob
 from trac_tasks.generation.config import NEXT_TOKEN_LOGPROBS, PROBE_MAX_TOKENS, TracConfig, strip_trac
@@ -28,6 +37,54 @@ from trac_tasks.generation.runner import (
     hook_generate_until,
     p_true_logprobs,
 )
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One TrAC generation request: its prompt ids, the ``SamplingParams`` lm-eval's ``generate_until`` would build
+    (plus top-k logprobs; ``params``), those the engine gets (``engine_params``: the fast output path's, or
+    ``params`` itself) and lm-eval's stop strings (``until``)."""
+
+    prompt_ids: list[int]
+    params: Any
+    engine_params: Any
+    until: list[str]
+
+
+@dataclass(frozen=True)
+class CapturedCompletion:
+    """What a record takes from one finished vLLM completion: the generated token ids, vLLM's text, the finish
+    reason in the records' terms, the chosen-token logprobs and the returned logprobs per position (a [T, m] array
+    with NaN for an entry not returned, or per-position lists, :func:`~trac_tasks.generation.capture.token_summaries`
+    takes both)."""
+
+    token_ids: list[int]
+    text: str
+    finish_reason: str
+    chosen: np.ndarray | list[float]
+    top: np.ndarray | list[list[float]]
+
+
+@functools.cache
+def fast_capture_supported() -> bool:
+    """Whether this vLLM release has the fast output path: every symbol of ``compat.FAST_CAPTURE`` (``SamplingParams``
+    with ``flat_logprobs`` and ``detokenize``, ``FlatLogprobs``, the detokenizer class its output processor runs) is
+    there (docs/architecture.md#vllm-backend)."""
+    from trac_tasks.harness.compat import FAST_CAPTURE, symbol_problem
+
+    return not any(map(symbol_problem, FAST_CAPTURE))
+
+
+def engine_sampling_params(sampling_params: type, kwargs: dict[str, Any], eos: str) -> Any:
+    """The ``SamplingParams`` a generation built from ``kwargs`` (``max_tokens``, ``stop`` ...) is sent with on the
+    fast output path: flat logprobs and, when its only stop string is the EOS token's text, neither detokenization
+    nor stop strings (the engine still stops at the EOS token id; :func:`capture_completion` detokenizes the
+    finished ids and applies the stop strings exactly as the engine loop would have;
+    docs/architecture.md#vllm-backend)."""
+    fast = {"flat_logprobs": True}
+    if all(stop == eos for stop in kwargs.get("stop") or ()):
+        fast.update(stop=[], detokenize=False)
+    return sampling_params(**{**kwargs, **fast})
 
 
 def install(module: ModuleType) -> None:
@@ -45,6 +102,15 @@ class VllmTracRunner(BatchTracRunner):
         self.sampling_params = SamplingParams
         self.tokens_prompt = TokensPrompt
         self.request_counter = itertools.count()
+        self.fast_capture = fast_capture_supported()
+        self._engine_tokenizer: Any = None
+
+    @property
+    def engine_tokenizer(self) -> Any:
+        """The tokenizer vLLM's output processor detokenizes with (the engine's, not lm-eval's copy)."""
+        if self._engine_tokenizer is None:
+            self._engine_tokenizer = self.lm.model.get_tokenizer()
+        return self._engine_tokenizer
 
     def run(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[Any]:
         """With lm-eval's ``data_parallel_size > 1``, on that many Ray replicas
@@ -63,11 +129,10 @@ class VllmTracRunner(BatchTracRunner):
             lora_request=self.lm.lora_request,
         )
 
-    def _sampling_requests(
-        self, requests: Sequence[Any], configs: Sequence[TracConfig]
-    ) -> list[tuple[list[int], Any, list[str]]]:
+    def _sampling_requests(self, requests: Sequence[Any], configs: Sequence[TracConfig]) -> list[Generation]:
         """Prompt ids, SamplingParams (with top-k logprobs) and lm-eval stop strings of each request, built with
-        lm-eval's own helpers exactly as its ``generate_until`` would."""
+        lm-eval's own helpers exactly as its ``generate_until`` would, and the SamplingParams sent on the fast output
+        path (:func:`engine_sampling_params`) where the release has it."""
         from lm_eval.models.utils import maybe_truncate
 
         eos = self.tokenizer.decode(self.lm.eot_token_id)
@@ -87,9 +152,13 @@ class VllmTracRunner(BatchTracRunner):
             )
             kwargs["logprobs"] = max(config.top_k, int(kwargs.get("logprobs") or 0))
             stop = [s for s in until if s == eos] if self.lm.think_end_token else until
-            prepared.append(
-                (list(prompt_ids), self.sampling_params(max_tokens=max_gen_toks, stop=stop, **kwargs), until)
+            params = self.sampling_params(max_tokens=max_gen_toks, stop=stop, **kwargs)
+            engine_params = (
+                engine_sampling_params(self.sampling_params, {"max_tokens": max_gen_toks, "stop": stop, **kwargs}, eos)
+                if self.fast_capture
+                else params
             )
+            prepared.append(Generation(list(prompt_ids), params, engine_params, until))
         return prepared
 
     def execute(self, chunk: ChunkState) -> None:
@@ -119,16 +188,8 @@ class VllmTracRunner(BatchTracRunner):
 
         def generation_done(index: int) -> Callable[[Any, float], None]:
             def handle(output: Any, seconds: float) -> None:
-                prompt_ids, params, until = prepared[index]
                 trace = self._trace(
-                    chunk.requests[index],
-                    chunk.repeats[index],
-                    chunk.configs[index],
-                    prompt_ids,
-                    params,
-                    until,
-                    output,
-                    seconds,
+                    chunk.requests[index], chunk.repeats[index], chunk.configs[index], prepared[index], output, seconds
                 )
                 for job in self.trace_finished(chunk, index, trace):
                     loop.submit(*self._job_request(job, chunk.traces[job.index]), job_done(job))
@@ -136,8 +197,8 @@ class VllmTracRunner(BatchTracRunner):
             return handle
 
         try:
-            for index, (prompt_ids, params, _) in enumerate(prepared):
-                loop.submit(prompt_ids, params, generation_done(index))
+            for index, generation in enumerate(prepared):
+                loop.submit(generation.prompt_ids, generation.engine_params, generation_done(index))
             loop.run()
         except BaseException:
             loop.abort()  # leave the engine clean for the next call on the same model (also after Ctrl-C)
@@ -185,50 +246,42 @@ class VllmTracRunner(BatchTracRunner):
         )
 
     def _trace(
-        self,
-        request: Any,
-        repeat: int,
-        config: TracConfig,
-        prompt_ids: list[int],
-        params: Any,
-        until: list[str],
-        output: Any,
-        seconds: float,
+        self, request: Any, repeat: int, config: TracConfig, generation: Generation, output: Any, seconds: float
     ) -> Trace:
         from lm_eval.models.utils import postprocess_generated_text
 
-        completion = output.outputs[0]
-        chosen, top = _logprob_arrays(completion.token_ids, completion.logprobs)
-        finish_reason = finish_reason_of(completion.finish_reason, completion.stop_reason)
-        generated = list(completion.token_ids)
+        tokenizer = None if generation.engine_params.detokenize else self.engine_tokenizer
+        captured = capture_completion(output.outputs[0], generation, tokenizer)
+        generated = captured.token_ids
+        params = generation.params
         return Trace(
             request=request,
             repeat=repeat,
             config=config,
-            prompt_ids=prompt_ids,
+            prompt_ids=generation.prompt_ids,
             generated_ids=generated,
             # an EOS or stop token id ends the list; the trace body the probe continues excludes it
-            body_ids=generated[:-1] if finish_reason == "eos" else generated,
-            raw_text=completion.text,
-            text=postprocess_generated_text(completion.text, until, self.lm.think_end_token),
-            finish_reason=finish_reason,
-            chosen=chosen,
-            top=top,
+            body_ids=generated[:-1] if captured.finish_reason == "eos" else generated,
+            raw_text=captured.text,
+            text=postprocess_generated_text(captured.text, generation.until, self.lm.think_end_token),
+            finish_reason=captured.finish_reason,
+            chosen=captured.chosen,
+            top=captured.top,
             seconds=seconds,
             temperature=float(params.temperature),
             top_p=float(params.top_p) if params.temperature > 0 else 1.0,
-            until=tuple(until),
+            until=tuple(generation.until),
         )
 
     def generate(self, requests: Sequence[Any], repeats: Sequence[int], configs: Sequence[TracConfig]) -> list[Trace]:
         """The whole batch through the public ``LLM.generate`` (the path without the step API)."""
         prepared = self._sampling_requests(requests, configs)
         started = time.perf_counter()
-        outputs = self._generate([ids for ids, _, _ in prepared], [params for _, params, _ in prepared])
+        outputs = self._generate([one.prompt_ids for one in prepared], [one.engine_params for one in prepared])
         seconds = (time.perf_counter() - started) / max(len(prepared), 1)
         return [
-            self._trace(request, repeat, config, prompt_ids, params, until, output, seconds)
-            for request, repeat, config, (prompt_ids, params, until), output in zip(
+            self._trace(request, repeat, config, generation, output, seconds)
+            for request, repeat, config, generation, output in zip(
                 requests, repeats, configs, prepared, outputs, strict=True
             )
         ]
@@ -323,10 +376,80 @@ def _probe_finish_reason(engine_reason: str | None) -> str:
     raise RuntimeError(f"trac-eval: vLLM ended a probe with finish reason {engine_reason!r}")
 
 
-def _logprob_arrays(token_ids: Sequence[int], logprobs: Sequence[Any]) -> tuple[list[float], list[list[float]]]:
-    """Chosen-token logprob and all returned logprobs per position, from vLLM's per-position dicts."""
+def capture_completion(completion: Any, generation: Generation, tokenizer: Any) -> CapturedCompletion:
+    """The token ids, text, finish reason and logprob arrays of a finished completion of ``generation``.
+
+    Sent without detokenization (:func:`engine_sampling_params`), its text is made by vLLM's own detokenizer on
+    ``tokenizer`` (the engine's), run once over the finished ids with ``generation.params``, the parameters the
+    engine loop would have detokenized with: the same text, and the same stop. When the generated text spells out a
+    stop string (the EOS text written in ordinary tokens), the ids, logprobs and finish reason are cut where the
+    engine loop would have stopped; the engine computed the tokens after it all the same
+    (docs/architecture.md#vllm-backend)."""
+    token_ids, text, logprobs = list(completion.token_ids), completion.text, completion.logprobs
+    finish_reason = finish_reason_of(completion.finish_reason, completion.stop_reason)
+    if not generation.engine_params.detokenize:
+        text, stop, kept = detokenize_once(tokenizer, generation, token_ids, completion.finish_reason == "stop")
+        if stop is not None:
+            token_ids, logprobs, finish_reason = token_ids[:kept], logprobs[:kept], finish_reason_of("stop", stop)
+    chosen, top = _logprob_arrays(token_ids, logprobs)
+    return CapturedCompletion(token_ids, text, finish_reason, chosen, top)
+
+
+def detokenize_once(
+    tokenizer: Any, generation: Generation, token_ids: list[int], stop_terminated: bool
+) -> tuple[str, str | None, int]:
+    """The text vLLM's engine loop would have made of ``token_ids`` with ``generation.params``, made by its own
+    incremental detokenizer run once over the finished ids: the text, the stop string it ends at (None) and how
+    many of the ids precede that stop (docs/architecture.md#vllm-backend). ``stop_terminated``: the engine ended
+    the generation at an EOS or stop token id, which is not decoded."""
+    from vllm.v1.engine.detokenizer import IncrementalDetokenizer
+
+    request = SimpleNamespace(
+        request_id="trac-capture",
+        prompt_token_ids=generation.prompt_ids,
+        prompt_embeds=None,
+        sampling_params=generation.params,
+    )
+    detokenizer = IncrementalDetokenizer.from_new_request(tokenizer, request)
+    stop = detokenizer.update(token_ids, stop_terminated)
+    return detokenizer.get_next_output_text(True, False), stop, detokenizer.num_output_tokens()
+
+
+def _logprob_arrays(
+    token_ids: Sequence[int], logprobs: Sequence[Any]
+) -> tuple[np.ndarray | list[float], np.ndarray | list[list[float]]]:
+    """Chosen-token logprob and all returned logprobs per position: lists from vLLM's per-position dicts, arrays
+    from its flat logprobs (:func:`_flat_logprob_arrays`)."""
+    if not isinstance(logprobs, list):
+        return _flat_logprob_arrays(token_ids, logprobs)
     chosen, top = [], []
     for token_id, position in zip(token_ids, logprobs, strict=True):
         chosen.append(position[token_id].logprob)
         top.append([entry.logprob for entry in position.values()])
     return chosen, top
+
+
+def _flat_logprob_arrays(token_ids: Sequence[int], flat: Any) -> tuple[np.ndarray, np.ndarray]:
+    """vLLM's flat logprobs (``FlatLogprobs``: each position's [sampled id, top ids ...] and their logprobs, one
+    list for all positions) as a [T] chosen and a [T, m] returned-logprob array holding what the per-position dicts
+    hold: an id listed twice at a position (the sampled token, when it is among the top) counts once, with its last
+    value; NaN marks the other copies (docs/architecture.md#vllm-backend)."""
+    positions = len(token_ids)
+    starts, ends = np.asarray(flat.start_indices, dtype=np.int64), np.asarray(flat.end_indices, dtype=np.int64)
+    if len(starts) != positions:
+        raise ValueError(f"trac-eval: vLLM returned logprobs of {len(starts)} positions for {positions} tokens")
+    if positions == 0:
+        return np.zeros(0), np.zeros((0, 0))
+    width = int(ends[0] - starts[0])
+    if width == 0 or np.any(ends - starts != width) or np.any(starts[1:] != ends[:-1]):
+        raise ValueError("trac-eval: vLLM returned flat logprobs with an uneven number of entries per position")
+    span = slice(int(starts[0]), int(ends[-1]))
+    ids = np.asarray(flat.token_ids[span], dtype=np.int64).reshape(positions, width)
+    values = np.asarray(flat.logprobs[span], dtype=np.float64).reshape(positions, width)
+    # an entry is repeated when its id comes again later in its row: the dict keeps only the last copy
+    later = np.triu(np.ones((width, width), dtype=bool), k=1)
+    repeated = ((ids[:, :, None] == ids[:, None, :]) & later).any(axis=2)
+    kept_chosen = (ids == np.asarray(token_ids, dtype=np.int64)[:, None]) & ~repeated
+    if not kept_chosen.any(axis=1).all():
+        raise ValueError("trac-eval: vLLM returned flat logprobs without the generated token's")
+    return values[kept_chosen], np.where(repeated, np.nan, values)

@@ -55,24 +55,43 @@ def repeat_indices(requests: Sequence[Any]) -> list[int]:
     return indices
 
 
-def k_largest(values: Sequence[float], k: int) -> list[float]:
-    """The k largest finite logprobs of one position, in decreasing order (the engine may return k + 1 entries:
-    the top k plus a sampled token outside them)."""
-    return sorted((value for value in values if math.isfinite(value)), reverse=True)[:k]
+def k_largest(values: Sequence[float] | np.ndarray, k: int) -> list[float] | np.ndarray:
+    """The k largest finite logprobs of one position, in decreasing order, as a list (the engine may return k + 1
+    entries: the top k plus a sampled token outside them); or, given a [T, m] array (NaN for an entry not
+    returned), those of every row at once as a [T, k] array, NaN-padded where a row holds fewer
+    (docs/method.md#token-summaries)."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    rows = np.asarray(values, dtype=np.float64)
+    if rows.ndim == 1:
+        best = k_largest(rows.reshape(1, -1), k)[0]
+        return best[~np.isnan(best)].tolist()
+    if rows.ndim != 2:
+        raise ValueError(f"logprobs must be one position or a [T, m] array, got shape {rows.shape}")
+    # sorting the negated values puts the largest first and every non-finite entry (as NaN) last
+    best = -np.sort(np.where(np.isfinite(rows), -rows, np.nan), axis=1)[:, :k]
+    return np.pad(best, ((0, 0), (0, k - best.shape[1])), constant_values=np.nan)
 
 
-def token_summaries(chosen: Sequence[float], top: Sequence[Sequence[float]], k: int) -> dict[str, np.ndarray]:
+def token_summaries(
+    chosen: Sequence[float] | np.ndarray, top: Sequence[Sequence[float]] | np.ndarray, k: int
+) -> dict[str, np.ndarray]:
     """Per-token λ_t, η_t and mean of the top-k logprobs (docs/method.md#token-summaries) from the engine's returned
     logprobs.
 
     ``top[t]`` holds the returned logprobs at position t (k of them, or k + 1 when the sampled token was outside the
-    top k); only the k largest are used.
+    top k); only the k largest finite ones are used. ``top`` is a list of such lists, or a [T, m] array whose NaN
+    entries stand for entries not returned (the engines' flat output, docs/architecture.md#vllm-backend).
     """
     chosen_array = np.asarray(chosen, dtype=np.float64)
-    top_k = np.full((len(top), k), np.nan)
-    for position, values in enumerate(top):
-        best = k_largest(values, k)
-        top_k[position, : len(best)] = best
+    if not isinstance(top, np.ndarray):  # per-position lists: one [T, m] array, NaN after a shorter position's
+        from itertools import chain
+
+        lengths = np.fromiter(map(len, top), dtype=np.int64, count=len(top))
+        rows = np.full((len(top), int(lengths.max(initial=0))), np.nan)
+        rows[np.arange(rows.shape[1]) < lengths[:, None]] = np.fromiter(chain.from_iterable(top), dtype=np.float64)
+        top = rows
+    top_k = k_largest(top, k)
     with np.errstate(invalid="ignore"):
         mean_top = np.nanmean(top_k, axis=1) if len(top) else np.zeros(0)
     return {

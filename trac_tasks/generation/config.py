@@ -25,6 +25,7 @@ numbers); each error names the task and the switch.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -180,11 +181,18 @@ def _check_sampling(gen_kwargs: Mapping[str, Any]) -> None:
             raise ValueError(f"generation_kwargs.{name} must be {expected}, got {value!r}")
 
 
+@functools.lru_cache(maxsize=256)
+def _compiled(template: str) -> jinja2.Template:
+    """``template`` compiled once per process: a record renders its templates per response, and compiling one costs
+    as much as a thousand-token capture (docs/architecture.md#vllm-backend)."""
+    return _JINJA.from_string(template)
+
+
 def _render(name: str, template: str, doc: Mapping[str, Any]) -> str:
     """``template`` rendered on ``doc``; any failure (a syntax error, an unknown field, an exception the template
     raises such as a division by zero, a recursion) is one ``ValueError`` naming the template and what went wrong."""
     try:
-        return _JINJA.from_string(template).render(**doc).strip()
+        return _compiled(template).render(**doc).strip()
     except Exception as error:  # noqa: BLE001 - a template can raise anything; each becomes one clear error
         raise ValueError(
             f"trac.{name} template {template!r} cannot be rendered on a document with fields {sorted(doc)}: "

@@ -112,6 +112,18 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 """Per hooked lm-eval module, what its hook relies on, as ``"module:Qual.name(parameter, ...)"``. Instance attributes
 set in ``__init__`` (``VLLM.model``, ``lora_request``, ``think_end_token`` ...) cannot be checked without a model."""
 
+FAST_CAPTURE = (
+    "vllm:SamplingParams(flat_logprobs, detokenize, skip_special_tokens, spaces_between_special_tokens)",
+    "vllm.logprobs:FlatLogprobs(start_indices, end_indices, token_ids, logprobs)",
+    "vllm.v1.engine.detokenizer:IncrementalDetokenizer.from_new_request(tokenizer, request)",
+    "vllm.v1.engine.detokenizer:IncrementalDetokenizer.update(new_token_ids, stop_terminated)",
+    "vllm.v1.engine.detokenizer:IncrementalDetokenizer.get_next_output_text(finished, delta)",
+    "vllm.v1.engine.detokenizer:IncrementalDetokenizer.num_output_tokens",
+)
+"""What vLLM's fast output path for TrAC generations relies on (``vllm_backend.fast_capture_supported``,
+docs/architecture.md#vllm-backend): flat logprobs, no detokenization in the engine loop, the text made afterwards
+by vLLM's own detokenizer."""
+
 FALLBACK: dict[str, tuple[str, ...]] = {
     "lm_eval.models.vllm_causallms": (
         "vllm:LLMEngine.add_request(request_id, prompt, params, lora_request)",
@@ -119,10 +131,13 @@ FALLBACK: dict[str, tuple[str, ...]] = {
         "vllm:LLMEngine.has_unfinished_requests",
         "vllm:LLMEngine.abort_request",
         "vllm.sampling_params:RequestOutputKind.FINAL_ONLY",
+        *FAST_CAPTURE,
     ),
 }
 """What a hook uses when present and works without: without vLLM's step API the hook generates a chunk through
-``LLM.generate``, then probes it (the probes no longer interleave with the generations)."""
+``LLM.generate``, then probes it (the probes no longer interleave with the generations); without vLLM's fast output
+path (:data:`FAST_CAPTURE`) the generations are detokenized in the engine loop and their logprobs come as
+per-position dicts."""
 
 EVALUATOR_IMPORTS = ("lm_eval.tasks.manager", "lm_eval.evaluator_utils")
 """Hooked modules that ``lm_eval.evaluator`` imports: one not loaded once it has loaded was renamed or moved."""
