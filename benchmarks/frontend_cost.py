@@ -288,6 +288,24 @@ def served_body(tokenizer: Any, sequence: SyntheticRequest, logprobs: bool) -> b
 
 
 # ------------------------------------------------------------------------------------------ the variants
+def engine_core_request(request_id: str, prompt_ids: list[int], params: Any) -> Any:
+    """The ``EngineCoreRequest`` vLLM's front end registers with its output processor for a token-id prompt."""
+    from vllm.v1.engine import EngineCoreRequest
+
+    return EngineCoreRequest(
+        request_id=request_id,
+        prompt_token_ids=prompt_ids,
+        mm_features=None,
+        sampling_params=params,
+        pooling_params=None,
+        arrival_time=0.0,
+        lora_request=None,
+        cache_salt=None,
+        data_parallel_rank=None,
+        external_req_id=request_id,
+    )
+
+
 def loop_token_summaries(chosen: Sequence[float], top: Sequence[Sequence[float]], k: int) -> dict[str, np.ndarray]:
     """Token summaries as trac-eval computed them before the fast output path: one position at a time, the k
     largest finite logprobs sorted in Python (``before``'s summaries; also the reference of the unit tests)."""
@@ -515,7 +533,6 @@ class FrontEnd:
     def _vllm(self, variant: VllmVariant, sink: Any) -> Run:
         from lm_eval.models.utils import postprocess_generated_text
         from vllm.sampling_params import RequestOutputKind
-        from vllm.v1.engine import EngineCoreRequest
         from vllm.v1.engine.output_processor import OutputProcessor
 
         from trac_tasks.engines.vllm_backend import Generation, capture_completion
@@ -531,19 +548,7 @@ class FrontEnd:
             )
             engine.output_kind = RequestOutputKind.FINAL_ONLY  # as trac-eval's engine loop and LLM.generate send it
             generations.append(Generation(sequence.prompt_ids, params, engine, [workload.eos_text]))
-            request = EngineCoreRequest(
-                request_id=f"r{index}",
-                prompt_token_ids=sequence.prompt_ids,
-                mm_features=None,
-                sampling_params=engine,
-                pooling_params=None,
-                arrival_time=0.0,
-                lora_request=None,
-                cache_salt=None,
-                data_parallel_rank=None,
-                external_req_id=f"r{index}",
-            )
-            processor.add_request(request, None)
+            processor.add_request(engine_core_request(f"r{index}", sequence.prompt_ids, engine), None)
         seconds = dict.fromkeys(VLLM_STAGES, 0.0)
         finished = []
         for step in workload.steps_logprobs if variant.logprobs else workload.steps_plain:

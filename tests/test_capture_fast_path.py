@@ -186,7 +186,7 @@ def _finished(tokenizer: Any, prompt_ids: list[int], generated: np.ndarray, para
     """The final ``RequestOutput`` vLLM's output processor makes of these engine-core steps (one token each, top-k
     rows with the text's ids); steps after the request finished are ignored, as the engine's are."""
     from vllm.sampling_params import RequestOutputKind
-    from vllm.v1.engine import EngineCoreOutput, EngineCoreRequest
+    from vllm.v1.engine import EngineCoreOutput
     from vllm.v1.engine.output_processor import OutputProcessor
     from vllm.v1.outputs import LogprobsLists
 
@@ -195,21 +195,7 @@ def _finished(tokenizer: Any, prompt_ids: list[int], generated: np.ndarray, para
     rows, values, ranks = frontend_cost._top_rows(rng, generated, pool, np.full(len(pool), 1 / len(pool)), TOP_K)
     processor = OutputProcessor(tokenizer, log_stats=False)
     params.output_kind = RequestOutputKind.FINAL_ONLY
-    processor.add_request(
-        EngineCoreRequest(
-            request_id="r",
-            prompt_token_ids=prompt_ids,
-            mm_features=None,
-            sampling_params=params,
-            pooling_params=None,
-            arrival_time=0.0,
-            lora_request=None,
-            cache_salt=None,
-            data_parallel_rank=None,
-            external_req_id="r",
-        ),
-        None,
-    )
+    processor.add_request(frontend_cost.engine_core_request("r", prompt_ids, params), None)
     finished = []
     for step, token in enumerate(generated.tolist()):
         output = EngineCoreOutput(

@@ -98,8 +98,9 @@ class Trace:
     raw_text: str
     text: str
     finish_reason: str
-    chosen: list[float]
-    top: list[list[float]]
+    chosen: Sequence[float]
+    top: Sequence[Sequence[float]]
+    """Returned logprobs per position: lists, or a [T, m] array with NaN for an entry not returned."""
     seconds: float
     """Engine seconds attributed to generating this response."""
     temperature: float
@@ -124,8 +125,9 @@ class ProbeOutput:
     """What an engine returns for a greedy probe or a teacher-forced scoring."""
 
     token_ids: list[int]
-    chosen: list[float]
-    top: list[list[float]]
+    chosen: Sequence[float]
+    top: Sequence[Sequence[float]]
+    """Returned logprobs per position: lists, or a [T, m] array with NaN for an entry not returned."""
     engine_finish_reason: str
     num_prompt_tokens: int
     num_cached_tokens: int | None
