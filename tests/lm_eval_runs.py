@@ -15,6 +15,7 @@ from trac_tasks.data.demo_data import demo_rows, render
 from trac_tasks.harness.lm_eval_hooks import task_config_dir
 
 LOCAL_TASK = "trac_math500_local"
+CLOSED_TASK = "closed_thinking_local"
 PLAIN_TASK = "plain_local"
 
 
@@ -108,6 +109,28 @@ class LmEvalRun:
 
     def record_files(self, task: str = LOCAL_TASK) -> list[Path]:
         return sorted((self.out / "trac_records").glob(f"{task}.*.jsonl"))
+
+
+def write_closed_thinking_task(tasks: Path, marker_id: int, max_gen_toks: int) -> None:
+    """Beside :data:`LOCAL_TASK` in ``tasks``: the same rows, with the end-of-thinking marker's logit pushed up so
+    every trace of a thinking model closes its thinking section at once."""
+    (tasks / f"{CLOSED_TASK}.yaml").write_text(
+        f"""
+include: {tasks / (LOCAL_TASK + ".yaml")}
+task: {CLOSED_TASK}
+generation_kwargs:
+  until: []
+  do_sample: true
+  temperature: 0.7
+  top_p: 0.95
+  max_gen_toks: {max_gen_toks}
+  logit_bias: {{{marker_id}: 100.0}}
+  trac:
+    answer_kind: math
+    reference: "{{{{answer}}}}"
+""",
+        encoding="utf-8",
+    )
 
 
 def lm_eval_command(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import THINKING_TEMPLATE_OPENER
-from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task
+from lm_eval_runs import CLOSED_TASK, LOCAL_TASK, run_lm_eval, write_closed_thinking_task, write_local_math500_task
 from transformers import AutoTokenizer
 
 from trac_metrics.cli import main
@@ -16,28 +16,6 @@ from trac_tasks.generation.config import DEFAULT_CUE
 pytestmark = pytest.mark.engine
 
 N_DOCS, K, MAX_GEN_TOKS = 4, 2, 24
-CLOSED_TASK = "closed_thinking_local"
-
-
-def _closed_task(tasks, marker_id: int) -> None:
-    """The same rows, with the marker's logit pushed up so every trace closes its thinking section at once."""
-    (tasks / f"{CLOSED_TASK}.yaml").write_text(
-        f"""
-include: {tasks / (LOCAL_TASK + ".yaml")}
-task: {CLOSED_TASK}
-generation_kwargs:
-  until: []
-  do_sample: true
-  temperature: 0.7
-  top_p: 0.95
-  max_gen_toks: {MAX_GEN_TOKS}
-  logit_bias: {{{marker_id}: 100.0}}
-  trac:
-    answer_kind: math
-    reference: "{{{{answer}}}}"
-""",
-        encoding="utf-8",
-    )
 
 
 def _records(run, task):
@@ -64,7 +42,7 @@ def test_vllm_probes_open_traces_with_the_detected_marker_and_closed_ones_withou
     tokenizer = AutoTokenizer.from_pretrained(thinking_model)
     marker_id = tokenizer.convert_tokens_to_ids("</think>")
     tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=MAX_GEN_TOKS)
-    _closed_task(tasks, marker_id)
+    write_closed_thinking_task(tasks, marker_id, MAX_GEN_TOKS)
     model_args = (
         f"pretrained={thinking_model},dtype=bfloat16,max_model_len=1024,enable_prefix_caching=True,"
         "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234"
