@@ -19,6 +19,15 @@ CLOSED_TASK = "closed_thinking_local"
 PLAIN_TASK = "plain_local"
 
 
+def _generation_kwargs(max_gen_toks: int, sampling_extra: str = "", trac_extra: str = "") -> str:
+    """The ``generation_kwargs`` block of the local tasks (sampled, ``until: []``, a TrAC block for math answers),
+    with extra YAML lines among the sampling settings and in the ``trac`` block."""
+    lines = ["generation_kwargs:", "  until: []", "  do_sample: true", "  temperature: 0.7", "  top_p: 0.95"]
+    lines += [f"  max_gen_toks: {max_gen_toks}", sampling_extra, "  trac:", "    answer_kind: math"]
+    lines += ['    reference: "{{answer}}"', trac_extra]
+    return "\n".join(line for line in lines if line)
+
+
 def write_local_math500_task(root: Path, n_rows: int, repeats: int, max_gen_toks: int, extra_trac: str = "") -> Path:
     """A task folder whose YAML includes the real ``trac_math500.yaml`` and only swaps the hub data for a local file
     of ``n_rows`` rows in the hub dataset's exact schema (problem, solution, answer, subject, level, unique_id)."""
@@ -34,16 +43,7 @@ custom_dataset: !function trac_tasks.data.dataset_loaders.local_jsonl
 dataset_kwargs:
   data_file: {data}
 repeats: {repeats}
-generation_kwargs:
-  until: []
-  do_sample: true
-  temperature: 0.7
-  top_p: 0.95
-  max_gen_toks: {max_gen_toks}
-  trac:
-    answer_kind: math
-    reference: "{{{{answer}}}}"
-    metadata_fields: [subject, level, unique_id]
+{_generation_kwargs(max_gen_toks, trac_extra="    metadata_fields: [subject, level, unique_id]")}
 {extra_trac}
 """,
         encoding="utf-8",
@@ -118,16 +118,7 @@ def write_closed_thinking_task(tasks: Path, marker_id: int, max_gen_toks: int) -
         f"""
 include: {tasks / (LOCAL_TASK + ".yaml")}
 task: {CLOSED_TASK}
-generation_kwargs:
-  until: []
-  do_sample: true
-  temperature: 0.7
-  top_p: 0.95
-  max_gen_toks: {max_gen_toks}
-  logit_bias: {{{marker_id}: 100.0}}
-  trac:
-    answer_kind: math
-    reference: "{{{{answer}}}}"
+{_generation_kwargs(max_gen_toks, sampling_extra=f"  logit_bias: {{{marker_id}: 100.0}}")}
 """,
         encoding="utf-8",
     )
