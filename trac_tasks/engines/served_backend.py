@@ -35,6 +35,7 @@ import numpy as np
 from lm_eval.models.utils import has_bos_prefix, maybe_truncate, normalize_gen_kwargs
 
 from trac_tasks.engines.completions_client import ClientSettings, MalformedResponse, RequestQueue, ServerRequestError
+from trac_tasks.generation.capture import padded_rows
 from trac_tasks.generation.chunk import ChunkState, ProbeJob
 from trac_tasks.generation.config import NEXT_TOKEN_LOGPROBS, PROBE_MAX_TOKENS, TracConfig, strip_trac
 from trac_tasks.generation.progress import LOGGER
@@ -537,11 +538,7 @@ def _logprob_column(values: list[Any]) -> np.ndarray | None:
 def _rows(counts: Sequence[int], ids: Sequence[int], values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     """Top-logprob ids and values of all positions in order, ``counts[t]`` of them for position t, as [T, m] id and
     logprob arrays (-1 and NaN where a position holds fewer)."""
-    counts_array = np.asarray(counts, dtype=np.int64)
-    held = np.arange(int(counts_array.max(initial=0))) < counts_array[:, None]
-    id_rows, value_rows = np.full(held.shape, -1, dtype=np.int64), np.full(held.shape, np.nan)
-    id_rows[held], value_rows[held] = ids, values
-    return id_rows, value_rows
+    return padded_rows(counts, ids, -1, np.int64), padded_rows(counts, values)
 
 
 def _scored(

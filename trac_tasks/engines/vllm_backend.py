@@ -152,12 +152,9 @@ class VllmTracRunner(BatchTracRunner):
             )
             kwargs["logprobs"] = max(config.top_k, int(kwargs.get("logprobs") or 0))
             stop = [s for s in until if s == eos] if self.lm.think_end_token else until
-            params = self.sampling_params(max_tokens=max_gen_toks, stop=stop, **kwargs)
-            engine_params = (
-                engine_sampling_params(self.sampling_params, {"max_tokens": max_gen_toks, "stop": stop, **kwargs}, eos)
-                if self.fast_capture
-                else params
-            )
+            settings = dict(max_tokens=max_gen_toks, stop=stop, **kwargs)  # a repeated key raises, as a call would
+            params = self.sampling_params(**settings)
+            engine_params = engine_sampling_params(self.sampling_params, settings, eos) if self.fast_capture else params
             prepared.append(Generation(list(prompt_ids), params, engine_params, until))
         return prepared
 

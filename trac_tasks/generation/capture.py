@@ -14,6 +14,7 @@ import os
 import re
 import time
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,18 @@ def repeat_indices(requests: Sequence[Any]) -> list[int]:
     return indices
 
 
+def padded_rows(
+    lengths: Sequence[int], values: Sequence[float] | np.ndarray, fill: float = np.nan, dtype: Any = np.float64
+) -> np.ndarray:
+    """A [T, m] array whose row t holds the next ``lengths[t]`` of ``values`` (all positions' entries in order), and
+    ``fill`` after a row shorter than the longest (m)."""
+    counts = np.asarray(lengths, dtype=np.int64)
+    held = np.arange(int(counts.max(initial=0))) < counts[:, None]
+    rows = np.full(held.shape, fill, dtype=dtype)
+    rows[held] = values
+    return rows
+
+
 def k_largest(values: Sequence[float] | np.ndarray, k: int) -> list[float] | np.ndarray:
     """The k largest finite logprobs of one position, in decreasing order, as a list (the engine may return k + 1
     entries: the top k plus a sampled token outside them); or, given a [T, m] array (NaN for an entry not
@@ -85,12 +98,7 @@ def token_summaries(
     """
     chosen_array = np.asarray(chosen, dtype=np.float64)
     if not isinstance(top, np.ndarray):  # per-position lists: one [T, m] array, NaN after a shorter position's
-        from itertools import chain
-
-        lengths = np.fromiter(map(len, top), dtype=np.int64, count=len(top))
-        rows = np.full((len(top), int(lengths.max(initial=0))), np.nan)
-        rows[np.arange(rows.shape[1]) < lengths[:, None]] = np.fromiter(chain.from_iterable(top), dtype=np.float64)
-        top = rows
+        top = padded_rows(list(map(len, top)), list(chain.from_iterable(top)))
     top_k = k_largest(top, k)
     with np.errstate(invalid="ignore"):
         mean_top = np.nanmean(top_k, axis=1) if len(top) else np.zeros(0)
