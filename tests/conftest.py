@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-
-CPU_ENGINE_ENV = {
-    "VLLM_CPU_KVCACHE_SPACE": "1",
-    "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
-    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-    "HF_HUB_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-}
+from testenv import THINKING_TEMPLATE_OPENER
 
 
 @pytest.fixture(scope="session")
@@ -31,16 +20,6 @@ def tiny_tokenizer(tiny_model: Path):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(tiny_model)
-
-
-def engine_env(**extra: str) -> dict[str, str]:
-    """The environment for a subprocess running lm-eval with vLLM's CPU build."""
-    env = {**os.environ, **CPU_ENGINE_ENV, **extra}
-    env.pop("TRAC_RECORDS_DIR", None)
-    return env
-
-
-THINKING_TEMPLATE_OPENER = "<think>\n"
 
 
 @pytest.fixture(scope="session")

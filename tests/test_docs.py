@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from testenv import REPO as ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 CODE_PACKAGES = ("trac_tasks", "trac_metrics")
 CITING = (*CODE_PACKAGES, "benchmarks", "tests", "task_configs", "README.md")

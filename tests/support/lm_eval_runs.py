@@ -1,0 +1,166 @@
+"""Runs of the real ``lm_eval`` CLI in a subprocess on local rows in the MATH-500 schema, for the end-to-end tests."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from testenv import REPO, engine_env
+
+from trac_tasks.data.demo_data import demo_rows, render
+from trac_tasks.harness.lm_eval_hooks import task_config_dir
+
+LOCAL_TASK = "trac_math500_local"
+CLOSED_TASK = "closed_thinking_local"
+PLAIN_TASK = "plain_local"
+
+
+def _generation_kwargs(max_gen_toks: int, sampling_extra: str = "", trac_extra: str = "") -> str:
+    """The ``generation_kwargs`` block of the local tasks (sampled, ``until: []``, a TrAC block for math answers),
+    with extra YAML lines among the sampling settings and in the ``trac`` block."""
+    lines = ["generation_kwargs:", "  until: []", "  do_sample: true", "  temperature: 0.7", "  top_p: 0.95"]
+    lines += [f"  max_gen_toks: {max_gen_toks}", sampling_extra, "  trac:", "    answer_kind: math"]
+    lines += ['    reference: "{{answer}}"', trac_extra]
+    return "\n".join(line for line in lines if line)
+
+
+def write_local_math500_task(root: Path, n_rows: int, repeats: int, max_gen_toks: int, extra_trac: str = "") -> Path:
+    """A task folder whose YAML includes the real ``trac_math500.yaml`` and only swaps the hub data for a local file
+    of ``n_rows`` rows in the hub dataset's exact schema (problem, solution, answer, subject, level, unique_id)."""
+    data = root / "math500_local.jsonl"
+    data.write_text(render(demo_rows()[:n_rows]), encoding="utf-8")
+    tasks = root / "tasks"
+    tasks.mkdir()
+    (tasks / f"{LOCAL_TASK}.yaml").write_text(
+        f"""
+include: {REPO / "task_configs" / "trac_math500.yaml"}
+task: {LOCAL_TASK}
+custom_dataset: !function trac_tasks.data.dataset_loaders.local_jsonl
+dataset_kwargs:
+  data_file: {data}
+repeats: {repeats}
+{_generation_kwargs(max_gen_toks, trac_extra="    metadata_fields: [subject, level, unique_id]")}
+{extra_trac}
+""",
+        encoding="utf-8",
+    )
+    # a task without TrAC switches on the same rows: it must run as in plain lm-eval, beside the TrAC task
+    (tasks / f"{PLAIN_TASK}.yaml").write_text(
+        f"""
+task: {PLAIN_TASK}
+custom_dataset: !function trac_tasks.data.dataset_loaders.local_jsonl
+dataset_kwargs:
+  data_file: {data}
+output_type: generate_until
+test_split: test
+doc_to_text: "Question: {{{{problem}}}}\\nAnswer:"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: ["\\n"]
+  do_sample: false
+  max_gen_toks: 12
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+""",
+        encoding="utf-8",
+    )
+    return tasks
+
+
+README_TEMPLATE_PATH = "/path/to/trac_tasks/task_configs"
+
+
+def readme_example_blocks() -> tuple[str, str]:
+    """The YAML and JSON Lines blocks of the README section "Adding a benchmark by YAML"."""
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("## Adding a benchmark by YAML", 1)[1]
+    yaml_block = re.search(r"```yaml\n(.*?)```", section, flags=re.DOTALL).group(1)
+    jsonl_block = re.search(r"```jsonl\n(.*?)```", section, flags=re.DOTALL).group(1)
+    return yaml_block, jsonl_block
+
+
+def write_readme_example(root: Path, tasks: Path) -> None:
+    """The README's worked example as a user would save it: its YAML in ``tasks``, its data in ``root``."""
+    yaml_block, jsonl_block = readme_example_blocks()
+    (tasks / "my_benchmark.yaml").write_text(yaml_block.replace(README_TEMPLATE_PATH, str(task_config_dir())))
+    (root / "my_questions.jsonl").write_text(jsonl_block)
+
+
+@dataclass(frozen=True)
+class LmEvalRun:
+    out: Path
+    log: str
+
+    def results(self) -> dict:
+        (path,) = self.out.rglob("results_*.json")
+        return json.loads(path.read_text())
+
+    def task_metrics(self, task: str = LOCAL_TASK) -> dict[str, float]:
+        return {key.split(",")[0]: value for key, value in self.results()["results"][task].items() if "," in key}
+
+    def samples(self, task: str = LOCAL_TASK) -> list[dict]:
+        (path,) = self.out.rglob(f"samples_{task}_*.jsonl")
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    def record_files(self, task: str = LOCAL_TASK) -> list[Path]:
+        return sorted((self.out / "trac_records").glob(f"{task}.*.jsonl"))
+
+
+def write_closed_thinking_task(tasks: Path, marker_id: int, max_gen_toks: int) -> None:
+    """Beside :data:`LOCAL_TASK` in ``tasks``: the same rows, with the end-of-thinking marker's logit pushed up so
+    every trace of a thinking model closes its thinking section at once."""
+    (tasks / f"{CLOSED_TASK}.yaml").write_text(
+        f"""
+include: {tasks / (LOCAL_TASK + ".yaml")}
+task: {CLOSED_TASK}
+{_generation_kwargs(max_gen_toks, sampling_extra=f"  logit_bias: {{{marker_id}: 100.0}}")}
+""",
+        encoding="utf-8",
+    )
+
+
+def lm_eval_command(
+    tasks_dir: Path, model: str, model_args: str, out: Path, *extra: str, tasks: str = LOCAL_TASK
+) -> list[str]:
+    """The ``lm_eval`` command line of a run on the local-data tasks in ``tasks_dir``, writing to ``out``."""
+    return [
+        shutil.which("lm_eval"),
+        "--tasks",
+        tasks,
+        "--include_path",
+        str(tasks_dir),
+        "--model",
+        model,
+        "--model_args",
+        model_args,
+        "--output_path",
+        str(out),
+        *extra,
+    ]
+
+
+def run_lm_eval(
+    root: Path,
+    tasks_dir: Path,
+    model_args: str,
+    model: str = "vllm",
+    *extra: str,
+    tasks: str = LOCAL_TASK,
+    timeout: int = 2400,
+) -> LmEvalRun:
+    """``lm_eval`` as a user types it (plus ``--include_path`` for the local-data tasks), run in ``root``; fails
+    with the log."""
+    out = root / "out"
+    command = lm_eval_command(
+        tasks_dir, model, model_args, out, "--apply_chat_template", "--log_samples", *extra, tasks=tasks
+    )
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=engine_env(), cwd=root)
+    log = result.stdout + result.stderr
+    if result.returncode != 0:
+        raise AssertionError(f"lm_eval failed ({result.returncode}):\n{log[-6000:]}")
+    return LmEvalRun(out, log)

@@ -1,0 +1,322 @@
+"""The ``trac`` command line (docs/architecture.md#command-line): report, rescore, fit and score run in-process through
+``cli.main``, plus one call of the installed ``trac`` executable; unusable input ends with one line on stderr and exit
+status 2."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from full_disk import fill_disk_after, folder_bytes
+from run_factory import PairSpec, pair_specs, write_runs
+
+from trac_metrics import cli, selective
+from trac_metrics._util import limits
+from trac_metrics._util.limits import size_text
+from trac_metrics.cli import main
+from trac_metrics.heads import FittedHead
+from trac_metrics.heads.calibration_maps import CalibrationMap
+from trac_metrics.heads.saved_heads import feature_rows
+from trac_metrics.records import iter_records
+from trac_metrics.reporting.runs import evaluate_pairs, load_pairs
+from trac_metrics.selective.bootstrap import bootstrap_memory
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
+    root = tmp_path_factory.mktemp("cli")
+    return {
+        "train": write_runs(root / "train", pair_specs(["m1", "m2"], ["t1"], 50, seed=1), seed=2),
+        "calibration": write_runs(root / "calibration", pair_specs(["m3"], ["t1"], 80, seed=3), seed=4),
+        "target": write_runs(root / "target", pair_specs(["m4"], ["t1"], 50, seed=5), seed=6),
+    }
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: object) -> str:
+    main([str(arg) for arg in argv])
+    return capsys.readouterr().out
+
+
+def cli_error(capsys: pytest.CaptureFixture[str], *argv: object) -> str:
+    """Run a command that must fail cleanly; return its one-line message."""
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(arg) for arg in argv])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    (line,) = [line for line in err.splitlines() if line.startswith("trac ")]
+    return line
+
+
+def primary_labels(folder: Path) -> list[int]:
+    """Labels by hand: the factory writes a correct primary answer as the reference string itself."""
+    return [
+        int(record.answer == record.reference)
+        for path in sorted(folder.rglob("*.jsonl"))
+        for record in iter_records(path)
+        if record.repeat == 0
+    ]
+
+
+def test_report_prints_and_writes_the_report(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report"
+    printed = run_cli(capsys, "report", *runs["train"], "--out", out, "--resamples", 200, "--seed", 3, "--latex")
+    assert printed == (out / "leaderboard.md").read_text(encoding="utf-8") + "\n"
+    for name in ("leaderboard.csv", "leaderboard.tex", "risk_coverage.png", "cost_quality.png"):
+        assert (out / name).stat().st_size > 0
+    assert "Bootstrap: 200 hierarchical resamples, seed 3." in printed
+    for model, folder in zip(["m1", "m2"], runs["train"], strict=True):
+        labels = primary_labels(folder)
+        assert f"- {model} / t1: n = {len(labels)}, accuracy {np.mean(labels):.3f}" in printed
+
+
+def write_bad_schema(folder: Path) -> Path:
+    records = folder / "trac_records"
+    records.mkdir(parents=True)
+    (records / "t1.2026-01-01T00-00-00.jsonl").write_text(json.dumps({"schema": "trac-record/0"}) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize("command", [["report", "--out", "{tmp}/out"], ["rescore"], ["fit", "--out", "{tmp}/h.json"]])
+def test_unusable_runs_end_with_one_line(
+    runs: dict[str, list[Path]], tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    name, *options = [part.format(tmp=tmp_path) for part in command]
+    (tmp_path / "empty").mkdir()
+    message = cli_error(capsys, name, tmp_path / "empty", *options)
+    assert message.startswith(f"trac {name}: ") and "empty: no TrAC records" in message
+    message = cli_error(capsys, name, write_bad_schema(tmp_path / "old"), *options)
+    assert "record schema 'trac-record/0' is not supported" in message and "t1.2026-01-01T00-00-00.jsonl:1" in message
+    copy = tmp_path / "copy"
+    shutil.copytree(runs["target"][0], copy)
+    message = cli_error(capsys, name, runs["target"][0], copy, *options)
+    assert "m4 / t1: question 0 appears in" in message
+
+
+def test_rescore_reports_the_flips_of_a_user_equivalence(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checks = tmp_path / "checks.py"
+    checks.write_text("def never(answer, reference, kind):\n    return False\n")
+    folder = runs["target"][0]
+    labels = primary_labels(folder)
+    payload = json.loads(run_cli(capsys, "rescore", folder, "--equivalence", f"{checks}:never", "--json"))
+    (pair,) = payload["pairs"]
+    assert payload["changed_options"] == {"equivalence": f"{checks}:never"}
+    assert pair["labels_flipped"] == sum(labels) and pair["accuracy"] == {"before": np.mean(labels), "after": 0.0}
+    assert [int(flip["doc_id"]) for flip in pair["flips"]] == [i for i, label in enumerate(labels) if label]
+    assert pair["metrics"]["mean_logprob"]["auroc"]["after"] is None  # one class: NaN, written as null
+    text = run_cli(capsys, "rescore", folder, "--n-bins", 4)
+    assert "rescored with n_bins=4" in text and f"0 of {len(labels)} labels flipped" in text
+    assert "must be written MODULE:FUNCTION" in cli_error(capsys, "rescore", folder, "--equivalence", "bad")
+
+
+def test_fit_then_score(runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    head_path, scores_path = tmp_path / "head.json", tmp_path / "scores.jsonl"
+    printed = run_cli(
+        capsys, "fit", *runs["train"], "--out", head_path, "--calibration", *runs["calibration"], "--target-risk", 0.25
+    )
+    head = FittedHead.load(head_path)
+    assert f"trac head fitted on 100 questions → {head_path}" in printed
+    assert f"abstention threshold {head.metadata['threshold']:.4f}" in printed
+    assert head.metadata["target_risk"] == 0.25 and head.metadata["method"] == "trac"
+
+    printed = run_cli(capsys, "score", head_path, *runs["target"], "--out", scores_path)
+    lines = [json.loads(line) for line in scores_path.read_text().splitlines()]
+    (pair,) = load_pairs(runs["target"])
+    np.testing.assert_allclose(
+        [line["score"] for line in lines], head.predict(feature_rows(pair, "trac")), rtol=0, atol=1e-15
+    )
+    assert [line["doc_id"] for line in lines] == list(range(50))
+    assert [line["correct"] for line in lines] == primary_labels(runs["target"][0])
+    assert all(line["accept"] == (line["score"] >= head.metadata["threshold"]) for line in lines)
+    accepted = [line for line in lines if line["accept"]]
+    coverage, risk = len(accepted) / len(lines), sum(1 - line["correct"] for line in accepted) / len(accepted)
+    assert f"all target questions: coverage {coverage:.4f}" in printed and f"risk {risk:.4f}" in printed
+
+
+def test_fit_carries_its_feature_options_to_score(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head_path = tmp_path / "tup.json"
+    run_cli(capsys, "fit", *runs["train"], "--out", head_path, "--method", "tup", "--n-bins", 4)
+    head = FittedHead.load(head_path)
+    assert len(head.feature_names) == 19 and head.metadata["evidence_options"]["n_bins"] == 4
+    printed = run_cli(capsys, "score", head_path, *runs["target"])
+    assert "tup head fitted on 100 questions" in printed and "coverage" not in printed
+
+
+def test_fit_and_score_errors(runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    head_path = tmp_path / "head.json"
+    assert "--target-risk needs --calibration" in cli_error(
+        capsys, "fit", *runs["train"], "--out", head_path, "--target-risk", 0.1
+    )
+    wrong = write_runs(tmp_path / "wrong", [PairSpec("w", "t1", 20, accuracy=0.0, signal=0.2)])
+    assert "no score threshold reaches risk <= 0.1 on the 20 calibration questions" in cli_error(
+        capsys, "fit", *runs["train"], "--out", head_path, "--calibration", *wrong
+    )
+    assert not head_path.exists()
+    not_a_head = tmp_path / "other.json"
+    not_a_head.write_text(json.dumps({"kind": "something else"}))
+    assert "not a FittedHead" in cli_error(capsys, "score", not_a_head, *runs["target"])
+    assert "No such file" in cli_error(capsys, "score", tmp_path / "missing.json", *runs["target"])
+
+
+def refuse_constant(name: str) -> None:
+    """json.loads hook: NaN / Infinity are not JSON."""
+    raise AssertionError(f"{name} is not valid JSON")
+
+
+def majority_labels(folder: Path) -> list[int]:
+    """Majority-vote labels by hand: the most frequent answer of a question's K samples (the first seen of tied
+    answers) is the reference."""
+    samples: dict[str, list[tuple[int, str | None, str | None]]] = {}
+    for path in sorted(folder.rglob("*.jsonl")):
+        for record in iter_records(path):
+            samples.setdefault(str(record.doc_id), []).append((record.repeat, record.answer, record.reference))
+    labels = []
+    for found in samples.values():
+        answers = [answer for _, answer, _ in sorted(found)]
+        modal = max(answers, key=lambda answer: (answers.count(answer), -answers.index(answer)))
+        labels.append(int(modal == found[0][2]))
+    return labels
+
+
+def test_evaluate_reports_acc_and_maj_acc_as_valid_json(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = runs["target"][0]
+    files = sorted(folder.rglob("*.jsonl"))
+    printed = json.loads(run_cli(capsys, "evaluate", *files, "--json"), parse_constant=refuse_constant)["t1"]
+    (evaluation,) = evaluate_pairs(load_pairs(files))
+    acc, maj_acc = np.mean(primary_labels(folder)), np.mean(majority_labels(folder))
+    assert (printed.pop("acc"), printed.pop("maj_acc")) == pytest.approx((acc, maj_acc))
+    assert printed == pytest.approx(evaluation.metrics)
+    text = run_cli(capsys, "evaluate", *files)
+    assert text.startswith(f"t1: acc = {acc:.4f}, majority-vote acc = {maj_acc:.4f}\n")
+
+    # all wrong, K = 1: undefined metrics are null, and there is no majority vote
+    (wrong,) = write_runs(tmp_path / "wrong", [PairSpec("w", "t1", 20, accuracy=0.0, signal=0.2)], k=1)
+    text = run_cli(capsys, "evaluate", *sorted(wrong.rglob("*.jsonl")), "--json")
+    printed = json.loads(text, parse_constant=refuse_constant)["t1"]
+    assert printed["acc"] == 0.0 and "maj_acc" not in printed and printed["trac_auroc"] is None
+    assert "NaN" not in text
+
+
+def test_summary_and_evaluate_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_error(capsys, "summary", tmp_path) == f"trac summary: no lm-eval results_*.json under {tmp_path}"
+    results = tmp_path / "model" / "results_2026-01-01T00-00-00.json"
+    results.parent.mkdir()
+    results.write_text(json.dumps({"results": {"gsm8k": {"acc,none": 0.5}}}))
+    assert cli_error(capsys, "summary", tmp_path) == f"trac summary: {results} holds no TrAC task"
+    results.write_text("[]")
+    assert cli_error(capsys, "summary", tmp_path) == (
+        f"trac summary: {results}: no 'results' object (not an lm-eval results file)"
+    )
+    empty = tmp_path / "t1.2026-01-01T00-00-00.jsonl"
+    empty.write_text("")
+    assert str(empty) in cli_error(capsys, "evaluate", empty)
+
+
+@pytest.mark.parametrize("option", ["--resamples", "--jobs", "--n-bins", "--tail-window"])
+@pytest.mark.parametrize("value", ["0", "-3", "x"])
+def test_nonsensical_sizes_are_usage_errors(
+    runs: dict[str, list[Path]], tmp_path: Path, option: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = cli_error(capsys, "report", *runs["target"], "--out", tmp_path, option, value)
+    assert line == f"trac report: error: argument {option}: expected an integer >= 1, got {value!r}"
+
+
+def test_requests_larger_than_memory_are_refused_before_the_work(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "memory_limit", lambda: 2**30)
+    monkeypatch.setattr(cli, "build_report_data", lambda *args, **kwargs: pytest.fail("the report was computed"))
+    needed = bootstrap_memory([50], 10**8, n_columns=1, n_metrics=2)
+    assert cli_error(capsys, "report", *runs["target"], "--out", tmp_path, "--resamples", 10**8) == (
+        f"trac report: --resamples 100000000 needs at least ~{size_text(needed)} for 1 pair(s) with 50 questions in "
+        "all; the limit is 1.0 GiB (memory available now)"
+    )
+    assert size_text(needed) == "152.8 GiB"
+    for command in (["report", "--out", tmp_path], ["rescore"], ["fit", "--out", tmp_path / "head.json"]):
+        assert cli_error(capsys, command[0], *runs["target"], *command[1:], "--n-bins", 100000) == (
+            f"trac {command[0]}: --n-bins 100000 needs at least ~4.7 TiB for TUP with 100000 bins (heads on up to "
+            "400037 columns); the limit is 1.0 GiB (memory available now)"
+        )
+    assert not (tmp_path / "head.json").exists()
+
+
+def test_failed_writes_keep_the_old_head_and_scores(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    head_path, scores_path = tmp_path / "head.json", tmp_path / "scores.jsonl"
+    run_cli(capsys, "fit", *runs["train"], "--out", head_path, "--method", "pce")
+    run_cli(capsys, "score", head_path, *runs["target"], "--out", scores_path)
+    before = folder_bytes(tmp_path)
+    fill_disk_after(monkeypatch)
+    assert cli_error(capsys, "fit", *runs["train"], "--out", head_path) == (
+        f"trac fit: [Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}: '{head_path}'"
+    )
+    assert cli_error(capsys, "score", head_path, *runs["target"], "--out", scores_path) == (
+        f"trac score: [Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}: '{scores_path}'"
+    )
+    assert folder_bytes(tmp_path) == before
+
+
+def test_trac_executable_reports_an_empty_folder(tmp_path: Path) -> None:
+    sibling = Path(sys.executable).with_name("trac")
+    executable = str(sibling) if sibling.exists() else shutil.which("trac")
+    assert executable, "the trac entry point is not installed (pip install -e .)"
+    result = subprocess.run(
+        [executable, "rescore", str(tmp_path)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == (
+        f"trac rescore: {tmp_path}: no TrAC records (lm_eval writes them to "
+        "<output_path>/trac_records/<task>.<time>.jsonl when a trac_* task runs on the "
+        "vllm or hf backend)"
+    )
+
+
+def test_fit_and_score_a_calibrated_baseline(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    map_path, scores_path = tmp_path / "map.json", tmp_path / "scores.jsonl"
+    printed = run_cli(
+        capsys, "fit", *runs["train"], "--out", map_path, "--method", "mean_logprob", "--calibration-map", "platt"
+    )
+    assert f"mean_logprob platt calibration map fitted on 100 questions → {map_path}" in printed
+    saved = CalibrationMap.load(map_path)
+    assert saved.form == "platt" and saved.metadata["method"] == "mean_logprob"
+    printed = run_cli(capsys, "score", map_path, *runs["target"], "--out", scores_path)
+    lines = [json.loads(line) for line in scores_path.read_text().splitlines()]
+    (pair,) = load_pairs(runs["target"])
+    raw = [evidence["baselines"]["mean_logprob"] for evidence in pair.evidences]
+    np.testing.assert_allclose([line["score"] for line in lines], raw, rtol=0, atol=0)
+    np.testing.assert_allclose([line["p_correct"] for line in lines], saved.predict(np.asarray(raw)), atol=0)
+    labels = primary_labels(runs["target"][0])
+    assert "mean_logprob platt calibration map fitted on 100 questions" in printed
+    assert f"{selective.ece(saved.predict(np.asarray(raw)), labels):.4f}" in printed
+    assert f"{selective.brier(saved.predict(np.asarray(raw)), labels):.4f}" in printed
+
+
+def test_report_options_choose_the_calibration_map_and_ece_bins(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report"
+    printed = run_cli(
+        capsys, "report", *runs["train"], "--out", out, "--resamples", 20, "--ece-bins", 5, "--calibration-map", "platt"
+    )
+    assert "Calibration: platt maps for the baselines, ECE over 5 bins." in printed
+    assert "## Rejection and calibration metrics with 95% bootstrap intervals" in printed
+    for name in ("calibration_rejection.csv", "reliability.png", "rejection_curve.png"):
+        assert (out / name).stat().st_size > 0
