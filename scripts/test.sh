@@ -6,4 +6,5 @@ bash scripts/setup_env.sh
 source scripts/cpu_env.sh
 python3 -m ruff check .            # lint (rules in pyproject.toml)
 python3 -m ruff format --check .   # formatting
-python3 -m pytest -q tests "$@"
+# two workers (pytest-xdist): the engine tests run one at a time on one of them (tests/conftest.py), the rest on both
+python3 -m pytest -q -n 2 --dist loadgroup tests "$@"

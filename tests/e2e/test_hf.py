@@ -1,8 +1,10 @@
 """End to end with ``lm_eval --model hf``: the same records through transformers, probes on the reused KV cache.
 
 The same run also covers the too-few-questions path (three questions cannot be cross-fitted: TrAC metrics are NaN,
-with a warning in the log, while accuracy is still reported) and runs the README's worked example ("Adding a
-benchmark by YAML") exactly as written there, on its two-question JSON Lines file.
+with a warning in the log, while accuracy is still reported), runs the user guide's worked example ("Adding a
+benchmark by YAML", docs/guide/running.md) exactly as written there, on its two-question JSON Lines file, sets K of
+every TrAC task with ``--gen_kwargs repeats=2`` (the local YAML says 3, the guide's template 8), and warns once about
+a task whose ``trac.marker`` the model never writes.
 """
 
 from __future__ import annotations
@@ -10,22 +12,24 @@ from __future__ import annotations
 import math
 
 import pytest
-from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task, write_readme_example
+from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_guide_example, write_local_math500_task, write_variant_task
 
 from trac_metrics.records import iter_records
 
 pytestmark = pytest.mark.engine
 
-N_DOCS, K = 3, 2
+N_DOCS, YAML_REPEATS, K = 3, 3, 2
+MARKER_TASK = "unknown_marker_local"
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, tiny_model):
     root = tmp_path_factory.mktemp("hf")
     tasks = write_local_math500_task(
-        root, N_DOCS, K, max_gen_toks=24, extra_trac="    probe_variants: [trace, teacher_forced]"
+        root, N_DOCS, YAML_REPEATS, max_gen_toks=24, extra_trac="    probe_variants: [trace, teacher_forced]"
     )
-    write_readme_example(root, tasks)
+    write_variant_task(tasks, MARKER_TASK, 16, trac_extra='    marker: "FINAL:"')
+    write_guide_example(root, tasks)
     return run_lm_eval(
         root,
         tasks,
@@ -34,8 +38,8 @@ def run(tmp_path_factory, tiny_model):
         "--device",
         "cpu",
         "--gen_kwargs",
-        "max_gen_toks=24",
-        tasks=f"{LOCAL_TASK},my_benchmark",
+        f"max_gen_toks=24,repeats={K}",
+        tasks=f"{LOCAL_TASK},my_benchmark,{MARKER_TASK}",
     )
 
 
@@ -64,14 +68,29 @@ def test_too_few_questions_give_nan_metrics_with_accuracy_kept(run):
     assert "every out-of-fold score is NaN" in run.log
 
 
-def test_the_readme_example_benchmark_runs_from_yaml_alone(run):
+def test_the_guide_example_benchmark_runs_from_yaml_alone(run):
     metrics = {
         key.split(",")[0]: value for key, value in run.results()["results"]["my_benchmark"].items() if "," in key
     }
     assert 0.0 <= metrics["acc"] <= 1.0 and "trac_auroc" in metrics
     (path,) = run.record_files("my_benchmark")
     records = list(iter_records(path))
-    # the template's K = 8 samples of each of the two questions, the YAML's metadata field in every record
-    assert sorted(record.key[1:] for record in records) == [(str(d), r) for d in range(2) for r in range(8)]
+    # K samples of each of the two questions (--gen_kwargs repeats; the template's 8 otherwise), the YAML's metadata
+    # field in every record
+    assert sorted(record.key[1:] for record in records) == [(str(d), r) for d in range(2) for r in range(K)]
     assert {record.metadata["topic"] for record in records} == {"rates", "geometry"}
     assert {record.reference for record in records} == {"80", "720"}
+
+
+def test_gen_kwargs_repeats_sets_k_of_every_trac_task(run):
+    assert run.results()["configs"][LOCAL_TASK]["repeats"] == K != YAML_REPEATS
+    for task in (LOCAL_TASK, "my_benchmark", MARKER_TASK):
+        records = [record for path in run.record_files(task) for record in iter_records(path)]
+        assert {record.num_samples for record in records} == {K}, task
+        assert "maj_acc" in run.task_metrics(task)
+
+
+def test_a_marker_the_model_never_writes_is_warned_once(run):
+    warning = f"task {MARKER_TASK}: no answer was read from any of its {N_DOCS} primary responses"
+    assert run.log.count(warning) == 1
+    assert "trac.marker" in run.log

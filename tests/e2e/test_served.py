@@ -1,19 +1,24 @@
 """End to end: the real ``lm_eval --model local-completions`` CLI against a real ``vllm serve`` (vLLM's CPU build, the
 tiny model) (docs/architecture.md#served-backend).
 
-One server (module fixture, always stopped) and one run on local rows in the MATH-500 schema with every probe
-variant and P(True) on, beside a task without TrAC switches. The server logs the token ids of every prompt it
-receives, so the tests check what was actually sent.
+One server (``served_model``) and one run on local rows in the MATH-500 schema with every probe variant and P(True)
+on, beside a task without TrAC switches. The server logs the token ids of every prompt it receives, so the tests
+check what was actually sent. The last test stops that server in the middle of a second run: a served model that
+goes away mid-run ends the run with a clear error after bounded retries.
 """
 
 from __future__ import annotations
 
 import math
+import subprocess
+import time
+from collections import Counter
 from types import SimpleNamespace
 
 import pytest
-from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, run_lm_eval, write_local_math500_task
-from vllm_server import received_prompts, vllm_server
+from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, lm_eval_command, run_lm_eval, write_local_math500_task
+from testenv import engine_env
+from vllm_server import received_prompts, stop
 
 from trac_metrics.records import iter_records
 from trac_metrics.selective import METRIC_NAMES
@@ -27,10 +32,9 @@ VARIANTS = {"trace", "question_only", "shuffled_trace", "teacher_forced"}
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, tiny_model):
-    log_path = tmp_path_factory.mktemp("server") / "vllm_serve.log"
-    with vllm_server(tiny_model, log_path) as (base_url, _):
-        yield base_url, log_path
+def server(served_model):
+    served = served_model.running()
+    return served.base_url, served.log_path
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +129,39 @@ def test_the_server_received_the_in_process_prompt_ids_and_exact_probe_prompts(r
         assert tuple(prompt_ids) in received
         body = trace_body(record.token_ids.tolist(), {tiny_tokenizer.eos_token_id})
         assert tuple(prompt_ids + body + cue_ids) in received
+
+
+def test_a_server_lost_mid_run_ends_in_a_clear_error_after_bounded_retries(tmp_path, tiny_model, served_model):
+    """The server stops once two questions are on disk: the client retries each open request ``max_retries`` times,
+    then lm_eval exits with an error naming the server, and every question written so far is whole."""
+    n_docs, k = 12, 2
+    tasks = write_local_math500_task(tmp_path, n_docs, k, max_gen_toks=160)
+    out = tmp_path / "out"
+    served = served_model.running()
+    base_url, server_process = served.base_url, served.process
+    model_args = (
+        f"model={tiny_model},base_url={base_url}/v1/completions,num_concurrent=2,max_retries=2,"
+        f"tokenizer={tiny_model},max_length=2048"
+    )
+    command = lm_eval_command(tasks, "local-completions", model_args, out, "--apply_chat_template")
+    client = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=engine_env(), cwd=tmp_path
+    )
+    try:
+        deadline = time.monotonic() + 1800
+        while time.monotonic() < deadline and client.poll() is None:
+            files = list((out / "trac_records").glob(f"{LOCAL_TASK}.*.jsonl"))
+            if files and files[0].read_bytes().count(b"\n") >= 2 * k:
+                stop(server_process)
+                break
+            time.sleep(0.2)
+        log, _ = client.communicate(timeout=600)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+    assert client.returncode != 0, log[-4000:]
+    assert f"the server at {base_url}/v1/completions did not answer" in log and "in 2 attempts" in log, log[-4000:]
+    (path,) = (out / "trac_records").glob(f"{LOCAL_TASK}.*.jsonl")
+    per_question = Counter(record.doc_id for record in iter_records(path))
+    assert 2 <= len(per_question) < n_docs and set(per_question.values()) == {k}

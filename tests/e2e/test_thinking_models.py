@@ -1,11 +1,12 @@
 """A thinking-style model through the real ``lm_eval`` CLI, shipped YAML switches only (no ``trac.marker``): the
-end-of-thinking marker is found from the tokenizer and a trace that never closed its thinking section is probed as
-prompt + trace + marker + cue, with vLLM and with HF."""
+end-of-thinking marker is found (from lm-eval's ``think_end_token`` on the shared vLLM run, from the tokenizer on
+the HF run) and a trace that never closed its thinking section is probed as prompt + trace + marker + cue; one that
+closed it is probed without a marker."""
 
 from __future__ import annotations
 
 import pytest
-from lm_eval_runs import CLOSED_TASK, LOCAL_TASK, run_lm_eval, write_closed_thinking_task, write_local_math500_task
+from lm_eval_runs import CLOSED_TASK, LOCAL_TASK, THINKING_K, THINKING_LIMIT, run_lm_eval
 from testenv import THINKING_TEMPLATE_OPENER
 from transformers import AutoTokenizer
 
@@ -14,8 +15,6 @@ from trac_metrics.records import iter_records
 from trac_tasks.generation.config import DEFAULT_CUE
 
 pytestmark = pytest.mark.engine
-
-N_DOCS, K, MAX_GEN_TOKS = 4, 2, 24
 
 
 def _records(run, task):
@@ -26,7 +25,7 @@ def _records(run, task):
 def _check_open_traces(records, tokenizer):
     marker_id = tokenizer.convert_tokens_to_ids("</think>")
     cue = tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids
-    assert len(records) == N_DOCS * K
+    assert len(records) == THINKING_LIMIT * THINKING_K
     for record in records:
         assert record.marker == "</think>"
         assert record.finish_reason in ("length", "eos") and marker_id not in record.token_ids.tolist()
@@ -38,16 +37,10 @@ def _check_open_traces(records, tokenizer):
         assert probe.num_prompt_tokens == record.prompt_token_count + body + 1 + len(cue)
 
 
-def test_vllm_probes_open_traces_with_the_detected_marker_and_closed_ones_without(tmp_path, thinking_model):
+def test_vllm_probes_open_traces_with_the_detected_marker_and_closed_ones_without(thinking_vllm_run, thinking_model):
     tokenizer = AutoTokenizer.from_pretrained(thinking_model)
     marker_id = tokenizer.convert_tokens_to_ids("</think>")
-    tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=MAX_GEN_TOKS)
-    write_closed_thinking_task(tasks, marker_id, MAX_GEN_TOKS)
-    model_args = (
-        f"pretrained={thinking_model},dtype=bfloat16,max_model_len=1024,enable_prefix_caching=True,"
-        "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234"
-    )
-    run = run_lm_eval(tmp_path, tasks, model_args, tasks=f"{LOCAL_TASK},{CLOSED_TASK}")
+    run = thinking_vllm_run
     assert "end-of-thinking marker '</think>'" in run.log
     _check_open_traces(_records(run, LOCAL_TASK), tokenizer)
     assert THINKING_TEMPLATE_OPENER.strip() in run.samples()[0]["arguments"]["gen_args_0"]["arg_0"]
@@ -60,10 +53,10 @@ def test_vllm_probes_open_traces_with_the_detected_marker_and_closed_ones_withou
         assert probe.num_prompt_tokens == record.prompt_token_count + body + len(cue)
 
 
-def test_hf_probes_open_traces_with_the_detected_marker(tmp_path, thinking_model, capsys):
+def test_hf_probes_open_traces_with_the_detected_marker(tmp_path, thinking_model, thinking_tasks, capsys):
     tokenizer = AutoTokenizer.from_pretrained(thinking_model)
-    tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=MAX_GEN_TOKS)
-    run = run_lm_eval(tmp_path, tasks, f"pretrained={thinking_model},dtype=float32", "hf", "--device", "cpu")
+    hf_args = f"pretrained={thinking_model},dtype=float32"
+    run = run_lm_eval(tmp_path, thinking_tasks, hf_args, "hf", "--device", "cpu", tasks=LOCAL_TASK)
     _check_open_traces(_records(run, LOCAL_TASK), tokenizer)
     main(["summary", str(run.out)])
     assert "end-of-thinking marker: '</think>'" in capsys.readouterr().out

@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,21 +74,26 @@ metric_list:
     return tasks
 
 
-README_TEMPLATE_PATH = "/path/to/trac_tasks/task_configs"
+GUIDE_TEMPLATE_PATH = "/path/to/trac_tasks/task_configs"
+"""The placeholder path of the template in the guide's YAML, replaced by the real one when the example is written."""
 
 
-def readme_example_blocks() -> tuple[str, str]:
-    """The YAML and JSON Lines blocks of the README section "Adding a benchmark by YAML"."""
-    section = (REPO / "README.md").read_text(encoding="utf-8").split("## Adding a benchmark by YAML", 1)[1]
+GUIDE_EXAMPLE_PAGE = REPO / "docs" / "guide" / "running.md"
+
+
+def guide_example_blocks() -> tuple[str, str]:
+    """The YAML and JSON Lines blocks of the user guide's section "Adding a benchmark by YAML"
+    (docs/guide/running.md)."""
+    section = GUIDE_EXAMPLE_PAGE.read_text(encoding="utf-8").split("## Adding a benchmark by YAML", 1)[1]
     yaml_block = re.search(r"```yaml\n(.*?)```", section, flags=re.DOTALL).group(1)
     jsonl_block = re.search(r"```jsonl\n(.*?)```", section, flags=re.DOTALL).group(1)
     return yaml_block, jsonl_block
 
 
-def write_readme_example(root: Path, tasks: Path) -> None:
-    """The README's worked example as a user would save it: its YAML in ``tasks``, its data in ``root``."""
-    yaml_block, jsonl_block = readme_example_blocks()
-    (tasks / "my_benchmark.yaml").write_text(yaml_block.replace(README_TEMPLATE_PATH, str(task_config_dir())))
+def write_guide_example(root: Path, tasks: Path) -> None:
+    """The guide's worked example as a user would save it: its YAML in ``tasks``, its data in ``root``."""
+    yaml_block, jsonl_block = guide_example_blocks()
+    (tasks / "my_benchmark.yaml").write_text(yaml_block.replace(GUIDE_TEMPLATE_PATH, str(task_config_dir())))
     (root / "my_questions.jsonl").write_text(jsonl_block)
 
 
@@ -111,17 +117,25 @@ class LmEvalRun:
         return sorted((self.out / "trac_records").glob(f"{task}.*.jsonl"))
 
 
-def write_closed_thinking_task(tasks: Path, marker_id: int, max_gen_toks: int) -> None:
-    """Beside :data:`LOCAL_TASK` in ``tasks``: the same rows, with the end-of-thinking marker's logit pushed up so
-    every trace of a thinking model closes its thinking section at once."""
-    (tasks / f"{CLOSED_TASK}.yaml").write_text(
+def write_variant_task(
+    tasks: Path, name: str, max_gen_toks: int, sampling_extra: str = "", trac_extra: str = ""
+) -> None:
+    """Beside :data:`LOCAL_TASK` in ``tasks``: task ``name`` on the same rows, with its own ``generation_kwargs``
+    (extra YAML lines among the sampling settings and in the ``trac`` block)."""
+    (tasks / f"{name}.yaml").write_text(
         f"""
 include: {tasks / (LOCAL_TASK + ".yaml")}
-task: {CLOSED_TASK}
-{_generation_kwargs(max_gen_toks, sampling_extra=f"  logit_bias: {{{marker_id}: 100.0}}")}
+task: {name}
+{_generation_kwargs(max_gen_toks, sampling_extra=sampling_extra, trac_extra=trac_extra)}
 """,
         encoding="utf-8",
     )
+
+
+def write_closed_thinking_task(tasks: Path, marker_id: int, max_gen_toks: int) -> None:
+    """:data:`CLOSED_TASK`: the local rows with the end-of-thinking marker's logit pushed up, so every trace of a
+    thinking model closes its thinking section at once."""
+    write_variant_task(tasks, CLOSED_TASK, max_gen_toks, sampling_extra=f"  logit_bias: {{{marker_id}: 100.0}}")
 
 
 def lm_eval_command(
@@ -163,4 +177,53 @@ def run_lm_eval(
     log = result.stdout + result.stderr
     if result.returncode != 0:
         raise AssertionError(f"lm_eval failed ({result.returncode}):\n{log[-6000:]}")
+    return LmEvalRun(out, log)
+
+
+THINKING_TASKS = ("trac_demo", LOCAL_TASK, CLOSED_TASK)
+"""The thinking model's shared run: the bundled demo task, traces left open (the local rows) and closed at once."""
+THINKING_LIMIT, THINKING_K, THINKING_MAX_GEN_TOKS = 4, 2, 24
+THINKING_DEMO_REPEATS = 4  # trac_demo's K
+DETOKENIZING = (
+    "import sys; import trac_tasks.engines.vllm_backend as backend; "
+    "backend.fast_capture_supported = lambda: False; "  # a vLLM release without the fast output path
+    "from lm_eval.__main__ import cli_evaluate; sys.exit(cli_evaluate())"
+)
+"""``lm_eval`` on the detokenizing path, which the runner takes on a vLLM release without the fast output path."""
+
+
+def write_thinking_tasks(root: Path, model: Path) -> Path:
+    """:data:`LOCAL_TASK` and :data:`CLOSED_TASK` for ``model``, whose tokenizer has the ``</think>`` marker."""
+    from transformers import AutoTokenizer
+
+    marker_id = AutoTokenizer.from_pretrained(model).convert_tokens_to_ids("</think>")
+    tasks = write_local_math500_task(root, THINKING_LIMIT, THINKING_K, max_gen_toks=THINKING_MAX_GEN_TOKS)
+    write_closed_thinking_task(tasks, marker_id, THINKING_MAX_GEN_TOKS)
+    return tasks
+
+
+def thinking_run(root: Path, tasks_dir: Path, model: Path, fast: bool) -> LmEvalRun:
+    """A seeded ``lm_eval --model vllm`` run of :data:`THINKING_TASKS` (``--limit`` :data:`THINKING_LIMIT`, lm-eval's
+    ``think_end_token``) on vLLM's fast output path, or on the detokenizing path when not ``fast``."""
+    out = root / ("fast" if fast else "detokenizing")
+    model_args = (
+        f"pretrained={model},dtype=bfloat16,max_model_len=2048,enable_prefix_caching=True,"
+        "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234,think_end_token=</think>"
+    )
+    command = lm_eval_command(
+        tasks_dir,
+        "vllm",
+        model_args,
+        out,
+        "--limit",
+        str(THINKING_LIMIT),
+        "--apply_chat_template",
+        "--log_samples",
+        tasks=",".join(THINKING_TASKS),
+    )
+    if not fast:
+        command[:1] = [sys.executable, "-c", DETOKENIZING]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=2400, env=engine_env(), cwd=root)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, f"lm_eval failed ({result.returncode}):\n{log[-6000:]}"
     return LmEvalRun(out, log)

@@ -1,5 +1,5 @@
 """A real ``vllm serve`` (vLLM's CPU build, the tiny model) on 127.0.0.1 for the served-path tests: started as a
-subprocess on a free port, ready once its health endpoint answers, always stopped afterwards."""
+subprocess on a free port, ready once its health endpoint answers; the caller stops it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from testenv import engine_env
@@ -27,10 +25,10 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-@contextmanager
-def vllm_server(model: Path, log_path: Path) -> Iterator[tuple[str, subprocess.Popen]]:
+def start_server(model: Path, log_path: Path) -> tuple[str, subprocess.Popen]:
     """``vllm serve model`` with prefix caching, cached-token counts in its usage and every request's prompt token
-    ids in ``log_path`` (``--enable-log-requests`` at DEBUG level); yields its base URL and the process."""
+    ids in ``log_path`` (``--enable-log-requests`` at DEBUG level), once healthy: its base URL and the process (the
+    caller stops it with :func:`stop`)."""
     port = free_port()
     command = [
         shutil.which("vllm"),
@@ -61,12 +59,13 @@ def vllm_server(model: Path, log_path: Path) -> Iterator[tuple[str, subprocess.P
             start_new_session=True,
             env=engine_env(VLLM_LOGGING_LEVEL="DEBUG"),
         )
+    base_url = f"http://127.0.0.1:{port}"
     try:
-        base_url = f"http://127.0.0.1:{port}"
         _wait_until_healthy(base_url, process, log_path)
-        yield base_url, process
-    finally:
+    except BaseException:
         stop(process)
+        raise
+    return base_url, process
 
 
 def stop(process: subprocess.Popen) -> None:
