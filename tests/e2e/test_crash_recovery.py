@@ -22,7 +22,7 @@ N_DOCS, K = 8, 2
 
 
 def test_a_run_killed_mid_run_keeps_every_finished_question(tmp_path, tiny_model, capsys):
-    tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=160)
+    tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=64)
     out = tmp_path / "out"
     # two sequences at a time: the questions finish one after another, so the kill lands between them
     model_args = (

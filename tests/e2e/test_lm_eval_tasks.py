@@ -99,6 +99,8 @@ def _run(
         model_args,
         out,
         "--log_samples",
+        "--batch_size",
+        "auto",  # lm-eval's own path (plain tasks, log-likelihoods) as one vLLM batch, not request by request
         "--gen_kwargs",
         gen_kwargs,
         *extra,

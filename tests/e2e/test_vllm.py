@@ -13,7 +13,7 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 import pytest
-from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, run_lm_eval, write_local_math500_task
+from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, run_lm_eval, write_local_math500_task, write_variant_task
 
 from trac_metrics.cli import evaluate_records, main
 from trac_metrics.records import iter_records
@@ -24,6 +24,7 @@ from trac_tasks.generation.probe import trace_body
 pytestmark = pytest.mark.engine
 
 N_DOCS, K = 24, 3
+MATH_VERIFY_TASK, MATH_VERIFY_DOCS = "math_verify_labels_local", 8
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,10 @@ def run(tmp_path_factory, tiny_model):
         f"pretrained={tiny_model},dtype=bfloat16,max_model_len=2048,enable_prefix_caching=True,"
         "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234"
     )
-    return run_lm_eval(root, tasks, model_args, tasks=f"{LOCAL_TASK},{PLAIN_TASK}")
+    write_variant_task(tasks, MATH_VERIFY_TASK, 112, trac_extra="    labels: math-verify", n_rows=MATH_VERIFY_DOCS)
+    # the plain task through lm-eval's own path as one vLLM batch (--batch_size auto), not request by request
+    names = f"{LOCAL_TASK},{PLAIN_TASK},{MATH_VERIFY_TASK}"
+    return run_lm_eval(root, tasks, model_args, "vllm", "--batch_size", "auto", tasks=names)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +84,8 @@ def test_results_hold_accuracy_and_finite_trac_metrics(run):
 
 
 def test_the_run_shows_progress_a_summary_and_no_engine_deprecation(run):
-    assert "TrAC generations" in run.log and f"{N_DOCS * K}/{N_DOCS * K}" in run.log
+    generations = (N_DOCS + MATH_VERIFY_DOCS) * K  # one progress bar over every TrAC task of the call
+    assert "TrAC generations" in run.log and f"{generations}/{generations}" in run.log
     assert f"task {LOCAL_TASK}: {N_DOCS} questions, {N_DOCS * K} samples" in run.log
     assert "probe prompts served from the prefix cache" in run.log
     assert "end-of-thinking marker none" in run.log
@@ -153,7 +158,8 @@ def test_stored_records_reproduce_the_reported_metrics(run):
 def test_trac_report_on_the_run_shows_lm_evals_numbers(run, tmp_path, capsys):
     """`trac report` over the real run: the pair's numbers are lm-eval's aggregation, every analysis the run has
     data for (all probe variants and P(True) are on) is filled, and the relative latencies come from its timings."""
-    main(["report", str(run.out), "--out", str(tmp_path), "--resamples", "200"])
+    (records,) = run.record_files()
+    main(["report", str(records), "--out", str(tmp_path), "--resamples", "200"])
     printed = capsys.readouterr().out
     reported = run.task_metrics()
     per_pair = pd.read_csv(tmp_path / "per_pair.csv", index_col=0)
@@ -184,3 +190,23 @@ def test_a_task_without_trac_switches_runs_as_in_plain_lm_eval(run):
     assert len(samples) == N_DOCS and all("trac" not in sample for sample in samples)
     assert all(isinstance(sample["resps"][0][0], str) and len(sample["resps"][0]) == 1 for sample in samples)
     assert run.record_files(PLAIN_TASK) == []
+
+
+def test_a_task_switched_to_math_verify_labels_is_labelled_by_math_verify(run, tmp_path, capsys):
+    """``labels: math-verify`` (docs/method.md#labels): every record names Math-Verify as its labeller, the task's
+    accuracy is Math-Verify's own verdict on the whole primary responses, and ``trac report`` refuses to rank it beside
+    the checker-labelled task unless told to."""
+    from math_verify import parse, verify
+
+    records = [record for path in run.record_files(MATH_VERIFY_TASK) for record in iter_records(path)]
+    assert len(records) == MATH_VERIFY_DOCS * K and {record.labeller for record in records} == {"math-verify"}
+    assert {record.labeller for path in run.record_files() for record in iter_records(path)} == {None}
+    primaries = [record for record in records if record.repeat == 0]
+    verdicts = [bool(verify(parse(f"${record.reference}$"), parse(record.text))) for record in primaries]
+    assert run.task_metrics(MATH_VERIFY_TASK)["acc"] == pytest.approx(np.mean(verdicts))
+
+    with pytest.raises(SystemExit) as refused:
+        main(["report", str(run.out), "--out", str(tmp_path / "mixed"), "--resamples", "20"])
+    assert refused.value.code == 2 and "different labellers" in capsys.readouterr().err
+    main(["report", str(run.out), "--out", str(tmp_path / "mixed"), "--resamples", "20", "--mix-labellers"])
+    assert len(pd.read_csv(tmp_path / "mixed" / "per_pair.csv", index_col=0).index) == 2

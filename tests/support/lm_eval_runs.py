@@ -118,14 +118,21 @@ class LmEvalRun:
 
 
 def write_variant_task(
-    tasks: Path, name: str, max_gen_toks: int, sampling_extra: str = "", trac_extra: str = ""
+    tasks: Path, name: str, max_gen_toks: int, sampling_extra: str = "", trac_extra: str = "", n_rows: int | None = None
 ) -> None:
-    """Beside :data:`LOCAL_TASK` in ``tasks``: task ``name`` on the same rows, with its own ``generation_kwargs``
-    (extra YAML lines among the sampling settings and in the ``trac`` block)."""
+    """Beside :data:`LOCAL_TASK` in ``tasks``: task ``name`` on the same rows (the first ``n_rows`` of them when
+    given), with its own ``generation_kwargs`` (extra YAML lines among the sampling settings and in the ``trac``
+    block)."""
+    data = ""
+    if n_rows is not None:
+        path = tasks.parent / f"{name}.jsonl"
+        path.write_text(render(demo_rows()[:n_rows]), encoding="utf-8")
+        data = f"dataset_kwargs:\n  data_file: {path}"
     (tasks / f"{name}.yaml").write_text(
         f"""
 include: {tasks / (LOCAL_TASK + ".yaml")}
 task: {name}
+{data}
 {_generation_kwargs(max_gen_toks, sampling_extra=sampling_extra, trac_extra=trac_extra)}
 """,
         encoding="utf-8",
@@ -182,7 +189,7 @@ def run_lm_eval(
 
 THINKING_TASKS = ("trac_demo", LOCAL_TASK, CLOSED_TASK)
 """The thinking model's shared run: the bundled demo task, traces left open (the local rows) and closed at once."""
-THINKING_LIMIT, THINKING_K, THINKING_MAX_GEN_TOKS = 4, 2, 24
+THINKING_LIMIT, THINKING_K, THINKING_MAX_GEN_TOKS = 2, 2, 24
 THINKING_DEMO_REPEATS = 4  # trac_demo's K
 DETOKENIZING = (
     "import sys; import trac_tasks.engines.vllm_backend as backend; "

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from lm_eval_runs import README_TEMPLATE_PATH, readme_example_blocks
+from lm_eval_runs import GUIDE_TEMPLATE_PATH, guide_example_blocks
 from record_factory import synthetic_task
 
 from trac_metrics.answers import equivalent, extract_answer, normalize_answer
@@ -478,18 +478,18 @@ def test_math_group_aggregates_every_metric_a_trac_task_reports(task_manager):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# The README's worked example ("Adding a benchmark by YAML")
+# The user guide's worked example (docs/guide/running.md, "Adding a benchmark by YAML")
 # ----------------------------------------------------------------------------------------------------------
 
 
-def test_readme_worked_example_loads_and_labels_answers(tmp_path, monkeypatch):
+def test_guide_worked_example_loads_and_labels_answers(tmp_path, monkeypatch):
     from lm_eval.tasks import TaskManager
 
-    yaml_block, jsonl_block = readme_example_blocks()
-    assert README_TEMPLATE_PATH in yaml_block
+    yaml_block, jsonl_block = guide_example_blocks()
+    assert GUIDE_TEMPLATE_PATH in yaml_block
     tasks = tmp_path / "my_tasks"
     tasks.mkdir()
-    (tasks / "my_benchmark.yaml").write_text(yaml_block.replace(README_TEMPLATE_PATH, str(task_config_dir())))
+    (tasks / "my_benchmark.yaml").write_text(yaml_block.replace(GUIDE_TEMPLATE_PATH, str(task_config_dir())))
     (tmp_path / "my_questions.jsonl").write_text(jsonl_block)
     monkeypatch.chdir(tmp_path)  # the example's data_file is relative to where lm_eval runs
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")

@@ -97,6 +97,15 @@ def test_round_trip_keeps_every_field():
     assert (back.p_true, back.metadata, back.timing) == (0.7, {"level": 2}, {"generation_seconds": 1.5})
 
 
+def test_the_labeller_is_written_only_when_set_and_read_back():
+    plain = make_record()
+    assert "labeller" not in plain.to_dict() and ResponseRecord.from_dict(plain.to_dict()).labeller is None
+    labelled = replace(plain, labeller="math-verify")
+    assert ResponseRecord.from_dict(json.loads(json.dumps(labelled.to_dict()))).labeller == "math-verify"
+    with pytest.raises(RecordFormatError, match="field 'labeller' must be one of \\('trac', 'math-verify'\\)"):
+        ResponseRecord.from_dict({**labelled.to_dict(), "labeller": "module:function"})
+
+
 def test_unknown_schema_version_is_refused_with_a_clear_message():
     payload = make_record().to_dict()
     payload["schema"] = "trac-record/0"

@@ -83,18 +83,23 @@ _GREEK = (
     "alpha|beta|gamma|delta|epsilon|varepsilon|zeta|eta|theta|vartheta|iota|kappa|lambda|mu|nu|xi|rho|sigma|tau|"
     "upsilon|phi|varphi|chi|psi|omega|Gamma|Delta|Theta|Lambda|Xi|Pi|Sigma|Upsilon|Phi|Psi|Omega"
 )
-NAME = rf"(?:[A-Za-z]|\\(?:{_GREEK})(?![A-Za-z]))(?:_(?:\{{[A-Za-z0-9]+\}}|[A-Za-z0-9]))?"
+VARIABLE = rf"(?:[A-Za-z]|\\(?:{_GREEK})(?![A-Za-z]))"
+"""A letter or a Greek letter."""
+SUBSCRIPT = r"_(?:\{[A-Za-z0-9]+\}|[A-Za-z0-9])"
+NAME = rf"{VARIABLE}(?:{SUBSCRIPT})?"
 """A variable name: a letter or a Greek letter, with an optional subscript (``x``, ``\\alpha``, ``a_{1}``)."""
+_QUANTITY = rf"(?:{NAME}|(?:m\s*)?\\angle\s*[A-Za-z]+|[A-Za-z]{{2,5}}|{NAME}\([^()=]*\)|{NAME}!|\|[^|=]+\|)"
 _QUANTITY_RE = re.compile(
-    rf"\s*(?:{NAME}|\(\s*{NAME}(?:\s*,\s*{NAME})+\s*\)|(?:m\s*)?\\angle\s*[A-Za-z]+|[A-Za-z]{{2,5}}"
-    rf"|{NAME}\([^()=]*\)|{NAME}!|\|[^|=]+\|)\s*"
+    rf"\s*(?:{_QUANTITY}|\(\s*{NAME}(?:\s*,\s*{NAME})+\s*\)|{_QUANTITY}(?:\s*[:/]\s*{_QUANTITY})+"
+    rf"|\\frac\s*\{{\s*{_QUANTITY}\s*\}}\s*\{{\s*{_QUANTITY}\s*\}})\s*"
 )
 
 
 def names_a_quantity(left: str) -> bool:
     """Whether the left side of an equation names what its right side gives a value to: a variable (``x``,
     ``a_{1}``), a tuple of them (``(m, n)``), a segment or angle (``AB``, ``\\angle A``, ``m\\angle ABC``), a
-    function value (``f(x)``, ``P(A)``), ``n!`` or ``|x|`` — not an expression (``x + y``, ``4p + q``, ``9``)."""
+    function value (``f(x)``, ``P(A)``), ``n!``, ``|x|``, or a ratio or quotient of such quantities (``AB:CD``,
+    ``x:y``, ``\\frac{PQ}{QR}``, ``PQ/QR``) — not an expression (``x + y``, ``4p + q``, ``9``)."""
     return _QUANTITY_RE.fullmatch(left) is not None
 
 

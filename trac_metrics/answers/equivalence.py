@@ -1,11 +1,12 @@
 """Deterministic, symmetric answer equivalence (docs/method.md#answer-equivalence) and the answer classes built on it
 (docs/method.md#answer-classes-and-vote-shares).
 
-Math equivalence, in order, on normalized answers: equal strings; the number rule for two plain numbers
-(:mod:`trac_metrics.answers.numbers`), which decides; relations (an assignment ``name = value`` by its value, an
-equation with anything else on its left never equal to an expression, two equations as relations);
-structures on both sides (:mod:`trac_metrics.answers.structures`), which decide; a written decimal against a
-constant expression by its value; otherwise Math-Verify on exact rationals (:mod:`trac_metrics.answers.symbolic`).
+Math equivalence: two assignments of values to different names differ (``y = 4`` ≢ ``x = 4``); otherwise, in order,
+on normalized answers: equal strings; the number rule for two plain numbers (:mod:`trac_metrics.answers.numbers`),
+which decides; relations (an assignment ``name = value`` by its value, an equation with anything else on its left
+never equal to an expression, two equations as relations); structures on both sides
+(:mod:`trac_metrics.answers.structures`), which decide; a written decimal against a constant expression by its value;
+otherwise Math-Verify on exact rationals, reading each whole answer or nothing (:mod:`trac_metrics.answers.symbolic`).
 Every rule before Math-Verify only adds equivalences it would miss or states a documented difference
 (docs/method.md#where-the-checker-differs-from-math-verify).
 
@@ -24,9 +25,9 @@ import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
-from trac_metrics.answers._latex import CACHE_SIZE, check_kind, names_a_quantity, relation_sides
-from trac_metrics.answers.normalization import normalize_answer
-from trac_metrics.answers.numbers import as_number, number_verdict
+from trac_metrics.answers._latex import CACHE_SIZE, check_kind, check_str, names_a_quantity, relation_sides
+from trac_metrics.answers.normalization import math_form, normalize_answer
+from trac_metrics.answers.numbers import as_number, exact_latex, number_verdict
 from trac_metrics.answers.structures import structure, structures_equivalent
 from trac_metrics.answers.symbolic import (
     SYMBOLIC_BUDGET_S,
@@ -87,6 +88,12 @@ def _decimal_constant_verdict(first: str, second: str) -> bool | None:
     return None
 
 
+def _as_exact_latex(text: str) -> str:
+    """A plain number as the exact value it writes (e-notation is no Euler's e); anything else as it is."""
+    number = as_number(text)
+    return text if number is None else exact_latex(number)
+
+
 def _elements_equivalent(x: str, y: str, symbolic: bool) -> bool:
     return x == y or _math_equivalent_normalized(min(x, y), max(x, y), symbolic)
 
@@ -110,7 +117,7 @@ def _math_equivalent_normalized(first: str, second: str, symbolic: bool = True) 
     verdict = _decimal_constant_verdict(first, second)
     if verdict is not None:
         return verdict
-    return symbolically_equal(first, second)
+    return symbolically_equal(_as_exact_latex(first), _as_exact_latex(second))
 
 
 def _math_equivalent(first: str, second: str) -> bool:
@@ -125,6 +132,22 @@ def _math_equivalent(first: str, second: str) -> bool:
             return _math_equivalent_normalized(min(first, second), max(first, second))
     except SymbolicBudgetExceeded:
         return False
+
+
+def _named_math_equivalent(a: str | None, b: str | None) -> bool:
+    """Math equivalence of two raw answers: assignments of values to two different names differ (``y = 4`` ≢
+    ``x = 4``, ``b = 7`` ≢ ``c = 7``); otherwise the values decide, so a bare value matches a named one (``x = 4`` ≡
+    ``4``)."""
+    if a is None or b is None:
+        return False
+    check_str(a, "answer")
+    check_str(b, "answer")
+    first, second = math_form(a), math_form(b)
+    if first.value is None or second.value is None:
+        return False
+    if first.name is not None and second.name is not None and first.name != second.name:
+        return False
+    return _math_equivalent(first.value, second.value)
 
 
 def _text_equivalent(first: str, second: str) -> bool:
@@ -160,13 +183,15 @@ def equivalent(a: str | None, b: str | None, kind: str = "math") -> bool:
     """Deterministic, symmetric answer equivalence a ≡ b (docs/method.md#answer-equivalence: e = 1[ã ≡ a], labels,
     answer classes).
 
-    None (no answer) is equivalent to nothing, not even None. math: normalized-string equality; two plain numbers
+    None (no answer) is equivalent to nothing, not even None. math: assignments of values to different names differ
+    (``y = 4`` ≢ ``x = 4``), a bare value matches a named one; then normalized-string equality; two plain numbers
     exactly, except that a written decimal stands for the values it rounds or truncates within 1e-6 relative
     (``1000000`` ≢ ``1000001``, ``1.5`` ≡ ``1.50``, ``0.333`` ≢ 1/3, ``1e400`` ≢ ``1e401``); an assignment by its
     value (``y = 2x+1`` ≡ ``2x+1``), other equations never equal to an expression; matrices and vectors
     (``pmatrix``, ``bmatrix``, ``matrix``: same shape), tuples, intervals, sets, bare lists and ``±`` answers
-    element by element by these rules (sets and lists in any order, bracket types must agree); a decimal against a
-    constant by its value (``2.2360679`` ≡ ``\\sqrt{5}``); otherwise Math-Verify both ways, on exact rationals.
+    element by element by these rules (sets and lists in any order, a repeated element once, bracket types must
+    agree); a decimal against a constant by its value (``2.2360679`` ≡ ``\\sqrt{5}``); otherwise Math-Verify both
+    ways, on exact rationals, never on a part of an answer its LaTeX parser cannot read (``3`` ≢ ``-[1,3)``).
     mc: same option letter. text: normalized-string equality, or equal numbers (the math number rule).
     Inside :func:`use_equivalence` the user relation decides instead.
     """
@@ -174,11 +199,11 @@ def equivalent(a: str | None, b: str | None, kind: str = "math") -> bool:
     if override is not None:
         check_kind(kind)
         return bool(override(a, b, kind))
+    if kind == "math":
+        return _named_math_equivalent(a, b)
     first, second = normalize_answer(a, kind), normalize_answer(b, kind)
     if first is None or second is None:
         return False
-    if kind == "math":
-        return _math_equivalent(first, second)
     if kind == "text":
         return _text_equivalent(first, second)
     return first == second

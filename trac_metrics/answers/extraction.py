@@ -18,19 +18,27 @@ _NUMBER_RE = re.compile(r"(?:(?<![\w)\]}])-)?(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+
 
 _GAP = r"(?:\s|\$|\\[()\[\]]|\\q?quad(?![A-Za-z])|\\[,;:! ])*"
 _LIST_JOINER = r"(?:,|;|\band\b|\bor\b|\\text\s*\{\s*(?:and|or)\s*\})"
-_BOX_JOINER_RE = re.compile(rf"{_GAP}{_LIST_JOINER}{_GAP}(?:{NAME}\s*=)?{_GAP}")
-"""What may stand between two boxes of one answer set: a comma, semicolon, "and" or "or", math delimiters and
-spacing, and the name the next box's value is given to (``x = \\boxed{2} or x = \\boxed{-5}``)."""
+_COUNTED_WORD = r"(?:[A-Za-z]+|\\text\s*\{[^{}]*\})"
+_BOX_JOINER_RE = re.compile(rf"{_GAP}(?:(?:{_COUNTED_WORD}{_GAP})?{_LIST_JOINER}{_GAP}(?:{NAME}\s*=)?{_GAP})?")
+"""What may stand between two boxes of one answer set: nothing but math delimiters and spacing (``\\boxed{3}
+\\boxed{5}``), or a comma, semicolon, "and" or "or", after one word naming what the first box counts
+(``\\boxed{4} apples and \\boxed{7} pears``) and before the name the next box's value is given to
+(``x = \\boxed{2} or x = \\boxed{-5}``)."""
 _MAX_JOINER_CHARS = 200
 """Boxes further apart than this are never one answer set (and the joiner check stays linear)."""
-_GROUP_JOINER_RE = re.compile(rf"\s*{_LIST_JOINER}\s*")
+_GROUP_JOINER_RE = re.compile(rf"\s*(?:,\s*(?:and|or)\b|{_LIST_JOINER})\s*")
 _SENTENCE_VERB_RE = re.compile(r"\s(?:is|are|equals|=)\s+|:\s+")
 _REASON_RE = re.compile(r",?\s+(?:because|since|as|given|due to|which|so that)\b", re.IGNORECASE)
 _REASON_IN_WORDS_RE = re.compile(rf"{_REASON_RE.pattern}|,\s+(?!(?:and|or)\b)(?=[a-z]{{3,}})", re.IGNORECASE)
 """Where the answer of a sentence ends and its justification begins: "12 because 3*4=12", "No, because Sam lies";
 in the math kind also a comma before a word ("2, since …")."""
 _WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+_ENGLISH_WORD_RE = re.compile(r"(?<![\\A-Za-z])(?=[A-Z]?[a-z])[A-Za-z]{2,}")
+"""A word of prose, not a product of symbols or a segment name: two letters or more, lowercase after the first,
+outside a LaTeX command ("So", "cm"; not ``AB``, ``\\sqrt``)."""
+_LEADING_WORD_RE = re.compile(r"[A-Za-z]{2,}(?![A-Za-z\\{_^(])")
 _DOLLAR_GROUP_RE = re.compile(r"\$[^$]+\$")
+_DELIMITER_RE = re.compile(r"(?<!\\)\$\$|(?<!\\)\$|\\[()\[\]]")
 
 _LETTERS = "ABCDEFGHIJKLMNOPQR"  # BBH reasoning_about_colored_objects goes up to (R)
 _MC_PATTERNS = (
@@ -48,6 +56,12 @@ _OPTION = r"(?:\*\*)?(?<![A-Za-z])\(?[A-R]\)?(?![A-Za-z])(?:\*\*)?"
 _HEDGE_RE = re.compile(rf"{_OPTION}(?:[ \t]*(?:,|/|\band/or\b|\band\b|\bor\b)[ \t]*(?:or[ \t]+)?{_OPTION})+")
 """Option letters (bare, parenthesized or bold) joined by commas, "and", "or" or slashes in prose: "(A) or (B)",
 "A, B, or C", "**A** or **B**"."""
+
+
+class _Span(NamedTuple):
+    start: int
+    end: int
+    content: str
 
 
 class _Box(NamedTuple):
@@ -127,8 +141,9 @@ def _math_group_run(text: str) -> str | None:
 
 def _answer_in_sentence(sentence: str) -> str:
     """The answer expression of a sentence that states it in words ("The largest $n$ is 34" → ``34``): what
-    follows its last "is" / "are" / "equals" / "=" / colon, else its last math group; a sentence without words
-    is the answer itself."""
+    follows its last "is" / "are" / "equals" / "=" / colon, else its last math group, else, when it opens with a
+    word, its last number ("Tom finished the race 5 minutes early" → ``5``); otherwise the sentence is the answer
+    itself ("18 dollars", "1, 2, and 3")."""
     if not _is_prose(sentence):
         return sentence
     verb = max(_SENTENCE_VERB_RE.finditer(sentence), key=lambda match: match.start(), default=None)
@@ -136,7 +151,51 @@ def _answer_in_sentence(sentence: str) -> str:
         rest = sentence[verb.end() :].strip()
         return _math_group_run(rest) or rest
     groups = list(_DOLLAR_GROUP_RE.finditer(sentence))
-    return groups[-1].group() if groups else sentence
+    if groups:
+        return groups[-1].group()
+    numbers = _NUMBER_RE.findall(sentence) if _LEADING_WORD_RE.match(sentence) else []
+    return numbers[-1] if numbers else sentence
+
+
+def _math_groups(text: str) -> list[_Span]:
+    """Every non-empty math-delimited group of ``text`` (``$…$``, ``$$…$$``, ``\\(…\\)``, ``\\[…\\]``; an escaped
+    ``\\$`` is a currency sign), in order, found in one pass: each opening delimiter is closed by the next closing
+    one of its kind."""
+    closing = dict(_MATH_DELIMITERS)
+    groups, opening = [], None
+    for match in _DELIMITER_RE.finditer(text):
+        if opening is None:
+            opening = match if match.group() in closing else None
+        elif match.group() == closing[opening.group()]:
+            content = text[opening.end() : match.start()].strip()
+            if content:
+                groups.append(_Span(opening.start(), match.end(), content))
+            opening = None
+    return groups
+
+
+def _final_statement(region: str) -> str | None:
+    """The answer of a response that neither boxes nor announces it, read as Math-Verify's LaTeX and expression
+    extraction read it: the response itself when it is one line of math without words or math delimiters (``3, 5``,
+    ``\\frac{1}{2}``, ``x = 2``, ``AB:CD = 2:5``); else the last math group of the response, or the final run of them
+    joined by commas, "and" or "or" (``$2$ and $4$ and $6$`` → ``2, 4, 6``), unless a number follows it (numbers with
+    units: "the total is 15 apples" → ``15``)."""
+    text = region.strip()
+    if text and "\n" not in text and not _ENGLISH_WORD_RE.search(text) and not _DELIMITER_RE.search(text):
+        return text
+    groups = _math_groups(region)
+    after = groups[-1].end if groups else 0
+    numbers = _NUMBER_RE.findall(region, after)
+    if numbers:
+        return numbers[-1]
+    if not groups:
+        return None
+    run = [groups[-1]]
+    for group in reversed(groups[:-1]):
+        if not _GROUP_JOINER_RE.fullmatch(region, group.end, run[0].start):
+            break
+        run.insert(0, group)
+    return ", ".join(group.content for group in run)
 
 
 def _is_prose(text: str) -> bool:
@@ -197,13 +256,10 @@ def _extract_text(region: str) -> str | None:
 
 
 def _extract_math(region: str) -> str | None:
-    """As the text kind, reading answer sets and answers stated in words, with the last number of the response as
-    the final fallback (GSM8K style)."""
+    """As the text kind, reading answer sets and answers stated in words; without a box or an answer phrase, the
+    answer of the final statement (:func:`_final_statement`: its last math group or number, GSM8K style)."""
     answer = _extract_stated(region, in_words=True)
-    if answer is not None:
-        return answer
-    numbers = _NUMBER_RE.findall(region)
-    return numbers[-1] if numbers else None
+    return answer if answer is not None else _final_statement(region)
 
 
 def _hedged_box_runs(region: str, boxes: list[_Box]) -> list[tuple[int, int]]:
@@ -224,24 +280,30 @@ def _hedged_box_runs(region: str, boxes: list[_Box]) -> list[tuple[int, int]]:
 
 
 def _extract_mc(region: str) -> str | None:
-    """Last option letter among the explicit forms; a bare "A" or "I" must not start a word sequence (prose). A hedge
-    (``\\boxed{(A) or (B)}``, "the answer is (A) and (B)") names no single option: when the last letter stands in
-    one, the answer is the hedge as written, which never equals a letter."""
+    """The option letter the response states, ranked as the math kind ranks its answers: a final-answer statement
+    after the last box, else the last box, else the last answer statement ("answer is B", "Answer: (B)"), else the
+    last mention in another explicit form (``(B)``, ``B)``, ``**B**``, a line holding only the letter); a later
+    mention never outranks a box or a statement ("the answer is \\boxed{B}, not (C)" → B). A bare "A" or "I"
+    must not start a word sequence (prose). A hedge (``\\boxed{(A) or (B)}``, "the answer is (A) and (B)") names
+    no single option: when the chosen letter stands in one, the answer is the hedge as written, which never equals
+    a letter."""
     boxes = _boxes(region)
     hedges = [(box.start, box.end) for box in boxes if is_hedge(box.content)]
     hedges += [match.span() for match in _HEDGE_RE.finditer(region)]
     hedges += _hedged_box_runs(region, boxes)
-    candidates = [(box.start, letter) for box in boxes if (letter := option_letter(box.content))]
-    for pattern in _MC_PATTERNS:
-        candidates.extend((m.start(), m.group(1)) for m in pattern.finditer(region))
-    for match in _MC_ANSWER_PHRASE_RE.finditer(region):
-        letter = match.group(1)
-        if letter in "AI" and _ARTICLE_CONTINUES_RE.match(region, match.end()):
-            continue
-        candidates.append((match.start(1), letter))
-    if not candidates:
+    boxed = [(box.start, letter) for box in boxes if (letter := option_letter(box.content))]
+    stated = [
+        (match.start(1), match.group(1))
+        for match in _MC_ANSWER_PHRASE_RE.finditer(region)
+        if not (match.group(1) in "AI" and _ARTICLE_CONTINUES_RE.match(region, match.end()))
+    ]
+    mentioned = [(m.start(), m.group(1)) for pattern in _MC_PATTERNS for m in pattern.finditer(region)]
+    final = _last_phrase(region, _FINAL_ANSWER_RE, after=boxes[-1].end) if boxes else None
+    stated_after_boxes = [candidate for candidate in stated if final is not None and candidate[0] >= final.start()]
+    ranked = next((tier for tier in (stated_after_boxes, boxed, stated, mentioned) if tier), None)
+    if ranked is None:
         return None
-    last, letter = max(candidates)
+    last, letter = max(ranked)
     hedge = max(((start, end) for start, end in hedges if start <= last < end), default=None)
     return letter if hedge is None else region[hedge[0] : hedge[1]]
 

@@ -1,12 +1,13 @@
-"""Math-Verify's own default verdict as an answer relation (docs/method.md#where-the-checker-differs-from-math-verify):
-``trac rescore RUNS --equivalence math-verify`` labels stored runs the way lm-eval's ``leaderboard_math_hard`` does and
-lists every label on which that differs from trac-eval's checker."""
+"""Math-Verify's own default verdict as an answer relation (docs/method.md#where-the-checker-differs-from-math-verify)
+and as a labeller of whole responses (docs/method.md#labels): ``trac rescore RUNS --equivalence math-verify`` and the
+run-time switch ``labels: math-verify`` label runs the way lm-eval's Math-Verify-labelled tasks
+(``leaderboard_math_hard``, ``minerva_math``'s ``math_verify``) do."""
 
 from __future__ import annotations
 
 from math_verify import parse, verify
 
-from trac_metrics.answers._latex import check_kind
+from trac_metrics.answers._latex import check_kind, check_str
 from trac_metrics.answers.equivalence import equivalent
 
 
@@ -26,3 +27,12 @@ def math_verify_equivalent(answer: str | None, other: str | None, kind: str = "m
     if answer is None or other is None:
         return False
     return bool(verify(parse(_as_math_verify_input(other)), parse(_as_math_verify_input(answer))))
+
+
+def math_verify_label(response: str, reference: str) -> bool:
+    """Math-Verify's label of a whole response, as lm-eval's Math-Verify-labelled tasks compute it:
+    ``verify(parse(reference), parse(response))``, the response parsed as it is written (Math-Verify's own extraction
+    finds its answer), the reference in math mode as :func:`math_verify_equivalent` gives it."""
+    check_str(response, "response")
+    check_str(reference, "reference")
+    return bool(verify(parse(_as_math_verify_input(reference)), parse(response)))

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import NamedTuple
 
 from trac_metrics.answers._latex import (
     CACHE_SIZE,
     NAME,
+    SUBSCRIPT,
+    VARIABLE,
     check_kind,
     check_str,
     matching_braces,
     names_a_quantity,
     relation_sides,
+    top_level_split,
     unwrap_commands,
 )
 
@@ -33,10 +37,11 @@ _UNIT_POWER_RE = re.compile(r"\s*(?:\^\s*\{?-?\d\}?)?\s*$")
 _UNIT_JOINER_RE = re.compile(r"(?:/|\\cdot|\\times|\s)*$")
 _MAX_UNIT_GROUPS = 4
 _NOT_UNITS = frozenset(
-    "million billion trillion thousand hundred dozen squared cubed pi or and more less times percent approximately "
-    "about than".split()
+    "million billion trillion thousand hundred dozen squared cubed pi or and more less times approximately about "
+    "than".split()
 )
-"""Words after a number that change its value or hedge it: never dropped as a unit (``5 million`` ≠ 5)."""
+"""Words after a number that change its value or hedge it: never dropped as a unit (``5 million`` ≠ 5). The word
+"percent" is a percent sign, dropped like ``\\%`` (``15 percent`` → ``15``)."""
 _WHOLE_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _UNICODE_MATH = {"−": "-", "π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "√": "\\sqrt", "±": "\\pm "}
 _LEFT_RIGHT_RE = re.compile(r"\\(?:left|right)(?:\.|(?![A-Za-z]))")
@@ -46,8 +51,13 @@ _DEGREE_RE = re.compile(
     r"(?:\s*(?:\\(?:text|mathrm)\s*\{\s*[CF]\s*\}|[CF](?![A-Za-z])))?"
 )
 """A degree sign, with the Celsius or Fahrenheit letter after it (``25^{\\circ}\\text{C}`` → ``25``)."""
+_TIGHT_COMMA_RE = re.compile(r",\s*\\!\s*")
+"""A thousands comma with TeX's negative thin space after it, spaced or not (``12,\\!345``, ``12,\\! 345``)."""
 _LIST_WORD_RE = re.compile(r"\s*,?\s*(?<![A-Za-z\\])(?:and|or)(?![A-Za-z])\s*")
 _MEMBERSHIP_RE = re.compile(rf"\s*{NAME}\s*\\in(?![A-Za-z])(.+)", re.DOTALL)
+_LABELLED_ROOT_RE = re.compile(rf"\s*({VARIABLE})\s*({SUBSCRIPT})\s*=(.+)", re.DOTALL)
+_ANGLE_MEASURE_RE = re.compile(r"(?<![A-Za-z])m(?=\\angle)")
+_ONE_TOKEN_SUBSCRIPT_RE = re.compile(r"_\{([A-Za-z0-9])\}")
 _COMMAND_RE = re.compile(r"\\[A-Za-z]+")
 _FREE_LETTER_RE = re.compile(r"[A-Za-z]")
 _ARITHMETIC_SIDE_RE = re.compile(r"[\d\s.,+\-*/()^]*\d[\d\s.,+\-*/()^]*")
@@ -136,17 +146,44 @@ def has_free_letters(text: str) -> bool:
     return bool(_FREE_LETTER_RE.search(_COMMAND_RE.sub("", text)))
 
 
-def _value_of_assignment(text: str) -> str:
-    """``x = 5`` → ``5``, ``(m, n) = (5, 1)`` → ``(5, 1)``, ``AB = 5`` → ``5``, ``x \\in [0, 1)`` → ``[0, 1)``: an
-    assignment of a value (a named quantity on the left, no variable on the right) states that value. ``y = 2x + 1``
-    stays a relation: equivalence compares it as one (docs/method.md#answer-equivalence)."""
+class MathForm(NamedTuple):
+    """A normalized math answer: its canonical string, and the canonical name an assignment of a value gives that
+    value to (``y = 4`` → ``4`` named ``y``; None for anything else)."""
+
+    value: str | None
+    name: str | None = None
+
+
+def canonical_name(left: str) -> str:
+    """The name of an assigned quantity as two assignments compare it: no insignificant whitespace, ``m\\angle B``
+    as ``\\angle B``, ``a_{1}`` as ``a_1``."""
+    name = _ONE_TOKEN_SUBSCRIPT_RE.sub(r"_\1", _ANGLE_MEASURE_RE.sub("", left.strip()))
+    return _drop_spaces(name)
+
+
+def _value_of_assignment(text: str) -> tuple[str | None, str]:
+    """(name, value) of an assignment of a value (a named quantity on the left, no variable on the right): ``x = 5``
+    → (``x``, ``5``), ``(m, n) = (5, 1)`` → (``(m,n)``, ``(5, 1)``), ``AB:CD = 2:5`` → (``AB:CD``, ``2:5``); a
+    membership states its set, unnamed: ``x \\in [0, 1)`` → (None, ``[0, 1)``). ``y = 2x + 1`` stays a relation:
+    equivalence compares it as one (docs/method.md#answer-equivalence)."""
     membership = _MEMBERSHIP_RE.fullmatch(text)
     if membership is not None and "=" not in membership.group(1):
-        return membership.group(1).strip()
+        return None, membership.group(1).strip()
     sides = relation_sides(text)
     if sides is None or not names_a_quantity(sides[0]) or has_free_letters(sides[1]):
+        return None, text
+    return canonical_name(sides[0]), sides[1]
+
+
+def _values_of_labelled_roots(text: str) -> str:
+    """``x_1 = \\sqrt{2}, x_2 = -\\sqrt{2}`` → ``\\sqrt{2}, -\\sqrt{2}``: a list giving values to indexed names of
+    one variable lists the roots of an equation, a set whose labels carry no meaning (``x = 2, y = 3`` keeps its
+    names)."""
+    parts = top_level_split(text) or []
+    roots = [_LABELLED_ROOT_RE.fullmatch(part) for part in parts]
+    if len(roots) < 2 or any(root is None for root in roots) or len({root.group(1) for root in roots}) != 1:
         return text
-    return sides[1]
+    return ", ".join(root.group(3).strip() for root in roots)
 
 
 def _result_of_arithmetic_chain(text: str) -> str:
@@ -174,22 +211,24 @@ def _normalize_long(answer: str) -> str | None:
     return canonical_decimal(_drop_spaces(unwrap_commands(_strip_markup(answer), _TEXT_COMMAND_RE))) or None
 
 
-def _normalize_math(answer: str) -> str | None:
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def math_form(answer: str) -> MathForm:
+    """The normalized math answer and the name it is assigned to (docs/method.md#answer-normalization)."""
     if len(answer) > _MAX_STRUCTURED_CHARS:
-        return _normalize_long(answer)
+        return MathForm(_normalize_long(answer))
     text = _strip_markup(answer)
     for symbol, latex in _UNICODE_MATH.items():
         text = text.replace(symbol, latex)
     text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
-    text = _LEFT_RIGHT_RE.sub("", text).replace("\\!", "")
+    text = _LEFT_RIGHT_RE.sub("", _TIGHT_COMMA_RE.sub(",", text)).replace("\\!", "")
     text = _SPACING_RE.sub(lambda match: match.group(1) or " ", text)
     text = _DEGREE_RE.sub("", text)
     text = text.replace("\\%", "").replace("%", "").replace("{,}", ",").strip().rstrip(".")
     text = unwrap_commands(_drop_trailing_unit(text), _TEXT_COMMAND_RE)
     text = text.strip().rstrip(".").strip()
     if "," in text or " " in text:
-        text = _LIST_WORD_RE.sub(", ", text).strip(", ")
-    text = _value_of_assignment(text)
+        text = _values_of_labelled_roots(_LIST_WORD_RE.sub(", ", text).strip(", "))
+    name, text = _value_of_assignment(text)
     text = _result_of_arithmetic_chain(text)
     text = text.removeprefix("+").strip()
     unit = _NUMBER_WITH_UNIT_RE.fullmatch(text)
@@ -200,7 +239,8 @@ def _normalize_math(answer: str) -> str | None:
     text = _FRAC_SHORTHAND_RE.sub(r"\\frac{\1}{\2}", text)
     text = _FRAC_HALF_SHORTHAND_RE.sub(r"\\frac\1{\2}", text)
     text = _SQRT_SHORTHAND_RE.sub(r"\\sqrt{\1}", text)
-    return canonical_decimal(text) or None
+    value = canonical_decimal(text) or None
+    return MathForm(value, name if value is not None else None)
 
 
 def _plain_text(answer: str) -> str:
@@ -241,7 +281,7 @@ def option_letter(answer: str) -> str | None:
     return normalized if normalized is not None and len(normalized) == 1 and normalized in _LETTERS else None
 
 
-_NORMALIZERS = {"math": _normalize_math, "mc": _normalize_mc, "text": _normalize_text}
+_NORMALIZERS = {"mc": _normalize_mc, "text": _normalize_text}
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
@@ -253,10 +293,12 @@ def normalize_answer(answer: str | None, kind: str = "math") -> str | None:
     """Canonical display / hash string of an answer (docs/method.md#answer-normalization: shared by a, ã and a*).
 
     math: strips ``$``, ``\\text{}``-style wrappers and trailing unit groups, ``\\left``/``\\right``, spacing
-    commands, degree and percent signs, a trailing period, markdown ``**``, a leading ``+``, thousands
-    separators of plain numbers, the name of an assignment of a value (``x = 5`` → ``5``, ``(m, n) = (5, 1)`` →
-    ``(5,1)``) and all insignificant whitespace (a matrix row break ``\\\\`` stays); "and" / "or" between list
-    items become commas; ``\\dfrac``/``\\tfrac`` → ``\\frac``; plain decimals in canonical form (``5.0`` → ``5``).
+    commands, degree and percent signs (the word "percent" too), a trailing period, markdown ``**``, a leading
+    ``+``, thousands separators of plain numbers (``12,\\! 345`` too), the name of an assignment of a value
+    (``x = 5`` → ``5``, ``(m, n) = (5, 1)`` → ``(5,1)``, ``AB:CD = 2:5`` → ``2:5``; :func:`math_form` keeps the name
+    for equivalence), the labels of labelled roots (``x_1 = 2, x_2 = 3`` → ``2,3``) and all insignificant
+    whitespace (a matrix row break ``\\\\`` stays); "and" / "or" between list items become commas;
+    ``\\dfrac``/``\\tfrac`` → ``\\frac``; plain decimals in canonical form (``5.0`` → ``5``).
     mc: the uppercase option letter. text: casefolded, whitespace-collapsed, surrounding quotes and final
     period stripped. None (no answer) for None or for an answer that normalizes to the empty string.
     """
@@ -264,4 +306,4 @@ def normalize_answer(answer: str | None, kind: str = "math") -> str | None:
     if answer is None:
         return None
     check_str(answer, "answer")
-    return _normalize_cached(answer, kind)
+    return math_form(answer).value if kind == "math" else _normalize_cached(answer, kind)

@@ -72,6 +72,16 @@ def as_number(text: str) -> Number | None:
     return Number(-top / bottom if sign else top / bottom, Fraction(0))
 
 
+def exact_latex(number: Number) -> str:
+    """The exact value of a plain number in LaTeX (``7.5e-3`` → ``\\frac{3}{400}``, ``2e-1`` → ``\\frac{1}{5}``), as
+    the symbolic step must read it: Math-Verify alone would read the ``e`` of e-notation as Euler's number."""
+    value = number.value
+    if value.denominator == 1:
+        return str(value.numerator)
+    sign = "-" if value < 0 else ""
+    return f"{sign}\\frac{{{abs(value.numerator)}}}{{{value.denominator}}}"
+
+
 def decimal_expresses(written: Number, value: Fraction) -> bool:
     """Whether a written number stands for ``value``: exactly, for an exact number; for a decimal with unit u of its
     last place, when ``value`` rounds or truncates to it (same sign, ``|written| − u/2 ≤ |value| < |written| + u``)

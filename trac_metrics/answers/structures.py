@@ -91,16 +91,22 @@ def _comparable(first: str, second: str) -> str | None:
 
 
 def structures_equivalent(first: Structure, second: Structure, element_equivalent: Callable[..., bool]) -> bool:
-    """Same size and comparable kinds; elements pairwise equivalent (in order), or matched one to one for sets and
-    lists. ``element_equivalent(x, y, symbolic)`` is the math relation on two normalized elements."""
+    """Comparable kinds; elements pairwise equivalent in order (same size), or, for sets and lists, matched one to one
+    once each side's repeated elements are dropped (``\\{2, 2, 3\\}`` is ``\\{2, 3\\}``).
+    ``element_equivalent(x, y, symbolic)`` is the math relation on two normalized elements."""
     order = _comparable(first.kind, second.kind)
-    if order is None or len(first.elements) != len(second.elements):
+    if order is None:
         return False
-    symbolic = len(first.elements) <= MAX_SYMBOLIC_ELEMENTS
+    symbolic = max(len(first.elements), len(second.elements)) <= MAX_SYMBOLIC_ELEMENTS
     left = [canonical_decimal(element.strip()) for element in first.elements]
     right = [canonical_decimal(element.strip()) for element in second.elements]
     if order == "ordered":
-        return all(x == y or element_equivalent(x, y, symbolic) for x, y in zip(left, right))
+        return len(left) == len(right) and all(
+            x == y or element_equivalent(x, y, symbolic) for x, y in zip(left, right)
+        )
+    left, right = _distinct(left, element_equivalent), _distinct(right, element_equivalent)
+    if len(left) != len(right):
+        return False
     unmatched = list(right)
     for x in left:
         index = next((i for i, y in enumerate(unmatched) if x == y or element_equivalent(x, y, symbolic)), None)
@@ -108,3 +114,13 @@ def structures_equivalent(first: Structure, second: Structure, element_equivalen
             return False
         del unmatched[index]
     return True
+
+
+def _distinct(elements: list[str], element_equivalent: Callable[..., bool]) -> list[str]:
+    """The elements without repeats: equal strings, or equal by the relation's string, number and structure rules
+    (no symbolic work, so dropping repeats stays cheap)."""
+    kept: list[str] = []
+    for element in elements:
+        if not any(element == other or element_equivalent(element, other, False) for other in kept):
+            kept.append(element)
+    return kept

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from fractions import Fraction
 
-from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+from math_verify import LatexExtractionConfig, parse, verify
 from sympy import Basic, Expr, Float, MatrixBase, Poly, Rational, cancel
 from sympy.core.relational import Equality
 from sympy.polys.polyerrors import PolynomialError
@@ -88,14 +88,24 @@ def _exact_floats(parsed: object) -> object:
     return parsed.xreplace({number: Rational(str(number)) for number in parsed.atoms(Float)})
 
 
+_WHOLE_ANSWER = (LatexExtractionConfig(),)
+
+
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def parsed(text: str) -> tuple[object, ...]:
-    """Math-Verify parse of a normalized answer (its timeouts off: bounded by ``too_costly_for_sympy`` and
-    ``time_limit``), decimals made exact: Math-Verify compares a float by rounding both sides to 6 decimal
-    places, which would make ``\\frac{1}{10^8}`` and ``0.00000002`` equal. Commas get a space after them:
-    normalization has removed every thousands separator, and Math-Verify would read ``41,207`` as one number."""
-    extraction = [LatexExtractionConfig(), ExprExtractionConfig()]
-    result = parse(f"${text.replace(',', ', ')}$", extraction_config=extraction, parsing_timeout=None)
+    """Math-Verify's LaTeX parse of a whole normalized answer, or only the answer as a string when its LaTeX
+    parser cannot read all of it: a partial reading never decides (``-[1,3)`` is not 3, ``\\{2,5\\}^c`` is not 5),
+    so neither Math-Verify's expression extraction (the last number of a string) nor a match inside the answer is
+    tried. Its timeouts are off (bounded by ``too_costly_for_sympy`` and ``time_limit``); decimals are made exact:
+    Math-Verify compares a float by rounding both sides to 6 decimal places, which would make
+    ``\\frac{1}{10^8}`` and ``0.00000002`` equal. Commas get a space after them: normalization has removed every
+    thousands separator, and Math-Verify would read ``41,207`` as one number."""
+    result = parse(
+        f"${text.replace(',', ', ')}$",
+        extraction_config=_WHOLE_ANSWER,
+        extraction_mode="first_match",
+        parsing_timeout=None,
+    )
     return tuple(_exact_floats(item) for item in result)
 
 

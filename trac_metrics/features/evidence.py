@@ -34,7 +34,7 @@ from trac_metrics.answers import (
     extract_answer,
     use_equivalence,
 )
-from trac_metrics.answers.math_verify_reference import math_verify_equivalent
+from trac_metrics.answers.math_verify_reference import math_verify_equivalent, math_verify_label
 from trac_metrics.features.vectors import (
     LOW_THRESHOLD,
     N_BINS,
@@ -46,11 +46,11 @@ from trac_metrics.features.vectors import (
 )
 from trac_metrics.heads import is_finite_number
 from trac_metrics.methods import Question, scored_methods
-from trac_metrics.records import ResponseRecord
+from trac_metrics.records import BUILT_IN_LABELLER, MATH_VERIFY_LABELLER, ResponseRecord
 
 EVIDENCE_VERSION = 1
-MATH_VERIFY = "math-verify"
-"""The ``--equivalence`` name of Math-Verify's default verdict."""
+MATH_VERIFY = MATH_VERIFY_LABELLER
+"""The ``--equivalence`` name of Math-Verify's default verdict (and the labeller a record names for it)."""
 
 
 def resolve_equivalence(spec: str) -> Equivalence:
@@ -187,6 +187,8 @@ def _check_question(records: Sequence[ResponseRecord]) -> list[ResponseRecord]:
         raise ValueError(f"question {ordered[0].key[:2]} mixes answer kinds")
     if ordered[0].reference is None:
         raise ValueError(f"question {ordered[0].key[:2]} has no reference answer: it cannot be labelled")
+    if len({record.labeller or BUILT_IN_LABELLER for record in ordered}) != 1:
+        raise ValueError(f"question {ordered[0].key[:2]} mixes labellers: its records were written by different runs")
     return ordered
 
 
@@ -195,16 +197,20 @@ def question_evidence(records: Sequence[ResponseRecord], options: EvidenceOption
 
     Keys: ``task``, ``doc_id``, ``num_samples`` (K), ``correct`` (primary answer ≡ reference, 0/1),
     ``majority_correct`` (modal answer ≡ reference), ``primary_answer``, ``reference``, ``probe_answer``,
-    ``agree`` (e, NaN when missing), ``features`` (``pce``: φ_A, ``tup``: φ_P, ``consensus``: q_K, h_K, vote
-    margin, q_K(a) when K > 1, ``pce_<variant>`` for ablation probes), ``baselines`` (score per method, higher =
-    more likely correct, docs/method.md#baselines), ``metadata`` of the primary record.
+    ``answers`` (the K answers, the primary first) and ``answer_classes`` (the equivalence class of each,
+    docs/method.md#answer-classes-and-vote-shares), ``agree`` (e, NaN when missing), ``features`` (``pce``: φ_A,
+    ``tup``: φ_P, ``consensus``: q_K, h_K, vote margin, q_K(a) when K > 1, ``pce_<variant>`` for ablation probes),
+    ``baselines`` (score per method, higher = more likely correct, docs/method.md#baselines), ``metadata`` of the
+    primary record, ``labeller`` (the relation that compared the answers: ``options.equivalence`` when given, else
+    the labeller the records name, ``trac`` for trac-eval's checker; docs/method.md#labels).
     """
     ordered = _check_question(records)
     if options.re_extract:
         ordered = [_re_extracted(record, options.answer_kind or record.answer_kind) for record in ordered]
-    relation = None if options.equivalence is None else resolve_equivalence(options.equivalence)
+    labeller = options.equivalence if options.equivalence is not None else ordered[0].labeller or BUILT_IN_LABELLER
+    relation = None if labeller == BUILT_IN_LABELLER else resolve_equivalence(labeller)
     with use_equivalence(relation) if relation is not None else contextlib.nullcontext():
-        return _evidence(ordered, options)
+        return _evidence(ordered, options, labeller)
 
 
 def _re_extracted(record: ResponseRecord, kind: str) -> ResponseRecord:
@@ -233,7 +239,7 @@ def task_accuracy(evidences: Sequence[dict[str, Any]]) -> dict[str, float]:
     return {name: float(np.mean(found)) for name, found in values.items()}
 
 
-def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions) -> dict[str, Any]:
+def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions, labeller: str) -> dict[str, Any]:
     primary = ordered[0]
     kind = options.answer_kind or primary.answer_kind
     answers = [record.answer for record in ordered]
@@ -261,15 +267,18 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions) -> dict[s
         "task": primary.task,
         "doc_id": primary.doc_id,
         "num_samples": len(ordered),
-        "correct": _label(primary, primary, kind, options),
-        "majority_correct": _label(ordered[majority], primary, kind, options),
+        "correct": _label(primary, primary, kind, options, labeller),
+        "majority_correct": _label(ordered[majority], primary, kind, options, labeller),
         "primary_answer": primary.answer,
         "reference": primary.reference,
         "probe_answer": None if probe is None else probe.answer,
+        "answers": answers,
+        "answer_classes": answer_classes(answers, kind=kind),
         "agree": None if features["pce"] is None else features["pce"][0],
         "features": features,
         "baselines": baseline_scores(ordered, kind),
         "metadata": dict(primary.metadata),
+        "labeller": labeller,
     }
 
 
@@ -294,11 +303,14 @@ def _modal_index(answers: Sequence[str | None], kind: str) -> int:
     return classes.index(int(np.argmax(counts)))
 
 
-def _label(record: ResponseRecord, primary: ResponseRecord, kind: str, options: EvidenceOptions) -> int:
+def _label(record: ResponseRecord, primary: ResponseRecord, kind: str, options: EvidenceOptions, labeller: str) -> int:
     """Whether ``record``'s answer is correct, 0/1: its stored task-scored label (docs/method.md#task-scored-labels)
     unless the options re-label (an equivalence, an answer kind or re-extraction given), else its answer ≡ the
-    question's reference."""
+    question's reference. Math-Verify labels a math response as lm-eval's Math-Verify-labelled tasks do: by the whole
+    text lm-eval scores, read by its own extraction (docs/method.md#labels)."""
     relabel = options.equivalence is not None or options.answer_kind is not None or options.re_extract
     if record.label is not None and not relabel:
         return int(record.label)
+    if labeller == MATH_VERIFY and kind == "math":
+        return int(math_verify_label(record.text, primary.reference))
     return int(equivalent(record.answer, primary.reference, kind=kind))

@@ -7,7 +7,9 @@
 (:func:`trac_metrics.features.evidence.question_evidence`) as soon as its K records have been read (records carry K),
 and keeps only those small dicts and the timing sums: the per-token arrays of a question are dropped when it is
 complete, so memory grows with the number of questions, not with the number of generated tokens. A question with
-fewer records than its K (a run cut short) is dropped with a warning: see :func:`load_pairs`.
+fewer records than its K (a run cut short) is dropped with a warning: see :func:`load_pairs`. A caller that needs
+more of each question than its evidence (the HTML report's primary trace) passes a ``details`` function of the
+question's records; its small result is kept beside the evidence, computed in the same single pass.
 
 Records of the same (model, task, decoding) found in several files are one pair (a run resumed into a new file);
 a question met twice is an error naming both files (two generations of one pair cannot be told apart).
@@ -19,7 +21,7 @@ import math
 import os
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -33,7 +35,7 @@ from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, que
 from trac_metrics.heads.calibration_maps import DEFAULT_CALIBRATION_MAP
 from trac_metrics.heads.evaluate import TaskEvaluation, evaluate_task
 from trac_metrics.methods import FeatureRow, get, head_features
-from trac_metrics.records import ResponseRecord, iter_records
+from trac_metrics.records import BUILT_IN_LABELLER, ResponseRecord, iter_records
 from trac_metrics.selective import DEFAULT_ECE_BINS
 
 RECORDS_FOLDER = "trac_records"
@@ -49,7 +51,9 @@ class PairRun:
 
     ``evidences`` are in document order (numeric ids numerically). ``seconds`` sums engine seconds over all
     responses: ``generation`` (all K samples), ``probe_<variant>`` (primary responses only, so that per-question
-    costs compare) and ``p_true``; ``primary_responses`` and ``responses`` count what was summed.
+    costs compare) and ``p_true``; ``primary_responses`` and ``responses`` count what was summed. ``details`` holds,
+    in the order of ``evidences``, what the ``details`` function given to :func:`load_pairs` returned for each
+    question (empty when none was given).
     """
 
     model: str
@@ -59,6 +63,7 @@ class PairRun:
     seconds: Mapping[str, float] = field(default_factory=dict)
     responses: int = 0
     sources: tuple[Path, ...] = ()
+    details: tuple[Any, ...] = ()
 
     @property
     def name(self) -> str:
@@ -81,6 +86,12 @@ class PairRun:
     @property
     def accuracy(self) -> float:
         return float(self.labels.mean())
+
+    @property
+    def labellers(self) -> tuple[str, ...]:
+        """The labellers of its questions' labels (docs/method.md#labels; evidence without one: trac-eval's
+        checker)."""
+        return tuple(sorted({evidence.get("labeller", BUILT_IN_LABELLER) for evidence in self.evidences}))
 
     def relative_latency(self, method: str) -> float:
         """Cost of ``method`` per question in units of one generation, from this run's own engine timings
@@ -142,6 +153,9 @@ def find_record_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 
 PairKey = tuple[str, str, tuple[tuple[str, float], ...]]
+Details = Callable[[Sequence[ResponseRecord]], Any]
+"""What :func:`load_pairs` may keep of each question besides its evidence: a picklable function of the question's
+records (in file order) returning a small, picklable value."""
 
 _LISTED = 10
 """Incomplete questions a warning names one by one."""
@@ -152,10 +166,12 @@ def _pair_key(record: ResponseRecord) -> PairKey:
 
 
 class _PairAccumulator:
-    def __init__(self, key: PairKey, options: EvidenceOptions) -> None:
+    def __init__(self, key: PairKey, options: EvidenceOptions, details: Details | None = None) -> None:
         self.key = key
         self.options = options
+        self.keep = details
         self.evidences: dict[str, dict[str, Any]] = {}
+        self.details: dict[str, Any] = {}
         self.origin: dict[str, Path] = {}
         self.seconds: dict[str, float] = defaultdict(float)
         self.responses = 0
@@ -175,8 +191,12 @@ class _PairAccumulator:
                 self.seconds[f"probe_{variant}"] += float(probe.seconds)
 
     def add_question(self, records: list[ResponseRecord], path: Path) -> None:
-        """Add one complete question: its evidence and the engine seconds of its responses."""
-        self._add(str(records[0].doc_id), question_evidence(records, self.options), path)
+        """Add one complete question: its evidence, its details (when asked for) and the engine seconds of its
+        responses."""
+        doc_id = str(records[0].doc_id)
+        self._add(doc_id, question_evidence(records, self.options), path)
+        if self.keep is not None:
+            self.details[doc_id] = self.keep(records)
         for record in records:
             self._add_timing(record)
 
@@ -195,6 +215,7 @@ class _PairAccumulator:
         """Add the questions, timings and sources of ``other`` (the same pair read from another file)."""
         for doc_id, evidence in other.evidences.items():
             self._add(doc_id, evidence, other.origin[doc_id])
+        self.details.update(other.details)
         for key, value in other.seconds.items():
             self.seconds[key] += value
         self.responses += other.responses
@@ -205,12 +226,15 @@ def load_pairs(
     progress: Progress | None = None,
     options: EvidenceOptions = DEFAULT_OPTIONS,
     jobs: int | None = None,
+    details: Details | None = None,
 ) -> list[PairRun]:
     """Stream the record files under ``paths`` into pairs, sorted by model, task and decoding.
 
     Files are read on ``jobs`` processes (default: every CPU this process may use; the result does not depend on
     it). ``progress`` wraps the stream of finished files (e.g. ``tqdm``). ``options`` say how each question's
-    evidence is computed (:class:`~trac_metrics.features.evidence.EvidenceOptions`; ``trac rescore``).
+    evidence is computed (:class:`~trac_metrics.features.evidence.EvidenceOptions`; ``trac rescore``). ``details``
+    (:data:`Details`), when given, is called on each complete question's records in the same pass; its results are
+    :attr:`PairRun.details`.
 
     A question with fewer records in a file than the K (``num_samples``) its records declare — a run killed before
     it finished the question — is dropped, with a :class:`~trac_metrics._warnings.TracWarning` naming it and how
@@ -223,9 +247,9 @@ def load_pairs(
     """
     files = find_record_files(paths)
     pairs: dict[PairKey, _PairAccumulator] = {}
-    for per_file in parallel_map(partial(_read_file, options=options), files, jobs, progress):
+    for per_file in parallel_map(partial(_read_file, options=options, details=details), files, jobs, progress):
         for key, accumulator in per_file.items():
-            pairs.setdefault(key, _PairAccumulator(key, options)).merge(accumulator)
+            pairs.setdefault(key, _PairAccumulator(key, options, details)).merge(accumulator)
     complete = sorted(
         ((key, accumulator) for key, accumulator in pairs.items() if accumulator.evidences), key=lambda item: item[0]
     )
@@ -235,14 +259,14 @@ def load_pairs(
     return [_finish(key, accumulator) for key, accumulator in complete]
 
 
-def _read_file(path: Path, options: EvidenceOptions) -> dict[PairKey, _PairAccumulator]:
+def _read_file(path: Path, options: EvidenceOptions, details: Details | None = None) -> dict[PairKey, _PairAccumulator]:
     """The pairs of one record file, each question reduced to its evidence as soon as its K records are read;
     incomplete questions are dropped with a warning (see :func:`load_pairs`)."""
     pairs: dict[PairKey, _PairAccumulator] = {}
     pending: dict[tuple[PairKey, str], list[ResponseRecord]] = {}
     for record in iter_records(path):
         key = _pair_key(record)
-        pairs.setdefault(key, _PairAccumulator(key, options))
+        pairs.setdefault(key, _PairAccumulator(key, options, details))
         question = (key, str(record.doc_id))
         pending.setdefault(question, []).append(record)
         if record.num_samples is not None and len(pending[question]) == record.num_samples:
@@ -269,6 +293,7 @@ def _read_file(path: Path, options: EvidenceOptions) -> dict[PairKey, _PairAccum
 def _finish(key: PairKey, accumulator: _PairAccumulator) -> PairRun:
     model, task, decoding = key
     ordered = sorted(accumulator.evidences.values(), key=lambda evidence: _doc_order(str(evidence["doc_id"])))
+    kept = accumulator.details
     return PairRun(
         model=model,
         task=task,
@@ -277,11 +302,28 @@ def _finish(key: PairKey, accumulator: _PairAccumulator) -> PairRun:
         seconds=dict(accumulator.seconds),
         responses=accumulator.responses,
         sources=tuple(accumulator.sources),
+        details=tuple(kept[str(evidence["doc_id"])] for evidence in ordered) if kept else (),
     )
 
 
 def _doc_order(doc_id: str) -> tuple[int, int, str]:
     return (0, int(doc_id), "") if doc_id.isdecimal() else (1, 0, doc_id)
+
+
+def check_labellers(pairs: Sequence[PairRun], allow_mixed: bool = False) -> None:
+    """Refuse to compare pairs whose labels come from different labellers (docs/method.md#labels): accuracy and
+    every metric of a pair depend on its labeller, so a table mixing them would rank labellers, not methods.
+    ``allow_mixed`` (``trac report --mix-labellers``) lets such a comparison through."""
+    by_labeller: dict[str, list[str]] = defaultdict(list)
+    for pair in pairs:
+        for labeller in pair.labellers:
+            by_labeller[labeller].append(pair.name)
+    if len(by_labeller) > 1 and not allow_mixed:
+        listed = "; ".join(f"{labeller}: {', '.join(names)}" for labeller, names in sorted(by_labeller.items()))
+        raise ValueError(
+            f"the runs are labelled by different labellers ({listed}); compare runs of one labeller, relabel them "
+            "all with --equivalence, or pass --mix-labellers"
+        )
 
 
 def evaluate_pairs(

@@ -1,5 +1,9 @@
 """One task's metrics as method × metric tables: what ``trac summary`` and ``trac evaluate`` print
 (docs/method.md#metric-names): the ranking metrics (selective prediction and rejection) and the calibration metrics.
+
+The headline view (:data:`HEADLINE_METRICS` of every method for ``trac summary``; of :data:`HEADLINE_METHODS` only in
+the console table lm-eval prints, :func:`headline_keys`) fits on one screen; every metric stays in lm-eval's results
+file and in ``trac summary --all``.
 """
 
 from __future__ import annotations
@@ -9,14 +13,45 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from trac_metrics.methods import task_methods
+from trac_metrics.methods import ACCURACY_KEYS, all_methods, task_methods
 from trac_metrics.selective import CALIBRATION_METRIC_NAMES, METRIC_NAMES, RANKING_METRIC_NAMES
 
 SUMMARY_TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ranking", RANKING_METRIC_NAMES),
     ("calibration", CALIBRATION_METRIC_NAMES),
 )
-"""The tables ``trac summary`` prints per task, with their metrics (together :data:`METRIC_NAMES`)."""
+"""The tables ``trac summary --all`` prints per task, with their metrics (together :data:`METRIC_NAMES`)."""
+
+HEADLINE_METRICS: tuple[str, ...] = ("auroc", "aurc", "ece")
+"""The headline metrics of a method: how it ranks answers (AUROC), the selective risk it gives (AURC) and the
+calibration of its probability of correctness (ECE)."""
+HEADLINE_TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (("headline", HEADLINE_METRICS),)
+"""The table ``trac summary`` prints per task by default: every method's headline metrics."""
+HEADLINE_METHODS: tuple[str, ...] = (
+    "trac",
+    "cf",
+    "sc_modal",
+    "mean_logprob",
+    "self_certainty",
+    "deepconf_bottom",
+    "p_true",
+)
+"""The methods of the console table lm-eval prints for a TrAC task: TrAC, TrAC + CF@K and the strongest baselines of
+each leaderboard block (SC@K on the modal answer; mean log-probability, self-certainty, DeepConf-bottom and, when
+switched on, P(True)). With ``acc`` and ``maj_acc`` that is at most 2 + 7 × 3 = 23 rows."""
+
+
+def headline_keys() -> frozenset[str]:
+    """The results keys the console table shows by default: ``acc``, ``maj_acc`` and ``<method>_<metric>`` of the
+    registered :data:`HEADLINE_METHODS` × :data:`HEADLINE_METRICS`."""
+    names = {method.name for method in all_methods()}
+    chosen = [name for name in HEADLINE_METHODS if name in names]
+    return frozenset((*ACCURACY_KEYS, *(f"{name}_{metric}" for name in chosen for metric in HEADLINE_METRICS)))
+
+
+def method_keys() -> frozenset[str]:
+    """Every ``<method>_<metric>`` results key of the registered methods (a task's own metrics are none of them)."""
+    return frozenset(key for method in all_methods() for key in method.results_keys)
 
 
 def method_table(metrics: Mapping[str, float], names: Sequence[str] = METRIC_NAMES) -> pd.DataFrame:

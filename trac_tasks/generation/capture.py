@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from trac_metrics.features import topk_entropy
-from trac_metrics.records import ProbeRecord, RecordWriter, ResponseRecord
+from trac_metrics.records import BUILT_IN_LABELLER, ProbeRecord, RecordWriter, ResponseRecord
 from trac_tasks.generation.config import TracConfig
 from trac_tasks.generation.progress import LOGGER
 from trac_tasks.harness.lm_eval_hooks import records_dir
@@ -169,6 +169,7 @@ def build_record(
         generated_text=generated_text if generated_text != text else None,
         label=label,
         label_source=config.label_source or None,
+        labeller=None if config.labels == BUILT_IN_LABELLER else config.labels,
         **summaries,
     )
 

@@ -17,6 +17,8 @@ and how; lm-eval itself never sees it (the hook removes it before building sampl
         metadata_fields: [subject, level]      # doc fields copied into every record (reports split by them)
         label_source: ""                       # "<metric>,<filter>": labels from an lm-eval task's own scoring,
                                                # set by --metadata trac (trac_tasks.harness.task_scoring)
+        labels: trac                           # trac (trac-eval's checker) | math-verify (Math-Verify's verdict,
+                                               # as lm-eval's Math-Verify-labelled tasks); records name it
 
 Every switch is checked for its type (a string, an integer, a boolean, a list of strings: ``p_true: "false"`` or
 ``top_k: 5.5`` is an error, not a guess), and so are the ``temperature`` and ``top_p`` beside the block (finite
@@ -34,7 +36,7 @@ from typing import Any
 import jinja2
 
 from trac_metrics.answers import ANSWER_KINDS
-from trac_metrics.records import PROBE_VARIANTS
+from trac_metrics.records import BUILT_IN_LABELLER, LABELLERS, PROBE_VARIANTS
 from trac_tasks.generation.thinking import AUTO
 
 TRAC_KEY = "trac"
@@ -52,7 +54,7 @@ _JINJA = jinja2.Environment(
 """Renders the templates of the ``trac`` block; a null field renders as ``""`` (not ``"None"``), so a null reference
 is caught as an empty one (:meth:`TracConfig.render_reference`)."""
 
-_STRINGS = ("answer_kind", "reference", "cue", "marker", "label_source")
+_STRINGS = ("answer_kind", "reference", "cue", "marker", "label_source", "labels")
 _STRING_LISTS = ("probe_variants", "metadata_fields")
 
 
@@ -71,6 +73,9 @@ class TracConfig:
     label_source: str = ""
     """Empty: labels from trac-eval's checker (answer vs reference); else the lm-eval task's results key whose
     per-sample score labels each response (docs/method.md#task-scored-labels)."""
+    labels: str = BUILT_IN_LABELLER
+    """The labeller of the run's answers (docs/method.md#labels): ``trac`` (trac-eval's checker) or ``math-verify``
+    (Math-Verify's default verdict); every record of a ``math-verify`` run names it (``labeller``)."""
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -85,6 +90,8 @@ class TracConfig:
             )
         if not self.cue:
             raise ValueError("trac.cue must not be empty")
+        if self.labels not in LABELLERS:
+            raise ValueError(f"trac.labels must be one of {LABELLERS}, got {self.labels!r}")
 
     def _check_types(self) -> None:
         """Refuse a switch of the wrong type, naming it (YAML and ``--gen_kwargs`` give what they parse, so a quoted

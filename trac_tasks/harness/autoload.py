@@ -12,7 +12,9 @@ only registers two finders and imports nothing else. The real work runs when lm-
 - ``lm_eval.evaluator``: a TrAC task on a backend without the hook, or behind ``--use_cache``, is refused up front,
   and the run's output path is remembered for the TrAC records;
 - ``lm_eval.evaluator_utils``: a TrAC aggregation that returns several numbers is expanded into one results key
-  per number (``trac_auroc``, ``sc_modal_aurc`` ...).
+  per number (``trac_auroc``, ``sc_modal_aurc`` ...);
+- ``lm_eval.utils``: the table lm-eval prints shows a TrAC task's headline metrics (every metric stays in the results
+  file).
 
 Each hook is installed defensively (:func:`trac_tasks.harness.compat.install_hook`): when lm-eval's or vLLM's
 internals are not what it expects, it warns once and leaves the module untouched, so lm-eval itself keeps working.
@@ -35,6 +37,7 @@ _POST_IMPORT_HOOKS = {
     "lm_eval.tasks.manager": "trac_tasks.harness.lm_eval_hooks:index_package_tasks",
     "lm_eval.evaluator_utils": "trac_tasks.harness.lm_eval_hooks:expand_multi_metric_aggregations",
     "lm_eval.evaluator": "trac_tasks.harness.lm_eval_hooks:hook_evaluator",
+    "lm_eval.utils": "trac_tasks.harness.lm_eval_hooks:shorten_console_table",
     "lm_eval.models.vllm_causallms": "trac_tasks.engines.vllm_backend:install",
     "lm_eval.models.huggingface": "trac_tasks.engines.hf_backend:install",
     "lm_eval.models.openai_completions": "trac_tasks.engines.served_backend:install",

@@ -33,6 +33,7 @@ same range. Another installed release gets a warning once per process."""
 REQUIRED: dict[str, tuple[str, ...]] = {
     "lm_eval.tasks.manager": ("lm_eval.tasks.manager:TaskManager.__init__(include_path, include_defaults)",),
     "lm_eval.evaluator_utils": ("lm_eval.evaluator_utils:_compute_task_aggregations",),
+    "lm_eval.utils": ("lm_eval.utils:make_table(result_dict, column)",),
     "lm_eval.evaluator": (
         "lm_eval.evaluator:evaluate(lm, task_dict)",
         "lm_eval.evaluator:simple_evaluate(evaluation_tracker)",

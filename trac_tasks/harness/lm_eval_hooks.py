@@ -1,5 +1,5 @@
 """The hooks trac-eval installs on lm-eval 0.4.13 (task indexing, multi-metric expansion, evaluation guard, output
-path): small, targeted patches applied right after lm-eval imports the patched module.
+path, the console table): small, targeted patches applied right after lm-eval imports the patched module.
 
 Each patch wraps lm-eval functions and leaves lm-eval's behaviour unchanged for everything that is not trac-eval's.
 A wrapper accepts every calling form its function accepts: it finds the arguments it needs by binding the call to
@@ -96,6 +96,89 @@ def expand_multi_metric_aggregations(evaluator_utils: ModuleType) -> None:
     evaluator_utils._compute_task_aggregations = _compute_task_aggregations
 
 
+TABLE_SWITCH = "trac_table"
+"""Task metadata key choosing what lm-eval's console table shows of a TrAC task: ``headline`` (the default) or
+``all`` (``--metadata '{"trac_table": "all"}'``, or ``metadata: {trac_table: all}`` in a task YAML)."""
+TABLE_CHOICES = ("headline", "all")
+
+
+def shorten_console_table(utils: ModuleType) -> None:
+    """Make the table lm-eval prints (``make_table``) show a TrAC task's headline rows only.
+
+    A TrAC task reports every metric of every method (docs/method.md#metric-names): about 200 rows. The printed table
+    keeps ``acc``, ``maj_acc``, a task's own metrics and the AUROC / AURC / ECE of TrAC and the strongest baselines
+    (:func:`trac_metrics.reporting.summary_table.headline_keys`), and says under the table how many more the results
+    file holds. Only the printed copy is shortened: the results file, ``trac summary --all`` and ``trac report`` keep
+    every key. A task (or group of tasks) whose metadata says ``trac_table: all`` keeps every row.
+    """
+    original = utils.make_table
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def make_table(*args: Any, **kwargs: Any) -> str:
+        call = signature.bind(*args, **kwargs)
+        call.apply_defaults()
+        shortened = headline_view(call.arguments["result_dict"], call.arguments["column"])
+        if shortened is None:
+            return original(*args, **kwargs)
+        call.arguments["result_dict"], hidden = shortened
+        return original(*call.args, **call.kwargs) + (
+            f"\nTrAC: {hidden} more metric rows are in the results file (`trac summary OUT_DIR --all`, "
+            f'`trac report`); --metadata \'{{"{TABLE_SWITCH}": "all"}}\' prints them here.\n'
+        )
+
+    utils.make_table = make_table
+
+
+def headline_view(result_dict: Any, column: str) -> tuple[dict[str, Any], int] | None:
+    """A copy of lm-eval's ``result_dict`` whose ``column`` entries (tasks or groups) keep only their headline TrAC
+    keys, and how many rows it hides; None when it hides nothing (no TrAC metrics, or ``trac_table: all``)."""
+    entries = result_dict.get(column) if isinstance(result_dict, dict) else None
+    if not isinstance(entries, dict):
+        return None
+    from trac_metrics.reporting.summary_table import headline_keys, method_keys
+
+    hidden_names = method_keys() - headline_keys()
+    every_row = _tables_with_every_row(result_dict)
+    trimmed, hidden = {}, 0
+    for name, metrics in entries.items():
+        if not isinstance(metrics, dict) or name in every_row:
+            trimmed[name] = metrics
+            continue
+        dropped = {key for key in metrics if key.split(",")[0].removesuffix("_stderr") in hidden_names}
+        hidden += sum(not key.split(",")[0].endswith("_stderr") for key in dropped)
+        trimmed[name] = {key: value for key, value in metrics.items() if key not in dropped}
+    return ({**result_dict, column: trimmed}, hidden) if hidden else None
+
+
+def _tables_with_every_row(result_dict: dict[str, Any]) -> set[str]:
+    """The tasks whose metadata says ``trac_table: all``, and the groups holding one of them."""
+    configs = result_dict.get("configs") or {}
+    chosen = {
+        name
+        for name, config in configs.items()
+        if isinstance(config, dict) and (config.get("metadata") or {}).get(TABLE_SWITCH) == "all"
+    }
+    subtasks = result_dict.get("group_subtasks") or {}
+
+    def holds(group: str, seen: frozenset[str]) -> bool:
+        children = [child for child in subtasks.get(group, ()) if child not in seen]
+        return any(child in chosen or holds(child, seen | {group}) for child in children)
+
+    return chosen | {group for group in subtasks if holds(group, frozenset())}
+
+
+def refuse_unknown_table_switch(task_dict: Any) -> None:
+    """Refuse, before any generation, a ``trac_table`` metadata value other than ``headline`` or ``all``."""
+    for task in _tasks_of(task_dict):
+        metadata = getattr(task.config, "metadata", None)
+        if isinstance(metadata, dict) and metadata.get(TABLE_SWITCH, TABLE_CHOICES[0]) not in TABLE_CHOICES:
+            raise ValueError(
+                f"task {task.config.task}: metadata {TABLE_SWITCH}={metadata[TABLE_SWITCH]!r} must be one of "
+                f"{', '.join(TABLE_CHOICES)}"
+            )
+
+
 HOOKED = "__trac_hooked__"
 """Attribute set on the backend methods trac-eval wraps; the evaluation guard below looks for it."""
 
@@ -154,9 +237,10 @@ def _has_trac_switch(task: Any) -> bool:
 
 
 def apply_repeats_override(task_dict: Any) -> None:
-    """Honour ``repeats`` given among a TrAC task's generation kwargs (``--gen_kwargs repeats=N``, README "Every
-    knob"): it becomes the task's ``repeats`` (K) before lm-eval builds the requests, and leaves the generation
-    kwargs. lm-eval itself reads ``repeats`` only from the task YAML; plain tasks keep that behaviour."""
+    """Honour ``repeats`` given among a TrAC task's generation kwargs (``--gen_kwargs repeats=N``,
+    docs/guide/running.md#every-knob): it becomes the task's ``repeats`` (K) before lm-eval builds the requests, and
+    leaves the generation kwargs. lm-eval itself reads ``repeats`` only from the task YAML; plain tasks keep that
+    behaviour."""
     for task in _trac_tasks_of(task_dict):
         generation_kwargs = task.config.generation_kwargs
         if "repeats" not in generation_kwargs:
@@ -215,7 +299,8 @@ def refuse_unready_trac_tasks(lm: Any, task_dict: Any) -> None:
 
 
 def hook_evaluator(evaluator: ModuleType) -> None:
-    """Guard ``evaluate`` with :func:`refuse_unready_trac_tasks` and :func:`apply_repeats_override`, switch TrAC on
+    """Guard ``evaluate`` with :func:`refuse_unready_trac_tasks`, :func:`refuse_unknown_table_switch` and
+    :func:`apply_repeats_override`, switch TrAC on
     for the lm-eval tasks ``--metadata`` gives a ``trac`` switch (:mod:`trac_tasks.harness.task_scoring`), and make
     ``simple_evaluate`` publish its tracker's output path (:func:`current_output_path`) for the duration of the
     call."""
@@ -227,6 +312,7 @@ def hook_evaluator(evaluator: ModuleType) -> None:
         call = evaluate_signature.bind(*args, **kwargs)
         task_dict = call.arguments["task_dict"]
         refuse_unready_trac_tasks(call.arguments["lm"], task_dict)
+        refuse_unknown_table_switch(task_dict)
         apply_repeats_override(task_dict)
         if any(map(_has_trac_switch, _tasks_of(task_dict))):
             from trac_tasks.harness.task_scoring import enable_trac_on_tasks

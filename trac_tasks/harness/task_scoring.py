@@ -31,6 +31,7 @@ from lm_eval.api.metrics import mean
 
 from trac_metrics.answers import ANSWER_KINDS, extract_answer
 from trac_metrics.answers.kind_inference import infer_answer_kind, task_reference
+from trac_metrics.records import LABELLERS
 from trac_tasks.generation.config import TRAC_KEY, TracConfig
 from trac_tasks.harness.compat import LOGGER
 from trac_tasks.harness.task_functions import AllSamples, aggregate_trac, keep_all_samples
@@ -53,7 +54,8 @@ class TaskSwitch:
     (default: the task's first filter) and ``label_metric`` (default: its first metric) name the task's per-sample
     score that labels each response, for every task or per task (``{"gsm8k_cot_zeroshot": "flexible-extract"}``);
     ``answer_kind`` (default: inferred from each document's reference) is the kind TrAC compares answers under;
-    ``cue``, ``marker``, ``top_k``, ``probe_variants``, ``p_true`` are the ``trac`` block's switches
+    ``cue``, ``marker``, ``top_k``, ``probe_variants``, ``p_true`` and ``labels`` (``trac`` or ``math-verify``: the
+    relation that compares the answers, docs/method.md#labels) are the ``trac`` block's switches
     (docs/architecture.md#task-configuration).
     """
 
@@ -69,6 +71,7 @@ class TaskSwitch:
     top_k: int | None = None
     probe_variants: tuple[str, ...] | None = None
     p_true: bool | None = None
+    labels: str | None = None
 
     @classmethod
     def parse(cls, value: Any, task_name: str) -> TaskSwitch:
@@ -90,6 +93,7 @@ class TaskSwitch:
             "top_p": (_is_number, "a number in (0, 1]", lambda v: 0 < v <= 1),
             "p_true": (lambda v: isinstance(v, bool), "true or false", lambda v: True),
             "answer_kind": (lambda v: v in ANSWER_KINDS, f"one of {ANSWER_KINDS}", lambda v: True),
+            "labels": (lambda v: v in LABELLERS, f"one of {LABELLERS}", lambda v: True),
         }
         for name in ("cue", "marker"):
             checks[name] = (lambda v: isinstance(v, str), "a string", lambda v: True)
@@ -108,7 +112,7 @@ class TaskSwitch:
 
     def block_switches(self) -> dict[str, Any]:
         """The switches that go into each request's ``trac`` block as they are."""
-        names = ("cue", "marker", "top_k", "p_true")
+        names = ("cue", "marker", "top_k", "p_true", "labels")
         block = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
         if self.probe_variants is not None:
             block["probe_variants"] = list(self.probe_variants)

@@ -8,6 +8,11 @@ lm-eval calls it. Where the two disagree, the disagreement must be one of the do
 (``documented_rule``, computed here from the strings by a small parser of its own, independent of the checker's
 internals); any other disagreement fails with both verdicts.
 
+Some classes give the gold as a reference writes it in structured forms (several boxes, a run of math groups,
+labelled roots): then the gold goes through the same extraction, ``equivalent(extract_answer(gold, "math"),
+extract_answer(response, "math"), "math")``, against ``verify(parse(gold), parse(response))``. Unreadable decorated
+intervals and sets are checked against each of their numbers, where no equivalence at all is allowed.
+
 The plain tests at the end pin, with hand-written pairs, the verdict a careful grader gives for each class.
 """
 
@@ -38,7 +43,7 @@ _SPACING_RE = re.compile(r"\\left(?![A-Za-z])|\\right(?![A-Za-z])|\\displaystyle
 _LIST_COMMA_RE = re.compile(r",\s")  # "41, 207" is a list, "41,207" a number with a thousands separator
 _FRAC_VARIANT_RE = re.compile(r"\\[dt]frac(?![A-Za-z])")
 _OUTER_BOX_RE = re.compile(r"^\\boxed\{(.*)\}$")
-_PERCENT_RE = re.compile(r"^(.*?)\\?%$")
+_PERCENT_RE = re.compile(r"^(.*?)(?:\\?%|\\text\{percent\}|percent)$")
 
 _INT = r"(?:[1-9]\d{0,2}(?:,\d{3})+|\d+)"  # "0,375" is a decimal comma, not a thousands separator
 _PLAIN_DECIMAL_RE = re.compile(rf"^(?P<int>{_INT})?(?:\.(?P<frac>\d+))?$")
@@ -57,6 +62,7 @@ _COMMAND_RE = re.compile(r"\\(?:begin|end)\{[a-z]*\}|\\[A-Za-z]+")
 _WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _HUGE_RE = re.compile(r"!|\\binom|\^\{?\d{4,}")
 _E_NOTATION_ANYWHERE_RE = re.compile(r"\d[eE][-+]?\d")
+_DECORATED_STRUCTURE_RE = re.compile(r"^(?P<before>.*?)(?:\\\{.*\\\}|[(\[][^()\[\]]*[)\]])(?P<after>.*)$")
 _TRAILING_UNIT_RE = re.compile(r"^(.+?)~?\\(?:text|mathrm|textbf|textnormal|mbox)\{~?[A-Za-z]+\}$")
 
 
@@ -180,7 +186,8 @@ class _Expression:
 
     def _unary(self) -> Number:
         if self._peek() in ("+", "-"):
-            return _scale(self._unary(), 1 if self._take() == "+" else -1)
+            sign = 1 if self._take() == "+" else -1
+            return _scale(self._unary(), sign)
         return self._power()
 
     def _power(self) -> Number:
@@ -366,6 +373,9 @@ def documented_rule(gold: str, prediction: str, ours: bool, theirs: bool) -> str
         verdict = _decimal_and_irrational(decimal, other)
         if verdict is not None:
             return "R-exact-numbers" if verdict == ours else None
+    for decorated, other in ((gold, prediction), (prediction, gold)):
+        if is_decorated_structure(decorated) and plain_number(other) is not None:
+            return "R-partial-parse" if not ours else None
     for relation, other in ((gold, prediction), (prediction, gold)):
         if relation_sides(relation) and not is_name_relation(relation) and relation_sides(other) is None:
             return "R-relation-vs-expression" if not ours else None
@@ -381,6 +391,12 @@ def documented_rule(gold: str, prediction: str, ours: bool, theirs: bool) -> str
     return None
 
 
+def is_decorated_structure(text: str) -> bool:
+    """An interval or braced set with something before or after it (``-[1,3)``, ``\\{2,5\\}^c``, ``(0,4]:``)."""
+    match = _DECORATED_STRUCTURE_RE.match(compact(text))
+    return match is not None and bool(match.group("before") or match.group("after"))
+
+
 def _brackets(text: str) -> str:
     text = compact(text)
     return text[0] + text[-1]
@@ -394,13 +410,16 @@ def _brackets(text: str) -> str:
 @dataclass(frozen=True)
 class Case:
     """One drawn pair: ``prediction`` is the answer as the model writes it, ``response`` the text around it;
-    ``intended`` is the verdict a careful grader gives (shown in failures, never asserted here)."""
+    ``intended`` is the verdict a careful grader gives (shown in failures, never asserted here). With
+    ``gold_is_text`` the gold is a reference in a structured form and goes through extraction as the response does;
+    else it is a bare answer, given to Math-Verify in math mode."""
 
     label: str
     gold: str
     prediction: str
     response: str
     intended: bool
+    gold_is_text: bool = False
 
 
 WRAPPERS = (
@@ -411,26 +430,39 @@ WRAPPERS = (
 )
 
 
+UNBOXED_WRAPPERS = (
+    "Putting everything together, we get $PRED$.",
+    r"Thus \[ PRED \]",
+    r"Hence the value we were after is \(PRED\).",
+    "Final Answer: The final answer is $PRED$. I hope it is correct.",
+    "$PRED$",
+)
+"""Responses that state the answer without a box (lm-eval's Minerva prompt among them)."""
+
+
 @st.composite
-def cases(draw, pairs: st.SearchStrategy[tuple[str, str, str, bool]]) -> Case:
+def cases(draw, pairs: st.SearchStrategy[tuple[str, str, str, bool]], wrappers: tuple[str, ...] = WRAPPERS) -> Case:
     """A drawn (label, gold, prediction, intended) pair, maybe swapped, with the prediction wrapped in a response."""
     label, gold, prediction, intended = draw(pairs)
     if draw(st.booleans()):
         gold, prediction = prediction, gold
-    response = draw(st.sampled_from(WRAPPERS)).replace("PRED", prediction)
+    response = draw(st.sampled_from(wrappers)).replace("PRED", prediction)
     return Case(label, gold, prediction, response, intended)
 
 
-def our_verdict(gold: str, response: str) -> bool:
-    return equivalent(gold, extract_answer(response, "math"), "math")
+def our_verdict(gold: str, response: str, gold_is_text: bool = False) -> bool:
+    reference = extract_answer(gold, "math") if gold_is_text else gold
+    return equivalent(reference, extract_answer(response, "math"), "math")
 
 
-def math_verify_verdict(gold: str, response: str) -> bool:
-    return bool(math_verify.verify(math_verify.parse("$" + gold + "$"), math_verify.parse(response)))
+def math_verify_verdict(gold: str, response: str, gold_is_text: bool = False) -> bool:
+    reference = math_verify.parse(gold if gold_is_text else "$" + gold + "$")
+    return bool(math_verify.verify(reference, math_verify.parse(response)))
 
 
 def check_against_math_verify(case: Case) -> None:
-    ours, theirs = our_verdict(case.gold, case.response), math_verify_verdict(case.gold, case.response)
+    ours = our_verdict(case.gold, case.response, case.gold_is_text)
+    theirs = math_verify_verdict(case.gold, case.response, case.gold_is_text)
     if ours == theirs:
         event("agree")
         return
@@ -443,7 +475,7 @@ def check_against_math_verify(case: Case) -> None:
         f"  response   = {case.response!r}\n"
         f"  extracted  = {extract_answer(case.response, 'math')!r}\n"
         f"  ours = {ours}, Math-Verify = {theirs}, careful grader = {case.intended}\n"
-        f"  Math-Verify parsed gold {math_verify.parse('$' + case.gold + '$')!r}, "
+        f"  Math-Verify parsed gold {math_verify.parse(case.gold if case.gold_is_text else '$' + case.gold + '$')!r}, "
         f"response {math_verify.parse(case.response)!r}"
     )
 
@@ -705,6 +737,9 @@ tuple_cases = cases(tuple_pairs())
 # --- equations and assignments -------------------------------------------------------------------------------
 
 
+NAMES = ("x", "y", "k", "n", "t", "b", "c", r"m\angle B", r"m\angle C", "AB", "CD")
+
+
 def _linear(terms: list[tuple[Fraction, str]]) -> str:
     """``2x - 4y + 6``: the non-zero terms of a linear form with integer or fraction coefficients."""
     pieces = []
@@ -732,10 +767,16 @@ def _linear(terms: list[tuple[Fraction, str]]) -> str:
 def equation_pairs(draw) -> tuple[str, str, str, bool]:
     kind = draw(st.sampled_from(["assignment", "line", "line", "tuple-assignment", "relation"]))
     if kind == "assignment":
-        name, value = draw(st.sampled_from(["x", "y", "k", "n", "t"])), draw(small_fractions)
+        name, other = draw(st.lists(st.sampled_from(NAMES), min_size=2, max_size=2, unique=True))
+        value = draw(small_fractions)
         gold = f"{name} = {_tex_rational(value, draw(rational_styles))}"
-        if draw(st.booleans()):
+        change = draw(st.sampled_from(["value", "named", "renamed", "perturbed"]))
+        if change == "value":
             return "assignment vs value", gold, _tex_rational(value, draw(rational_styles)), True
+        if change == "named":
+            return "assignment restyled", gold, f"{name} = {_tex_rational(value, draw(rational_styles))}", True
+        if change == "renamed":  # x = 4 and y = 4 are different lines
+            return "assignment to another name", gold, f"{other} = {_tex_rational(value, 'frac')}", False
         return "assignment perturbed", gold, f"{name} = {_tex_rational(value + 1, 'frac')}", False
     if kind == "line":
         slope = Fraction(draw(st.integers(-4, 4).filter(bool)), draw(st.sampled_from([1, 2, 3])))
@@ -971,6 +1012,136 @@ def plus_minus_pairs(draw) -> tuple[str, str, str, bool]:
 plus_minus_cases = cases(plus_minus_pairs())
 
 
+# --- thin spaces, labelled ratios and quotients, the word "percent", repeated set elements ----------------------
+
+
+@st.composite
+def written_form_pairs(draw) -> tuple[str, str, str, bool]:
+    kind = draw(st.sampled_from(["thin-space", "ratio", "quotient", "percent", "repeated"]))
+    if kind == "thin-space":
+        number = draw(st.integers(1000, 999_999))
+        spaced = f"{number:,}".replace(",", draw(st.sampled_from([r",\! ", r",\!", r"{,}"])))
+        if draw(st.booleans()):
+            return "thousands with a thin space", str(number), spaced, True
+        return "thousands with a thin space perturbed", str(number + 1000), spaced, False
+    if kind == "ratio":
+        p, q = draw(st.integers(1, 9)), draw(st.integers(1, 9))
+        names = draw(st.sampled_from(["AB:CD", "x:y", "PQ : QR"]))
+        other = draw(st.sampled_from([f"{p}:{q}", f"{p}:{q + 1}"]))
+        return "labelled ratio", f"{names} = {p}:{q}", other, other == f"{p}:{q}"
+    if kind == "quotient":
+        value = Fraction(draw(st.integers(1, 9)), draw(st.integers(2, 9)))
+        names = draw(st.sampled_from([r"\frac{PQ}{QR}", r"\frac{x}{y}", "AB/BC"]))
+        other = draw(st.sampled_from([value, value + 1]))
+        gold = f"{names} = {_tex_rational(value, draw(rational_styles))}"
+        return "labelled quotient", gold, _tex_rational(other, draw(rational_styles)), other == value
+    if kind == "percent":
+        percent = draw(st.integers(1, 99))
+        word = draw(st.sampled_from([" percent", r"\text{ percent}", r"\%"]))
+        other = draw(st.sampled_from([rf"{percent}\%", str(percent), rf"{percent + 1}\%"]))
+        return "the word percent", f"{percent}{word}", other, not other.startswith(str(percent + 1))
+    values = draw(st.lists(st.integers(-9, 9), min_size=2, max_size=3, unique=True))
+    repeated = [*values, draw(st.sampled_from(values))]
+    gold = _braced_set([str(v) for v in draw(st.permutations(repeated))], draw(st.booleans()))
+    if draw(st.booleans()):
+        return "set with a repeated element", gold, _braced_set([str(v) for v in values], True), True
+    return "set with a repeated element vs another set", gold, _braced_set([str(v) for v in values[:-1]], True), False
+
+
+written_form_cases = cases(written_form_pairs())
+
+
+# --- intervals and sets the LaTeX parser cannot read, against each of their numbers -------------------------------
+
+
+@st.composite
+def decorated_structures(draw) -> tuple[str, list[int]]:
+    """An interval or a set with a sign or a term before it, a complement or a power after it, or trailing
+    punctuation (``-[1,3)``, ``7-[1,2)``, ``\\{2,5\\}^c``, ``(0,4]:``, ``\\{0,6\\}^n``), and its numbers."""
+    numbers = sorted(draw(st.lists(st.integers(-9, 9), min_size=2, max_size=3, unique=True)))
+    if draw(st.booleans()):
+        core = draw(st.sampled_from("([")) + ",".join(map(str, numbers[:2])) + draw(st.sampled_from(")]"))
+        numbers = numbers[:2]
+    else:
+        core = _braced_set([str(n) for n in numbers], draw(st.booleans()))
+    before = draw(st.sampled_from(["", "", "-", "7-", r"\mathbb{R}\setminus"]))
+    after = draw(st.sampled_from(["", "^c", r"^{\complement}", "^n", "^{2}", "^2"]))
+    punctuation = draw(st.sampled_from(["", "", ":", ";", "!", ":."]))
+    decorated = before + core + after + punctuation
+    if decorated == core:
+        decorated = core + ":"
+    return decorated, [*numbers, 7] if before == "7-" else numbers
+
+
+@DIFFERENTIAL
+@given(decorated_structures(), st.sampled_from(WRAPPERS))
+def test_differential_unreadable_structures_are_never_their_numbers(structure: tuple[str, list[int]], wrapper: str):
+    decorated, numbers = structure
+    for number in numbers:
+        for gold, prediction in ((str(number), decorated), (decorated, str(number))):
+            case = Case(
+                "decorated structure vs its number", gold, prediction, wrapper.replace("PRED", prediction), False
+            )
+            assert not our_verdict(case.gold, case.response), case
+            check_against_math_verify(case)
+
+
+# --- references in structured forms: several boxes, a run of math groups, labelled roots ----------------------
+
+
+@st.composite
+def structured_reference_cases(draw) -> Case:
+    values = draw(st.lists(small_fractions, min_size=2, max_size=3, unique=True))
+    written = [_tex_rational(Fraction(v), "frac") for v in values]
+    form = draw(st.sampled_from(["adjacent-boxes", "counted-boxes", "groups", "labelled-roots"]))
+    if form == "adjacent-boxes":
+        gold = draw(st.sampled_from(["", " "])).join(rf"\boxed{{{w}}}" for w in written)
+    elif form == "counted-boxes":
+        nouns = ("apples", "pears", "plums")
+        gold = " and ".join(rf"\boxed{{{w}}} {noun}" for w, noun in zip(written, nouns))
+    elif form == "groups":
+        gold = " and ".join(f"${w}$" for w in written)
+    else:
+        gold = "$" + r", \quad ".join(f"x_{i + 1} = {w}" for i, w in enumerate(written)) + "$"
+    shuffled = [_tex_rational(Fraction(v), draw(rational_styles)) for v in draw(st.permutations(values))]
+    change = draw(st.sampled_from(["set", "set", "boxes", "dropped", "perturbed"]))
+    if change == "set":
+        prediction, intended = ", ".join(shuffled), True
+    elif change == "boxes":
+        response = " and ".join(rf"$\boxed{{{w}}}$" for w in shuffled)
+        return Case(f"reference as {form} vs boxes", gold, ", ".join(shuffled), response, True, gold_is_text=True)
+    elif change == "dropped":
+        prediction, intended = ", ".join(shuffled[:-1]), False
+    else:
+        prediction, intended = ", ".join([*shuffled[:-1], _tex_rational(Fraction(values[0]) + 20, "frac")]), False
+    response = rf"So the answer is $\boxed{{{prediction}}}$."
+    return Case(f"reference as {form} ({change})", gold, prediction, response, intended, gold_is_text=True)
+
+
+# --- answers without a box ---------------------------------------------------------------------------------------
+
+
+unboxed_cases = cases(
+    st.one_of(fraction_pairs(), radical_pairs(), tuple_pairs(), interval_set_pairs()), UNBOXED_WRAPPERS
+)
+
+
+@st.composite
+def sentence_answer_cases(draw) -> Case:
+    """A number stated in a sentence without "is" (after "Final Answer:" or as the last words of a response)."""
+    value, other = draw(st.integers(2, 500)), draw(st.integers(2, 500))
+    response = draw(
+        st.sampled_from(
+            [
+                "Final Answer: Tom finished the race PRED minutes early.",
+                "Adding the two groups, the class has PRED students in all.",
+                "She needs PRED more stickers.",
+            ]
+        )
+    ).replace("PRED", str(value))
+    return Case("sentence answer", str(other), str(value), response, other == value)
+
+
 @DIFFERENTIAL
 @given(number_cases)
 def test_differential_fractions_decimals_radicals_pi(case: Case) -> None:
@@ -1028,6 +1199,24 @@ def test_differential_thousands_separators_and_lists(case: Case) -> None:
 @DIFFERENTIAL
 @given(plus_minus_cases)
 def test_differential_plus_minus(case: Case) -> None:
+    check_against_math_verify(case)
+
+
+@DIFFERENTIAL
+@given(written_form_cases)
+def test_differential_thin_spaces_ratios_percent_words_repeated_elements(case: Case) -> None:
+    check_against_math_verify(case)
+
+
+@DIFFERENTIAL
+@given(structured_reference_cases())
+def test_differential_references_in_structured_forms(case: Case) -> None:
+    check_against_math_verify(case)
+
+
+@DIFFERENTIAL
+@given(st.one_of(unboxed_cases, sentence_answer_cases()))
+def test_differential_answers_without_a_box(case: Case) -> None:
     check_against_math_verify(case)
 
 
@@ -1234,6 +1423,10 @@ def test_plus_minus(gold: str, response: str, expected: bool) -> None:
         pytest.param("41207", "41, 207", True, False, None, id="list-is-not-a-number"),
         pytest.param("0.375", "0,375", False, True, None, id="decimal-comma"),
         pytest.param("5", r"5 \text{ is the number of such triangles}", False, True, "R-too-costly", id="words"),
+        pytest.param("7", r"\{-9, -7, 7\}^n", False, True, "R-partial-parse", id="partial-parse"),
+        pytest.param("7", r"\{-9, -7, 7\}^n", True, False, None, id="partial-parse-wrong-side"),
+        pytest.param("7", r"\{-9, -7, 7\}", False, True, None, id="set-is-not-decorated"),
+        pytest.param("0.15", "15 percent", False, True, "R-percent", id="percent-word"),
         pytest.param("1", "1" * 301, False, True, "R-too-costly", id="long"),
     ],
 )

@@ -62,6 +62,23 @@ MATH_EXTRACTION = [
     ("The final answer is 12 because 3*4=12.", None, "12"),
     ("The answer is 2, since 2 boxes hold 24 eggs.", None, "2"),
     ("The answer is 1, 2, and 3.", None, "1, 2, and 3"),
+    # boxes side by side, or joined after a word naming what they count, are one answer set
+    (r"\boxed{3}\boxed{5}", None, "3, 5"),
+    (r"\boxed{4} apples and \boxed{7} pears", None, "4, 7"),
+    # no box and no answer phrase: the last math group (or run of them) or number of the final statement, whichever
+    # comes last; a line without words is the answer itself
+    (r"So the area is $\frac{3}{4}$.", None, r"\frac{3}{4}"),
+    (r"Thus \[ x = \frac{1}{2} \]", None, r"x = \frac{1}{2}"),
+    (r"Answer \( (9+1) \)", None, "(9+1)"),
+    ("Since $x = 3$, the total is 15 apples.", None, "15"),
+    ("$2$ and $4$ and $6$", None, "2, 4, 6"),
+    (r"x_1 = \sqrt{2}, \quad x_2 = -\sqrt{2}", None, r"x_1 = \sqrt{2}, \quad x_2 = -\sqrt{2}"),
+    (r"\frac{1}{2}", None, r"\frac{1}{2}"),
+    ("3, 5", None, "3, 5"),
+    ("We compute 3 + 4.\n7", None, "7"),
+    # a sentence answer without "is": its answer expression
+    ("Final Answer: Tom finished the race 5 minutes early.", None, "5"),
+    ("Final Answer: Evelyn", None, "Evelyn"),
 ]
 
 
@@ -98,6 +115,12 @@ MC_EXTRACTION = [
     ("The answer is A.", "A"),
     ("Answer: A", "A"),
     (r"<think>(A) maybe</think>The answer is (D)", "D"),
+    # a box or an answer statement outranks later mentions of options
+    (r"So the answer is \boxed{B}, not (C).", "B"),
+    ("Answer: D. Option (A) is tempting but wrong.", "D"),
+    ("The answer is (B); (C) fails the second condition.", "B"),
+    (r"The answer is (C). Checking again: \boxed{B}", "B"),
+    (r"\boxed{B}. Final answer: (C)", "C"),
     # the article "A" / pronoun "I" in prose is not an option letter
     ("A train leaves the station at 3 pm and arrives at 5 pm.", None),
     ("A car and a bus. The answer is A train that is late.", None),
@@ -126,6 +149,26 @@ TEXT_EXTRACTION = [
 @pytest.mark.parametrize(("response", "expected"), TEXT_EXTRACTION)
 def test_extract_text_forms(response: str, expected: str | None) -> None:
     assert extract_answer(response, "text") == expected
+
+
+REFERENCES_IN_STRUCTURED_FORMS = [
+    # (reference, response, equivalent): the reference goes through the same extraction as the response
+    (r"\boxed{3}\boxed{5}", "3, 5", True),
+    (r"\boxed{3}\boxed{5}", "5", False),
+    (r"\boxed{4} apples and \boxed{7} pears", r"\boxed{7}, \boxed{4}", True),
+    ("$2$ and $4$ and $6$", r"\boxed{2,4,6}", True),
+    ("$2$ and $4$ and $6$", r"\boxed{2,4}", False),
+    (r"x_1 = \sqrt{2}, \quad x_2 = -\sqrt{2}", r"\boxed{\sqrt2} and \boxed{-\sqrt2}", True),
+    (r"x_1 = \sqrt{2}, \quad x_2 = -\sqrt{2}", r"\boxed{-\sqrt2}, \boxed{\sqrt2}", True),
+    (r"x_1 = \sqrt{2}, \quad x_2 = -\sqrt{2}", r"\boxed{\sqrt2}", False),
+    (r"(x, y) = (1, 2)", r"\boxed{(2, 1)}", False),
+]
+
+
+@pytest.mark.parametrize(("reference", "response", "expected"), REFERENCES_IN_STRUCTURED_FORMS)
+def test_references_in_structured_forms(reference: str, response: str, expected: bool) -> None:
+    gold, answer = extract_answer(reference), extract_answer(response)
+    assert equivalent(gold, answer) is expected, (gold, answer)
 
 
 def test_realistic_chat_answer_with_reasoning() -> None:

@@ -34,6 +34,7 @@ NORMALIZATION = [
     ("1,000", "math", "1000"),
     (r"1{,}000", "math", "1000"),
     (r"1,\!000", "math", "1000"),
+    (r"12,\! 345", "math", "12345"),
     ("(1,2)", "math", "(1,2)"),  # a tuple, not a thousands separator
     ("**73**", "math", "73"),
     ("42.", "math", "42"),
@@ -89,6 +90,12 @@ NORMALIZATION = [
     # TeX shorthands take one token: \sqrt23 is 3√2; Euler's e before a spaced operator is no e-notation
     (r"\sqrt23", "math", r"\sqrt{2}3"),
     ("2e - 1", "math", r"2\cdot e-1"),
+    # the percent word is a percent sign; a set or list of labelled roots is the set of their values
+    ("15 percent", "math", "15"),
+    (r"28\text{ percent}", "math", "28"),
+    (r"x_1 = \sqrt{2}, \quad x_2 = -\sqrt{2}", "math", r"\sqrt{2},-\sqrt{2}"),
+    (r"x_{1} = 3 \text{ and } x_{2} = 5", "math", "3,5"),
+    ("x = 2, y = 3", "math", "x=2,y=3"),
 ]
 
 

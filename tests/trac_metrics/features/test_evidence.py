@@ -1,15 +1,19 @@
-"""Per-question evidence (trac_metrics.features.evidence, docs/architecture.md#evidence): labels by answer equivalence,
-whole questions only, features equal to the feature functions."""
+"""Per-question evidence (trac_metrics.features.evidence, docs/architecture.md#evidence): labels by answer equivalence
+(or by the labeller the records name, docs/method.md#labels), whole questions only, features equal to the feature
+functions."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import math_verify
 import numpy as np
 import pytest
 from record_factory import synthetic_question
 
 from trac_metrics.features import pce_features, tup_features
 from trac_metrics.features.baselines import mean_logprob
-from trac_metrics.features.evidence import question_evidence
+from trac_metrics.features.evidence import EvidenceOptions, question_evidence
 
 
 def test_labels_use_answer_equivalence_not_string_equality():
@@ -18,6 +22,35 @@ def test_labels_use_answer_equivalence_not_string_equality():
     record = records[0]
     half = type(record)(**{**record.__dict__, "answer": "\\frac{1}{2}", "reference": "0.5"})
     assert question_evidence([half])["correct"] == 1
+
+
+def test_the_labeller_the_records_name_labels_the_question_unless_the_options_relabel():
+    # Math-Verify rounds floats to 6 places; trac-eval's checker reads the written digits (docs/method.md#labels)
+    response = r"Dividing, we get $\boxed{0.3333334}$."
+    records = [
+        dataclasses.replace(record, text=response, answer="0.3333334", reference=r"\frac{1}{3}")
+        for record in synthetic_question(np.random.default_rng(3), 0, correct=True, k=2)
+    ]
+    built_in = question_evidence(records)
+    assert (built_in["correct"], built_in["labeller"]) == (0, "trac")
+    math_verify = [dataclasses.replace(record, labeller="math-verify") for record in records]
+    labelled = question_evidence(math_verify)
+    assert (labelled["correct"], labelled["majority_correct"], labelled["labeller"]) == (1, 1, "math-verify")
+    relabelled = question_evidence(math_verify, EvidenceOptions(equivalence="math-verify"))
+    assert relabelled["correct"] == 1
+    with pytest.raises(ValueError, match="mixes labellers"):
+        question_evidence([math_verify[0], records[1]])
+
+
+def test_math_verify_labels_the_whole_response_as_lm_eval_does():
+    # lm-eval's Math-Verify-labelled tasks: verify(parse(gold), parse(response)). A response cut off in its last box
+    # has no answer for trac-eval's checker; Math-Verify's own extraction reads the earlier box
+    (record,) = synthetic_question(np.random.default_rng(4), 0, correct=True, k=1)
+    response = r"First $\boxed{3}$. Correcting this, the answer is $\boxed{"
+    labelled = dataclasses.replace(record, text=response, answer=None, reference="3", labeller="math-verify")
+    assert math_verify.verify(math_verify.parse("$3$"), math_verify.parse(response))
+    assert question_evidence([labelled])["correct"] == 1
+    assert question_evidence([dataclasses.replace(labelled, labeller=None)])["correct"] == 0
 
 
 def test_evidence_rejects_mixed_or_incomplete_questions():

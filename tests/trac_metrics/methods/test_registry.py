@@ -1,8 +1,8 @@
 """The method registry's common tests (docs/architecture.md#method-registry), in the spirit of scikit-learn's common
 estimator checks: every registered method appears in every place derived from the registry (lm-eval's results and
 samples, ``trac summary``, the leaderboard, the ``trac_math`` group, latency, saved heads), a method registered
-the README's way shows up everywhere with no other edit, and every metric function passes the same generic checks
-(orientation, ties, NaN handling, determinism).
+the user guide's way (docs/guide/extending.md) shows up everywhere with no other edit, and every metric function
+passes the same generic checks (orientation, ties, NaN handling, determinism).
 
 Results keys are unique by construction, and a method that reads another's score by name declares it, so the
 dependency cannot be unregistered under it.
@@ -50,7 +50,7 @@ from trac_metrics.reporting.summary_table import method_table
 from trac_metrics.selective import METRIC_NAMES
 from trac_tasks.harness.task_functions import aggregate_trac, process_results
 
-README = REPO / "README.md"
+GUIDE = REPO / "docs" / "guide" / "extending.md"
 K, N_QUESTIONS, TASK = 4, 30, "trac_gsm8k"
 METHODS = [method.name for method in all_methods()]
 
@@ -209,20 +209,20 @@ def test_method_declarations_are_checked() -> None:
         get("nope")
 
 
-# ------------------------------------------------------------------------- the README's "Adding a method" example
+# ------------------------------------------------------------ the user guide's "Adding an uncertainty method" example
 
 
-def readme_example() -> str:
-    """The Python block of the README section "Adding an uncertainty method"."""
-    section = README.read_text(encoding="utf-8").split("## Adding an uncertainty method", 1)[1].split("\n## ", 1)[0]
+def guide_example() -> str:
+    """The Python block of the user guide's section "Adding an uncertainty method" (docs/guide/extending.md)."""
+    section = GUIDE.read_text(encoding="utf-8").split("## Adding an uncertainty method", 1)[1].split("\n## ", 1)[0]
     return re.search(r"```python\n(.*?)```", section, flags=re.DOTALL).group(1)
 
 
 @pytest.fixture
-def readme_method():
-    """The README's method, registered for one test by exactly the README's code, then removed."""
+def guide_method():
+    """The guide's method, registered for one test by exactly the guide's code, then removed."""
     before = set(METHODS)
-    exec(readme_example(), {})  # noqa: S102 - the repository's own README
+    exec(guide_example(), {})  # noqa: S102 - the repository's own user guide
     (name,) = [method.name for method in all_methods() if method.name not in before]
     try:
         yield get(name)
@@ -230,22 +230,22 @@ def readme_method():
         unregister(name)
 
 
-def test_a_method_registered_the_readme_way_shows_up_everywhere(readme_method: Method, tmp_path: Path) -> None:
-    name = readme_method.name
-    assert readme_method.family is Family.SINGLE_TRACE and not readme_method.higher_is_confident
+def test_a_method_registered_the_guide_way_shows_up_everywhere(guide_method: Method, tmp_path: Path) -> None:
+    name = guide_method.name
+    assert guide_method.family is Family.SINGLE_TRACE and not guide_method.higher_is_confident
     found = derived_outputs(tmp_path)
     assert {f"{name}_{metric}" for metric in METRIC_NAMES} <= set(found.results)
     assert name in found.samples and summary_rows(found.summary)[-1] == name
     single_trace = [label for block, label in found.leaderboard if block == "single-trace"]
-    assert single_trace[-1] == readme_method.display(str(K))
+    assert single_trace[-1] == guide_method.display(str(K))
     assert f"{{metric: {name}_auroc, filter_list: none, weight_by_size: false}}" in group_yaml()
     assert found.pair.relative_latency(name) == 1.0
 
 
-def test_a_lower_is_confident_score_is_stored_negated(readme_method: Method) -> None:
+def test_a_lower_is_confident_score_is_stored_negated(guide_method: Method) -> None:
     records = synthetic_question(np.random.default_rng(3), 0, True, k=K)
-    raw = readme_method.score(Question(tuple(records), "math"))
-    assert question_evidence(records)["baselines"][readme_method.name] == -raw != 0
+    raw = guide_method.score(Question(tuple(records), "math"))
+    assert question_evidence(records)["baselines"][guide_method.name] == -raw != 0
 
 
 def test_an_unregistered_method_is_gone_from_every_consumer() -> None:

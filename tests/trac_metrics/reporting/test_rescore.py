@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from record_factory import synthetic_question
+from user_equivalence import never_equivalent
 
 from trac_metrics import answers, selective
 from trac_metrics._warnings import TracWarning
@@ -25,11 +26,6 @@ N_QUESTIONS = 60
 REWRITTEN = set(range(0, N_QUESTIONS, 3))
 """Questions whose primary answer is stored as ``x = <answer>``: the same answer for the math normalizer (which
 drops a single-variable assignment), a different string for the text normalizer."""
-
-
-def never_equivalent(answer: str | None, reference: str | None, kind: str) -> bool:
-    """A user relation for ``--equivalence test_rescore:never_equivalent``: nothing matches anything."""
-    return False
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +100,7 @@ def test_text_kind_flips_exactly_the_rewritten_correct_answers(run: Path) -> Non
 
 def test_equivalence_override_makes_every_label_wrong(run: Path) -> None:
     records = primaries(run)
-    options = EvidenceOptions(equivalence="test_rescore:never_equivalent")
+    options = EvidenceOptions(equivalence="user_equivalence:never_equivalent")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         (change,) = rescore([run], options)
@@ -175,7 +171,7 @@ def test_use_equivalence_overrides_restores_and_does_not_leak_cached_results() -
 
 
 def test_resolve_equivalence_forms_and_errors(tmp_path: Path) -> None:
-    assert resolve_equivalence("test_rescore:never_equivalent") is never_equivalent
+    assert resolve_equivalence("user_equivalence:never_equivalent") is never_equivalent
     checks = tmp_path / "checks.py"
     checks.write_text("def same_length(a, b, kind):\n    return len(a or '') == len(b or '')\n")
     assert resolve_equivalence(f"{checks}:same_length")("12", "34", "math") is True
@@ -269,7 +265,8 @@ def test_math_verify_equivalence_labels_as_math_verify_does(tmp_path: Path) -> N
     rng = np.random.default_rng(6)
     for doc_id, (answer, reference, _, _) in enumerate(MATH_VERIFY_LABELS):
         records = synthetic_question(rng, doc_id, True, k=1, task="task", model="model")
-        writer.write_batch([replace(records[0], answer=answer, reference=reference)])
+        response = f"The answer is $\\boxed{{{answer}}}$."  # Math-Verify reads the whole response, as lm-eval does
+        writer.write_batch([replace(records[0], text=response, answer=answer, reference=reference)])
     questions = _questions(tmp_path / "mv")
     ours = [question_evidence(records)["correct"] for records in questions]
     theirs = [

@@ -1,13 +1,16 @@
-"""Token summaries, P(True), repeat indexing and the records folder (trac_tasks.generation.capture)."""
+"""Token summaries, P(True), repeat indexing, the record's labeller and the records folder
+(trac_tasks.generation.capture)."""
 
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from trac_tasks.generation.capture import p_true_probability, repeat_indices, token_summaries
+from trac_tasks.generation.capture import build_record, p_true_probability, repeat_indices, token_summaries
+from trac_tasks.generation.config import TracConfig
 
 
 def test_token_summaries_use_the_k_largest_returned_logprobs():
@@ -30,6 +33,34 @@ def test_p_true_renormalizes_over_the_two_options():
 def test_repeat_indices_count_occurrences_of_the_same_instance():
     first, second = object(), object()
     assert repeat_indices([first, first, first, second, second]) == [0, 1, 2, 0, 1]
+
+
+@pytest.mark.parametrize(
+    ("labels", "labeller"), [({}, None), ({"labels": "trac"}, None), ({"labels": "math-verify"}, "math-verify")]
+)
+def test_the_record_names_a_labeller_other_than_the_checker(labels, labeller):
+    config = TracConfig.from_gen_kwargs({"trac": {"answer_kind": "math", "reference": "{{answer}}", **labels}}, "t")
+    record = build_record(
+        SimpleNamespace(doc={"answer": "4"}, task_name="t", doc_id=0),
+        0,
+        config,
+        model="m",
+        prompt_token_count=3,
+        generated_ids=[1, 2],
+        text="so 4",
+        generated_text="so 4",
+        answer="4",
+        marker="",
+        finish_reason="eos",
+        summaries={name: np.zeros(2) for name in ("token_logprobs", "topk_entropy", "topk_mean_logprob")},
+        probes={},
+        p_true=None,
+        label=None,
+        num_samples=1,
+        decoding={"temperature": 0.0},
+        timing={},
+    )
+    assert record.labeller == labeller
 
 
 def test_two_runs_started_in_the_same_second_write_different_files(monkeypatch):

@@ -30,6 +30,8 @@ def _config(gen_kwargs: dict | None = None, **switches) -> TracConfig:
         ({"probe_variants": "trace"}, "trac.probe_variants must be a list of strings, got 'trace'"),
         ({"metadata_fields": None}, "trac.metadata_fields must be a list of strings, got None"),
         ({"metadata_fields": ["level", 2]}, "trac.metadata_fields must be a list of strings"),
+        ({"labels": True}, "trac.labels must be a string, got True"),
+        ({"labels": "sympy"}, "trac.labels must be one of ('trac', 'math-verify'), got 'sympy'"),
     ],
 )
 def test_a_switch_of_the_wrong_type_names_the_task_and_the_switch(switches, message):
@@ -60,6 +62,7 @@ def test_well_typed_switches_are_kept():
     )
     kept = (config.top_k, config.p_true, config.probe_variants, config.metadata_fields)
     assert kept == (3, True, ("trace",), ("level",))
+    assert (_config().labels, _config(labels="math-verify").labels) == ("trac", "math-verify")
 
 
 class _Request:

@@ -70,6 +70,7 @@ def test_the_switch_parses_every_key_and_names_the_task_in_errors():
         ({"label_filter": {"t": 3}}, "trac.label_filter must be a string or an object"),
         ({"answer_kind": "number"}, "trac.answer_kind must be one of"),
         ({"p_true": "false"}, "trac.p_true must be true or false"),
+        ({"labels": "sympy"}, "trac.labels must be one of"),
         ("yes", "must be a JSON object"),
     ]
     for value, message in bad:
@@ -157,6 +158,14 @@ def test_k1_leaves_the_tasks_decoding_as_it_is(tasks_dir):
     before = dict(task.config.generation_kwargs)
     enable_trac_on_tasks([task])
     assert task.config.generation_kwargs == before and task.config.repeats == 1
+
+
+def test_the_labels_switch_travels_in_every_request_block(tasks_dir):
+    task = _load(tasks_dir, {"labels": "math-verify"}, "gsm8k_unit")["gsm8k_unit"]
+    enable_trac_on_tasks([task])
+    task.build_all_requests(limit=1, rank=0, world_size=1)
+    (instance,) = task.instances
+    assert TracConfig.from_gen_kwargs(instance.args[1], "gsm8k_unit").labels == "math-verify"
 
 
 def test_requests_carry_a_per_document_trac_block_the_runner_accepts(tasks_dir):

@@ -1,0 +1,286 @@
+"""The HTML report's data and file, without a browser: the page holds exactly the numbers of ``trac report``'s tables,
+selects the confidently wrong questions the records say, keeps every trace compact and faithful, and is one
+self-contained file that no record text can break out of."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import math
+import re
+import struct
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from html_report_runs import MARKER, confidently_wrong_from_records, prompt_of, write_tokenized_runs
+from run_factory import pair_specs, write_runs
+
+from trac_metrics._warnings import TracWarning
+from trac_metrics.answers import answer_classes
+from trac_metrics.cli import main
+from trac_metrics.records import iter_records
+from trac_metrics.reporting.html import primary_trace, write_html_report
+from trac_metrics.reporting.html.page import STATIC, json_for_script, render_page
+from trac_metrics.reporting.html.page_data import top_decile
+from trac_metrics.reporting.html.tokens import TokenPieces, parse_tokenizer_specs, tokenizer_mismatch
+from trac_metrics.reporting.html.traces import ENTROPY_STEP, SURPRISAL_STEP
+from trac_metrics.reporting.report_data import build_report_data
+from trac_metrics.reporting.report_writer import write_report
+from trac_metrics.reporting.runs import load_pairs
+
+MODELS, TASKS, N_QUESTIONS, K = ["model-a", "model-b"], ["task-x", "task-y"], 30, 4
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer) -> Path:
+    root = tmp_path_factory.mktemp("html_runs")
+    write_tokenized_runs(root, tiny_tokenizer, MODELS, TASKS, N_QUESTIONS, k=K, samples_for=("model-a",))
+    return root
+
+
+@pytest.fixture(scope="module")
+def report(runs: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The report data of the runs (records read with their traces), its ``trac report`` folder and its page."""
+    out = tmp_path_factory.mktemp("html_report")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        data = build_report_data(load_pairs([runs], jobs=1, details=primary_trace), n_resamples=50, jobs=1)
+        write_report(data, out / "tables")
+        size = write_html_report(data, out / "report.html", {"": str(tiny_model)})
+    return data, out, size
+
+
+def embedded(page: str) -> dict:
+    """The page's data, read back as the browser reads it."""
+    found = re.search(r'<script type="application/json" id="trac-data">(.*?)</script>', page, flags=re.DOTALL)
+    return json.loads(found.group(1))
+
+
+def trace_lines(page: str, pair: int) -> list[str]:
+    found = re.search(rf'<script type="text/plain" id="trac-traces-{pair}">(.*?)</script>', page, flags=re.DOTALL)
+    return found.group(1).split("\n")
+
+
+def unpacked(line: str) -> tuple[dict, bytes]:
+    """A question's trace line: its header and the bytes after it."""
+    payload = gzip.decompress(base64.b64decode(line))
+    (length,) = struct.unpack("<I", payload[:4])
+    return json.loads(payload[4 : 4 + length]), payload[4 + length :]
+
+
+def test_the_tables_are_trac_reports_tables_cell_for_cell(report) -> None:
+    data, out, _ = report
+    page = embedded((out / "report.html").read_text(encoding="utf-8"))
+    assert [table["name"] for table in page["tables"]][0] == "leaderboard"
+    for table in page["tables"]:
+        csv = pd.read_csv(out / "tables" / f"{table['name']}.csv", index_col=list(range(len(table["index"]))))
+        labels = [tuple(map(str, label)) if isinstance(label, tuple) else (str(label),) for label in csv.index]
+        assert [tuple(row) for row in table["rows"]] == labels, table["name"]
+        assert table["columns"] == list(csv.columns), table["name"]
+        expected = csv.to_numpy(dtype=float)
+        shown = np.array([[math.nan if value is None else value for value in row] for row in table["values"]], float)
+        np.testing.assert_allclose(shown, expected, rtol=1e-12, equal_nan=True, err_msg=table["name"])
+
+
+def test_every_pair_shows_its_accuracy_and_the_metrics_lm_eval_reported(report) -> None:
+    data, out, _ = report
+    page = embedded((out / "report.html").read_text(encoding="utf-8"))
+    for shown, pair, evaluation in zip(page["pairs"], data.pairs, data.evaluations, strict=True):
+        assert (shown["model"], shown["task"], shown["n"], shown["k"]) == (pair.model, pair.task, N_QUESTIONS, K)
+        assert shown["accuracy"] == pytest.approx(pair.accuracy)
+        for method in page["leaderboard_methods"]:
+            value = evaluation.metrics[f"{method}_auroc"]
+            assert (shown["metrics"]["auroc"][method] is None) == math.isnan(value)
+            if not math.isnan(value):
+                assert shown["metrics"]["auroc"][method] == value
+                lo, hi = shown["intervals"]["auroc"][method]
+                assert lo <= value <= hi or math.isnan(lo)
+    assert page["macro"]["auroc"]["trac"]["value"] == data.macro("trac", "auroc")
+    assert page["macro"]["auroc"]["trac"]["interval"] == list(data.ci("trac", "auroc"))
+
+
+@pytest.mark.parametrize("method", ["trac", "mean_logprob", "sc_modal"])
+def test_the_confidently_wrong_questions_are_those_the_records_give(report, runs: Path, method: str) -> None:
+    data, out, _ = report
+    page = embedded((out / "report.html").read_text(encoding="utf-8"))
+    selected = {
+        (pair["model"], pair["task"], questions["doc"][index])
+        for pair, questions in zip(page["pairs"], page["questions"], strict=True)
+        for index in questions["top_decile"][method]
+        if not questions["correct"][index]
+    }
+    assert selected == confidently_wrong_from_records(runs, method)
+    assert selected, "the runs must have a confidently wrong answer for the check to mean something"
+
+
+def test_the_top_decile_includes_ties_at_the_cut_and_never_a_nan() -> None:
+    scores = np.array([0.9, 0.9, 0.8, np.nan, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.05])
+    assert np.flatnonzero(top_decile(scores)).tolist() == [0, 1]  # ⌈11 / 10⌉ = 2 → both 0.9s
+    assert top_decile(np.array([0.5, 0.5, 0.5])).all()
+    assert not top_decile(np.array([np.nan, np.nan])).any()
+
+
+def test_every_question_carries_its_answers_classes_and_scores(report) -> None:
+    data, out, _ = report
+    page = embedded((out / "report.html").read_text(encoding="utf-8"))
+    for questions, pair, evaluation in zip(page["questions"], data.pairs, data.evaluations, strict=True):
+        assert len(questions["doc"]) == len(pair.evidences) == N_QUESTIONS
+        for index, evidence in enumerate(pair.evidences):
+            assert questions["answers"][index] == evidence["answers"] and len(evidence["answers"]) == K
+            assert questions["classes"][index] == answer_classes(evidence["answers"])
+            assert questions["probe"][index] == evidence["probe_answer"]
+        for method, scores in evaluation.scores.items():
+            np.testing.assert_allclose(questions["scores"][method], scores, rtol=1e-5)
+            np.testing.assert_allclose(questions["p_correct"][method], evaluation.p_correct[method], rtol=1e-5)
+
+
+def test_a_trace_is_the_records_tokens_with_one_byte_per_value(report, runs: Path, tiny_tokenizer) -> None:
+    data, out, _ = report
+    page = (out / "report.html").read_text(encoding="utf-8")
+    lines = trace_lines(page, 0)
+    pieces = json.loads(gzip.decompress(base64.b64decode(lines[0])))
+    assert embedded(page)["pairs"][0]["traces"]["mode"] == "tokens"
+    records = [record for record in iter_records(next(runs.glob("model-a/trac_records/task-x.*"))) if not record.repeat]
+    for record, line in zip(records, lines[1:], strict=True):
+        header, arrays = unpacked(line)
+        n = record.num_tokens
+        assert header["n"] == n and header["index_bytes"] == 2 and len(arrays) == 4 * n
+        indices = np.frombuffer(arrays[: 2 * n], dtype="<u2")
+        assert "".join(pieces[i] for i in indices) == tiny_tokenizer.decode(record.token_ids, skip_special_tokens=False)
+        surprisal = np.frombuffer(arrays[2 * n : 3 * n], dtype=np.uint8) * SURPRISAL_STEP
+        entropy = np.frombuffer(arrays[3 * n :], dtype=np.uint8) * ENTROPY_STEP
+        np.testing.assert_allclose(surprisal, -record.token_logprobs, atol=SURPRISAL_STEP / 2 + 1e-6)
+        np.testing.assert_allclose(entropy, record.topk_entropy.astype(float), atol=ENTROPY_STEP / 2 + 1e-3)
+        marker_ids = tiny_tokenizer.encode(MARKER, add_special_tokens=False)
+        found = [i for i in range(n) if record.token_ids[i : i + len(marker_ids)].tolist() == marker_ids]
+        assert header["marker"] == found[-1]
+        assert header["prompt"] == prompt_of("model-a", "task-x", record.doc_id)
+        assert header["probe"]["answer"] == record.probes["trace"].answer
+
+
+def test_per_token_values_travel_only_in_the_compressed_traces(report) -> None:
+    data, out, size = report
+    page = (out / "report.html").read_text(encoding="utf-8")
+    traces = sum(len(line) for index in range(len(data.pairs)) for line in trace_lines(page, index))
+    fixed = sum((STATIC / name).stat().st_size for name in ("report.html", "report.css", "report.js"))
+    fixed += sum(path.stat().st_size for path in (STATIC / "vendor").glob("uPlot*"))
+    questions = sum(len(pair.evidences) for pair in data.pairs)
+    # the rest is the page's data: tables, figures, each question's answers and scores; no per-token value
+    assert size - traces - fixed < 150_000 + 1_500 * questions
+    tokens = sum(trace.token_ids.size for pair in data.pairs for trace in pair.details)
+    line_bytes = [len(base64.b64decode(line)) for index in range(len(data.pairs)) for line in trace_lines(page, index)]
+    assert sum(line_bytes) < 4 * tokens + 400 * questions  # gzip of 4 bytes per token + the prompt, probe and header
+
+
+def test_a_record_text_cannot_end_the_pages_data(tmp_path: Path) -> None:
+    hostile = "</script><script>document.title='pwned'</script><!--"
+    data = {"text": hostile, "n": [1.5, None]}
+    page = render_page(data, [["", base64.b64encode(b"x").decode()]])
+    assert hostile not in page and page.count("</script>") == 3  # data, one traces element, the script
+    assert embedded(page) == data
+    assert json.loads(json_for_script(data)) == data
+
+
+def test_the_page_fetches_nothing(report) -> None:
+    _, out, _ = report
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "default-src 'none'" in page
+    assert not re.search(r"""<(script|link|img|iframe)[^>]*\s(src|href)\s*=""", page, flags=re.IGNORECASE)
+    assert "@import" not in page and "url(http" not in page
+    assert (STATIC / "vendor" / "uPlot.LICENSE").read_text().startswith("The MIT License")
+
+
+def test_the_same_report_writes_the_same_bytes(report, tmp_path: Path, tiny_model: Path) -> None:
+    data, out, _ = report
+    write_html_report(data, tmp_path / "again.html", {"": str(tiny_model)})
+    assert (tmp_path / "again.html").read_bytes() == (out / "report.html").read_bytes()
+
+
+def test_without_a_tokenizer_the_trace_is_the_stored_text_and_the_page_says_why(report, tmp_path: Path) -> None:
+    data, _, _ = report
+    write_html_report(data, tmp_path / "plain.html", {"": "none"})
+    page = (tmp_path / "plain.html").read_text(encoding="utf-8")
+    shown = embedded(page)["pairs"][0]["traces"]
+    assert shown["mode"] == "text" and "--tokenizer none" in shown["note"]
+    header, arrays = unpacked(trace_lines(page, 0)[1])
+    trace = data.pairs[0].details[0]
+    assert header["text"] == trace.text and arrays == b""
+    assert header["marker"] == trace.text.rfind(MARKER)
+
+
+def test_a_tokenizer_that_does_not_fit_the_records_is_not_used(tiny_tokenizer) -> None:
+    ids = np.asarray(tiny_tokenizer.encode("The answer is 12."), dtype=np.int32)
+    assert tokenizer_mismatch(tiny_tokenizer, [ids, ids[:2]], "The answer is 12.") is None
+    assert "differs from the stored text" in tokenizer_mismatch(tiny_tokenizer, [ids], "Something else entirely.")
+    beyond = np.array([len(tiny_tokenizer) + 5])
+    assert tokenizer_mismatch(tiny_tokenizer, [ids, beyond], "The answer is 12.") == (
+        f"token id {len(tiny_tokenizer) + 5} is beyond its {len(tiny_tokenizer)} tokens"
+    )
+
+
+def test_the_page_says_why_a_named_tokenizer_was_not_used(capsys, tmp_path: Path, tiny_model: Path) -> None:
+    root = tmp_path / "runs"
+    write_runs(root, pair_specs(["m"], ["t"], 20, seed=3), k=2, seed=1)  # token ids 0..T-1: not the text's tokens
+    target = tmp_path / "report.html"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        main(["report", str(root), "--html", str(target), "--tokenizer", str(tiny_model), "--resamples", "20"])
+    shown = embedded(target.read_text(encoding="utf-8"))["pairs"][0]["traces"]
+    assert shown["mode"] == "text"
+    assert shown["note"] == (
+        f"Traces unshaded: tokenizer {str(tiny_model)!r} does not fit m: its decoding of the token ids differs from "
+        "the stored text."
+    )
+
+
+def test_pieces_join_to_the_decoded_text_across_split_characters(tiny_tokenizer) -> None:
+    text = "Ünïcode ☕ and 😀😀 split over byte tokens, then </think> done"
+    ids = np.asarray(tiny_tokenizer.encode(text, add_special_tokens=False), dtype=np.int32)
+    pieces = TokenPieces(tiny_tokenizer)
+    indices = pieces.encode(ids)
+    assert len(indices) == len(ids)
+    assert "".join(pieces.pieces[i] for i in indices) == text
+    assert not any("\ufffd" in piece for piece in pieces.pieces)
+
+
+def test_tokenizer_options_name_a_model_or_every_model() -> None:
+    assert parse_tokenizer_specs(["tok", "org/m=path/to=tok"]) == {"": "tok", "org/m": "path/to=tok"}
+    for bad in (["=tok"], ["m="], ["a", "b"]):
+        with pytest.raises(ValueError, match="--tokenizer"):
+            parse_tokenizer_specs(bad)
+
+
+def test_trac_report_writes_only_the_page_and_prints_its_path(capsys, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    write_runs(root, pair_specs(["m"], ["t"], 20, seed=3), k=2, seed=1)
+    target = tmp_path / "nested" / "report.html"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        main(["report", str(root), "--html", str(target), "--resamples", "20", "--jobs", "1"])
+    out = capsys.readouterr().out
+    assert out.startswith(f"HTML report: {target} (") and "## " not in out
+    assert target.is_file() and not (tmp_path / "leaderboard.md").exists()
+    assert embedded(target.read_text(encoding="utf-8"))["pairs"][0]["traces"]["mode"] == "text"
+
+
+def cli_error(capsys, *argv: object) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(arg) for arg in argv])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    (line,) = err.strip().splitlines()
+    return line
+
+
+def test_trac_report_refuses_options_that_write_nothing_in_one_line(capsys, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    write_runs(root, pair_specs(["m"], ["t"], 10, seed=3), k=2, seed=1)
+    assert cli_error(capsys, "report", root) == "trac report: nothing to write: give --out DIR, --html FILE or both"
+    assert "give --html FILE too" in cli_error(capsys, "report", root, "--out", tmp_path / "o", "--tokenizer", "x")
+    html = tmp_path / "r.html"
+    assert "expected PATH_OR_ID" in cli_error(capsys, "report", root, "--html", html, "--tokenizer", "=x")

@@ -1,0 +1,252 @@
+"""The HTML report in a real browser: Debian's Chromium, headless, driven by Playwright, with the network blocked.
+
+The page ``trac report --html`` writes for two models × two tasks opens from file:// with no console error and no
+request; its leaderboard is ``trac report``'s table; sorting, the "confidently wrong" filter, a question's trace,
+probe answer and scores, the side-by-side view and the figures show what the records hold. A screenshot of an opened
+question is saved (and, with ``TRAC_UPDATE_SCREENSHOTS=1``, written to ``docs/images/html_report.png``).
+
+Chromium must be installed (``scripts/setup_env.sh``: ``apt-get install chromium``); without it these tests fail.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from html_report_runs import MARKER, confidently_wrong_from_records, prompt_of, write_tokenized_runs
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from testenv import REPO
+
+from trac_metrics._warnings import TracWarning
+from trac_metrics.cli import main
+from trac_metrics.records import iter_records
+from trac_metrics.reporting.runs import evaluate_pairs, load_pairs
+from trac_metrics.selective import reliability_bins
+
+pytestmark = pytest.mark.xdist_group("html_report_browser")  # one worker, one browser for the whole module
+
+CHROMIUM = os.environ.get("TRAC_CHROMIUM", "/usr/bin/chromium")
+MODELS, TASKS, N_QUESTIONS, K = ["model-a", "model-b"], ["task-x", "task-y"], 30, 4
+SCREENSHOT = REPO / "docs" / "images" / "html_report.png"
+READY = "html[data-ready=true]"
+"""The page's script has drawn it. Waits are selectors: the page's Content-Security-Policy forbids the eval that
+Playwright's ``wait_for_function`` polls with."""
+
+
+def loaded(view: str) -> str:
+    """A question view whose trace has been inflated and drawn."""
+    return f"{view}[data-loaded]:not([data-loaded=''])"
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer, tiny_model: Path) -> dict:
+    """The runs, ``trac report``'s folder for them and the HTML page, written by the command line."""
+    root = tmp_path_factory.mktemp("browser_report")
+    runs = root / "runs"
+    write_tokenized_runs(runs, tiny_tokenizer, MODELS, TASKS, N_QUESTIONS, k=K, samples_for=("model-a",))
+    html = root / "report.html"
+    arguments = ["report", str(runs), "--out", str(root / "tables"), "--html", str(html)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        main([*arguments, "--tokenizer", str(tiny_model), "--resamples", "50", "--jobs", "1"])
+        pairs = load_pairs([runs], jobs=1)
+        evaluations = evaluate_pairs(pairs, jobs=1)
+    return {"runs": runs, "tables": root / "tables", "html": html, "pairs": pairs, "evaluations": evaluations}
+
+
+@pytest.fixture(scope="module")
+def context() -> Iterator[BrowserContext]:
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"Chromium is not installed at {CHROMIUM}: run scripts/setup_env.sh (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        browser: Browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        context = browser.new_context(offline=True, viewport={"width": 1440, "height": 960})
+        yield context
+        browser.close()
+
+
+@pytest.fixture
+def page(context: BrowserContext, written: dict) -> Iterator[Page]:
+    """The report opened from file://; after the test, no console error and no request but the file itself."""
+    page = context.new_page()
+    errors: list[str] = []
+    requests: list[str] = []
+    page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(written["html"].as_uri())
+    page.wait_for_selector(READY, state="attached")
+    yield page
+    page.close()
+    assert errors == []
+    assert requests == [written["html"].as_uri()]
+
+
+def cells(page: Page, selector: str) -> list[list[str | None]]:
+    """Each body row of a table: a numeric cell's value (``data-value``; None for nan), else its text."""
+    return page.eval_on_selector_all(
+        f"{selector} tbody tr",
+        """rows => rows.map(row => [...row.children].map(cell =>
+            cell.classList.contains('num') ? (cell.dataset.value ?? null) : cell.textContent))""",
+    )
+
+
+def test_the_page_opens_offline_with_its_leaderboard(page: Page) -> None:
+    assert page.title() == "TrAC report"
+    assert page.eval_on_selector("#tabs button[aria-selected=true]", "button => button.dataset.tab") == "leaderboard"
+    assert "4 (model, task) pair(s), 2 model(s), 2 task(s), 120 questions" in page.inner_text("#report-summary")
+
+
+def test_the_leaderboard_rows_and_values_are_trac_reports_table(page: Page, written: dict) -> None:
+    expected = pd.read_csv(written["tables"] / "leaderboard.csv")
+    shown = cells(page, "#table-leaderboard")
+    assert [row[:2] for row in shown] == expected[["block", "method"]].values.tolist()
+    values = np.array([[math.nan if cell is None else float(cell) for cell in row[2:]] for row in shown])
+    np.testing.assert_allclose(values, expected.iloc[:, 2:].to_numpy(dtype=float), rtol=1e-12, equal_nan=True)
+    headers = page.eval_on_selector_all("#table-leaderboard thead th", "cells => cells.map(cell => cell.textContent)")
+    assert headers == list(expected.columns)
+
+
+def column(page: Page, table: str, position: int) -> list[float]:
+    return [math.nan if row[position] is None else float(row[position]) for row in cells(page, table)]
+
+
+@pytest.mark.parametrize(("table", "header"), [("#table-leaderboard", "macro AUROC"), ("#pair-table", "TrAC")])
+def test_sorting_a_column_orders_its_rows_by_their_numbers(page: Page, table: str, header: str) -> None:
+    headers = page.eval_on_selector_all(f"{table} thead th", "cells => cells.map(cell => cell.textContent)")
+    position = headers.index(header)
+    target = page.locator(f"{table} thead th").nth(position)
+    target.click()
+    assert target.get_attribute("aria-sort") == "descending"
+    values = column(page, table, position)
+    defined = [value for value in values if not math.isnan(value)]
+    assert defined == sorted(defined, reverse=True) and len(set(defined)) > 1
+    assert all(math.isnan(value) for value in values[len(defined) :]), "missing values sort last"
+    target.click()
+    assert target.get_attribute("aria-sort") == "ascending"
+    assert [value for value in column(page, table, position) if not math.isnan(value)] == sorted(defined)
+
+
+def listed_questions(page: Page) -> set[tuple[str, str, str]]:
+    rows = page.eval_on_selector_all(
+        "#question-list tbody tr", "rows => rows.map(row => [...row.children].slice(0, 3).map(c => c.textContent))"
+    )
+    return {tuple(row) for row in rows}
+
+
+@pytest.mark.parametrize("method", ["trac", "mean_logprob"])
+def test_the_confidently_wrong_filter_shows_exactly_what_the_records_select(page: Page, written: dict, method) -> None:
+    page.click("button[data-tab=questions]")
+    assert len(listed_questions(page)) == len(MODELS) * len(TASKS) * N_QUESTIONS
+    page.select_option("#confidence-method", method)
+    page.check("#filter-confidently-wrong")
+    expected = confidently_wrong_from_records(written["runs"], method)
+    assert expected and listed_questions(page) == expected
+    assert page.inner_text("#question-count") == f"{len(expected)} question(s)"
+    page.check("#filter-disagrees")
+    shown = listed_questions(page)
+    assert shown <= expected
+    disagreeing = {
+        (pair.model, pair.task, str(evidence["doc_id"]))
+        for pair in written["pairs"]
+        for evidence in pair.evidences
+        if evidence["agree"] == 0
+    }
+    assert shown == expected & disagreeing
+
+
+def primary(runs: Path, model: str, task: str, doc_id: int):
+    (path,) = runs.glob(f"{model}/trac_records/{task}.*.jsonl")
+    return next(record for record in iter_records(path) if record.doc_id == doc_id and record.repeat == 0)
+
+
+def open_question(page: Page, model: str, task: str, doc_id: int) -> None:
+    page.click("button[data-tab=questions]")
+    page.select_option("#filter-model", model)
+    page.select_option("#filter-task", task)
+    page.locator("#question-list tbody tr").filter(has=page.locator(f"td:text-is('{doc_id}')")).click()
+    page.wait_for_selector(loaded("#question-view"), state="attached")
+
+
+def shown_trace(page: Page, view: str) -> str:
+    return page.eval_on_selector(
+        f"{view} .trace", "box => [...box.querySelectorAll('span[data-i]')].map(span => span.textContent).join('')"
+    )
+
+
+def test_opening_a_question_shows_its_trace_probe_answer_and_scores(page: Page, written: dict, tiny_tokenizer) -> None:
+    record = primary(written["runs"], "model-a", "task-x", 7)
+    open_question(page, "model-a", "task-x", 7)
+    assert shown_trace(page, "#question-view") == tiny_tokenizer.decode(record.token_ids, skip_special_tokens=False)
+    assert page.eval_on_selector("#question-view .trace", "box => box.querySelectorAll('span[data-i]').length") == (
+        record.num_tokens
+    )
+    assert page.eval_on_selector_all("#question-view .trace span[class^=s]", "spans => spans.length") > 0
+    marker_ids = tiny_tokenizer.encode(MARKER, add_special_tokens=False)
+    starts = [i for i in range(record.num_tokens) if record.token_ids[i : i + len(marker_ids)].tolist() == marker_ids]
+    marked = page.eval_on_selector("#question-view .trace .eot", "label => label.nextElementSibling.dataset.i")
+    assert int(marked) == starts[-1]
+    probe = record.probes["trace"].answer
+    assert page.inner_text("#question-view .probe-answer").startswith(probe)
+    assert page.text_content("#question-view pre.prompt") == prompt_of("model-a", "task-x", 7)
+    index = next(i for i, pair in enumerate(written["pairs"]) if (pair.model, pair.task) == ("model-a", "task-x"))
+    evaluation = written["evaluations"][index]
+    position = evaluation.doc_ids.index(7)
+    for method in ("trac", "mean_logprob", "sc_modal"):
+        shown = page.get_attribute(f"#question-view tr[data-method={method}] td.score", "data-value")
+        assert float(shown) == pytest.approx(evaluation.scores[method][position], rel=1e-5)
+    page.select_option("#question-view .trace-section select", "entropy")
+    assert page.get_attribute("#question-view .trace", "data-shading") == "entropy"
+
+
+def test_side_by_side_shows_both_models_answers_for_the_same_document(page: Page, written: dict) -> None:
+    page.click("button[data-tab=compare]")
+    page.select_option("#compare-task", "task-y")
+    page.select_option("#compare-doc", "12")
+    for side in ("left", "right"):
+        page.wait_for_selector(loaded(f"#compare-{side}-view"), state="attached")
+    for side, model in (("left", "model-a"), ("right", "model-b")):
+        record = primary(written["runs"], model, "task-y", 12)
+        view = f"#compare-{side}-view"
+        assert page.inner_text(f"{view} h3") == f"{model} · task-y · document 12"
+        assert page.inner_text(f"{view} .primary-answer").startswith(record.answer)
+        spans = page.eval_on_selector(f"{view} .trace", "box => box.querySelectorAll('span[data-i]').length")
+        assert spans == record.num_tokens
+
+
+def chart_points(page: Page, chart: str) -> list[int]:
+    return page.evaluate(f"window.tracReport.charts.{chart}.data.map(series => series.length)")
+
+
+@pytest.mark.parametrize(("pair", "method"), [(0, "trac"), (3, "mean_logprob"), (1, "sc_modal")])
+def test_the_figures_have_as_many_points_as_the_data(page: Page, written: dict, pair: int, method: str) -> None:
+    page.click("button[data-tab=figures]")
+    page.select_option("#figure-pair", str(pair))
+    page.select_option("#figure-method", method)
+    evaluation = written["evaluations"][pair]
+    assert chart_points(page, "risk") == [N_QUESTIONS, N_QUESTIONS]
+    bins = reliability_bins(evaluation.p_correct[method], evaluation.labels)
+    assert chart_points(page, "reliability") == [len(bins["count"])] * 3
+    assert page.evaluate("window.tracReport.charts.reliability.data[2]") == bins["count"].tolist()
+    assert page.get_attribute("#risk-chart", "data-points") == str(N_QUESTIONS)
+
+
+def test_a_screenshot_of_an_opened_question(page: Page, tmp_path: Path) -> None:
+    page.click("button[data-tab=questions]")
+    page.check("#filter-confidently-wrong")
+    page.locator("#question-list tbody tr").filter(has_text="model-a").first.click()  # model-a's prompts are stored
+    page.wait_for_selector(loaded("#question-view"), state="attached")
+    assert page.locator("#question-view pre.prompt").count() == 1
+    shot = tmp_path / "html_report.png"
+    page.screenshot(path=str(shot))
+    assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_size > 20_000
+    if os.environ.get("TRAC_UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, SCREENSHOT)

@@ -1,0 +1,109 @@
+"""The ``trac report --html`` writer: one self-contained HTML file (docs/architecture.md#command-line).
+
+The page template, its style and script and the vendored chart library (uPlot, ``static/vendor/README.md``) are
+package files, inlined into the page with its data: the file opens from disk with no network and no server, and its
+Content-Security-Policy forbids every fetch. The data is JSON in a ``<script type="application/json">`` element and the
+traces are base64 lines in ``<script type="text/plain">`` elements: data the browser never runs. Every ``<`` of the
+JSON is written ``\\u003c``, so no text of a record can close its element; the script writes record text into the page
+as text, never as markup. The same report gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from trac_metrics._util.files import atomic_write
+from trac_metrics._util.parallel import Progress
+from trac_metrics.reporting.html.page_data import page_data
+from trac_metrics.reporting.html.payloads import pair_payloads
+from trac_metrics.reporting.html.prompts import question_prompts
+from trac_metrics.reporting.html.tokens import load_tokenizer, tokenizer_spec
+from trac_metrics.reporting.report_data import ReportData
+
+STATIC = Path(__file__).resolve().parent / "static"
+"""The page template, style, script and vendored libraries."""
+STYLES = ("vendor/uPlot.min.css", "report.css")
+SCRIPTS = ("vendor/uPlot.iife.min.js", "report.js")
+_SLOT = re.compile(r"<!--trac:(style|script|data|traces)-->")
+_UNSAFE_INLINE = re.compile(r"</(script|style)|<!--", re.IGNORECASE)
+
+
+def _inline(names: Sequence[str]) -> str:
+    """The package files ``names`` joined; an error when one could end the element it is inlined into."""
+    parts = []
+    for name in names:
+        text = (STATIC / name).read_text(encoding="utf-8")
+        if _UNSAFE_INLINE.search(text):
+            raise ValueError(f"{name} cannot be inlined: it holds '</script', '</style' or '<!--'")
+        parts.append(text)
+    return "\n".join(parts)
+
+
+def json_for_script(value: Any) -> str:
+    """``value`` as JSON that is safe inside a ``<script>`` element: compact, UTF-8, no NaN, every ``<`` escaped."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).replace("<", "\\u003c")
+
+
+def render_page(data: Mapping[str, Any], traces: Sequence[Sequence[str]]) -> str:
+    """The page: the template with its style, script, ``data`` (:func:`page_data`) and each pair's trace lines."""
+    slots = {
+        "style": _inline(STYLES),
+        "script": _inline(SCRIPTS),
+        "data": json_for_script(data),
+        "traces": "\n".join(
+            f'<script type="text/plain" id="trac-traces-{index}">{chr(10).join(lines)}</script>'
+            for index, lines in enumerate(traces)
+        ),
+    }
+    template = (STATIC / "report.html").read_text(encoding="utf-8")
+    return _SLOT.sub(lambda match: slots[match.group(1)], template)
+
+
+def _tokenizers(models: Sequence[str], specs: Mapping[str, str]) -> dict[str, tuple[Any | None, str | None, str]]:
+    """Each model's ``(tokenizer, its name, why there is none)``, each tokenizer loaded once."""
+    loaded: dict[tuple[str, bool], tuple[Any | None, str]] = {}
+    chosen = {}
+    for model in models:
+        name, local_only = tokenizer_spec(model, specs)
+        if name is None:
+            chosen[model] = (None, None, "--tokenizer none")
+            continue
+        if (name, local_only) not in loaded:
+            loaded[name, local_only] = load_tokenizer(name, local_only)
+        tokenizer, why_not = loaded[name, local_only]
+        chosen[model] = (tokenizer, name, why_not)
+    return chosen
+
+
+def write_html_report(
+    data: ReportData,
+    path: str | os.PathLike[str],
+    tokenizers: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+) -> int:
+    """Write the HTML report of ``data`` to ``path`` (atomically, its folder created) and return its size in bytes.
+
+    Traces come from the pairs' :attr:`~trac_metrics.reporting.runs.PairRun.details` (records read with
+    :func:`~trac_metrics.reporting.html.traces.primary_trace`); ``tokenizers`` maps a model to the tokenizer that
+    turns its token ids into text (``""``: every model; default: each model's own name, from local files only;
+    :data:`~trac_metrics.reporting.html.tokens.NO_TOKENIZER`: none). ``progress`` wraps the stream of pairs.
+    """
+    traced = [pair.model for pair in data.pairs if pair.details]  # a tokenizer only where there are traces to show
+    chosen = _tokenizers(list(dict.fromkeys(traced)), tokenizers or {})
+    infos, lines = [], []
+    for pair in progress(data.pairs) if progress else data.pairs:
+        tokenizer, name, why_not = chosen.get(pair.model, (None, None, ""))
+        info, pair_lines = pair_payloads(pair, tokenizer, name, why_not, question_prompts(pair))
+        infos.append(info)
+        lines.append(pair_lines)
+    page = render_page(page_data(data, infos), lines)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    encoded = page.encode("utf-8")
+    atomic_write(target, encoded)
+    return len(encoded)

@@ -1,0 +1,288 @@
+"""What the HTML report shows, computed in Python from the :class:`~trac_metrics.reporting.report_data.ReportData`
+``trac report`` writes its tables from (docs/method.md#report-analyses), so the page and the tables agree number for
+number; the page's script only lays the numbers out, sorts and filters them.
+
+:func:`page_data` returns one JSON-serializable dict:
+
+- ``tables``: the five leaderboard tables of ``trac report`` (:func:`trac_metrics.reporting.leaderboard
+  .leaderboard_tables`), cell by cell with their best / second marks;
+- ``pairs``: each (model, task, decoding) pair with its accuracy and every leaderboard method's metrics, and the 95 %
+  hierarchical-bootstrap interval of its headline metrics over that pair's questions alone
+  (docs/method.md#hierarchical-bootstrap with one pair); ``macro``: the pair-equal macro of each with the report's
+  interval; ``paired``: every leaderboard method against every other as reference, for the headline metrics
+  (docs/method.md#paired-differences);
+- ``figures``: per pair and method, the expected risk at every coverage k/N
+  (docs/method.md#risk-coverage-curve-and-aurc) and the reliability bins of its probability of correctness
+  (docs/method.md#figures);
+- ``questions``: per pair, every question's answers, answer classes, probe answer, agreement, label, each method's
+  score and probability of correctness, and the questions in the top decile of each method's confidence
+  (:func:`top_decile`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from trac_metrics._warnings import TracWarning
+from trac_metrics.features.evidence import task_accuracy
+from trac_metrics.methods import all_methods
+from trac_metrics.reporting.leaderboard import (
+    k_label,
+    leaderboard_methods,
+    leaderboard_tables,
+    method_label,
+    paired_row,
+)
+from trac_metrics.reporting.report_data import ReportData
+from trac_metrics.reporting.runs import PairRun, decoding_label
+from trac_metrics.reporting.summary_table import HEADLINE_METRICS
+from trac_metrics.reporting.tables import ReportTable, rank_marks
+from trac_metrics.selective import (
+    HIGHER_IS_BETTER,
+    METRIC_LABELS,
+    METRIC_NAMES,
+    reliability_bins,
+    risk_coverage_curve,
+)
+from trac_metrics.selective.bootstrap import mean_of_defined
+
+LEVEL = 0.95
+"""The confidence level of every interval on the page."""
+SCORE_DIGITS = 6
+"""Significant digits of the per-question scores and probabilities on the page."""
+CURVE_DECIMALS = 4
+"""Decimals of the risk–coverage values on the page."""
+
+
+def number(value: Any, digits: int | None = None) -> float | int | None:
+    """A JSON number: None for a missing or non-finite value, an integer kept, a float to ``digits`` significant
+    digits (all when None)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    value = float(value)
+    if not math.isfinite(value):
+        return None
+    return float(f"{value:.{digits}g}") if digits is not None else value
+
+
+def _cell(value: Any) -> Any:
+    return value if isinstance(value, str) else number(value)
+
+
+def table_data(table: ReportTable) -> dict[str, Any]:
+    """A report table cell by cell: row labels (one per index level), column labels, values (None for NaN), the
+    best / second mark of each cell, which columns hold integers and which way each ranked column is better."""
+    frame = table.frame
+    marks = rank_marks(table)
+    labels = [label if isinstance(label, tuple) else (label,) for label in frame.index]
+    return {
+        "name": table.name,
+        "title": table.title,
+        "note": table.note,
+        "index": [str(name or "") for name in frame.index.names],
+        "columns": [" ".join(map(str, column)) if isinstance(column, tuple) else str(column) for column in frame],
+        "rows": [[str(part) for part in label] for label in labels],
+        "values": [[_cell(value) for value in row] for row in frame.itertuples(index=False)],
+        "marks": [[marks.get((position, column)) for column in frame.columns] for position in range(len(frame))],
+        "integer": [bool(pd.api.types.is_integer_dtype(dtype)) for dtype in frame.dtypes],
+        "higher": {str(column): higher for column, higher in table.rank_columns.items()},
+    }
+
+
+def top_decile(scores: np.ndarray) -> np.ndarray:
+    """Whether each question is in the top decile of a method's confidence within its pair: its score is at least
+    the m-th largest defined score, m = ⌈n / 10⌉ of the n defined scores (ties at the cut all included; a NaN score
+    never is)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    defined = ~np.isnan(scores)
+    n = int(defined.sum())
+    if not n:
+        return np.zeros(scores.shape, dtype=bool)
+    cut = np.sort(scores[defined])[::-1][math.ceil(n / 10) - 1]
+    return defined & (scores >= cut)
+
+
+def _methods(data: ReportData) -> list[dict[str, Any]]:
+    """Every method scored on some pair, in registry order: name, label, leaderboard block (None when it has none)."""
+    scored = {method for evaluation in data.evaluations for method in evaluation.scores}
+    blocks = dict((method, block) for block, method in leaderboard_methods(data))
+    k = k_label(data.pairs)
+    return [
+        {"name": method.name, "label": method_label(method.name, k), "block": blocks.get(method.name)}
+        for method in all_methods()
+        if method.name in scored
+    ]
+
+
+def _pair_intervals(data: ReportData, index: int, methods: Sequence[str]) -> dict[str, dict[str, list[Any]]]:
+    """The interval of each headline metric of ``methods`` over the questions of pair ``index`` alone."""
+    present = [method for method in methods if method in data.evaluations[index].scores]
+    if not present:
+        return {}
+    with warnings.catch_warnings():
+        # a pair too small or one-class has NaN intervals: the page shows "nan", as the tables do
+        warnings.simplefilter("ignore", TracWarning)
+        results = data.bootstrap_subset([index], present, HEADLINE_METRICS)
+        return {
+            metric: {method: [number(bound) for bound in result.ci(method, LEVEL)] for method in present}
+            for metric, result in results.items()
+        }
+
+
+def _pair(data: ReportData, index: int, methods: Sequence[str]) -> dict[str, Any]:
+    pair, evaluation = data.pairs[index], data.evaluations[index]
+    return {
+        "name": pair.name,
+        "model": pair.model,
+        "task": pair.task,
+        "decoding": decoding_label(pair.decoding),
+        "n": len(pair.evidences),
+        "k": pair.num_samples,
+        "accuracy": number(pair.accuracy),
+        "majority_accuracy": number(task_accuracy(pair.evidences).get("maj_acc")),
+        "metrics": {
+            metric: {method: number(evaluation.metrics.get(f"{method}_{metric}")) for method in methods}
+            for metric in METRIC_NAMES
+        },
+        "intervals": _pair_intervals(data, index, methods),
+    }
+
+
+def _macro(data: ReportData, methods: Sequence[str]) -> dict[str, Any]:
+    """Pair-equal macro of accuracy and of every metric of ``methods``, with the report's interval (None where the
+    metric is not bootstrapped or the method is not on every pair)."""
+    macro: dict[str, Any] = {
+        "accuracy": number(mean_of_defined([pair.accuracy for pair in data.pairs])),
+        "majority_accuracy": number(
+            mean_of_defined([task_accuracy(pair.evidences).get("maj_acc", math.nan) for pair in data.pairs])
+        ),
+    }
+    for metric in METRIC_NAMES:
+        macro[metric] = {
+            method: {
+                "value": number(data.macro(method, metric)),
+                "interval": [number(bound) for bound in data.ci(method, metric, LEVEL)],
+            }
+            for method in methods
+        }
+    return macro
+
+
+def _paired(data: ReportData, methods: Sequence[str]) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """``paired[metric][reference][method]``: :func:`~trac_metrics.reporting.leaderboard.paired_row` of every
+    bootstrapped headline metric, method against reference (the other metrics' differences are shown without an
+    interval)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        return {
+            metric: {
+                reference: {
+                    method: {
+                        key: number(value, SCORE_DIGITS)
+                        for key, value in paired_row(data, method, reference, metric).items()
+                    }
+                    for method in methods
+                    if method != reference
+                }
+                for reference in methods
+            }
+            for metric in HEADLINE_METRICS
+            if metric in data.bootstraps
+        }
+
+
+def _figures(data: ReportData, index: int, methods: Sequence[str]) -> dict[str, Any]:
+    """The risk at every coverage k/N (k = 1..N) and the reliability bins of each method the pair has."""
+    evaluation = data.evaluations[index]
+    risk: dict[str, list[Any]] = {}
+    reliability: dict[str, dict[str, Any]] = {}
+    p_correct = evaluation.p_correct
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)  # a method without defined values gets no figure
+        for method in methods:
+            scores = evaluation.scores.get(method)
+            if scores is not None and not np.isnan(scores).any():
+                _, curve = risk_coverage_curve(scores, evaluation.labels)
+                risk[method] = [round(float(value), CURVE_DECIMALS) for value in curve]
+            probabilities = p_correct.get(method)
+            if probabilities is not None and not np.isnan(probabilities).any():
+                bins = reliability_bins(probabilities, evaluation.labels, data.ece_bins)
+                reliability[method] = {
+                    "count": [int(count) for count in bins["count"]],
+                    "confidence": [number(value, SCORE_DIGITS) for value in bins["confidence"]],
+                    "accuracy": [number(value, SCORE_DIGITS) for value in bins["accuracy"]],
+                    "ece": number(evaluation.metrics.get(f"{method}_ece")),
+                }
+    return {"risk": risk, "reliability": reliability}
+
+
+def _agreement(value: Any) -> int | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else int(value)
+
+
+def _questions(pair: PairRun, data: ReportData, index: int) -> dict[str, Any]:
+    """The questions of one pair, field by field (columns of equal length, in document order)."""
+    evaluation = data.evaluations[index]
+    evidences = pair.evidences
+    p_correct = evaluation.p_correct
+    return {
+        "doc": [str(evidence["doc_id"]) for evidence in evidences],
+        "correct": [int(evidence["correct"]) for evidence in evidences],
+        "majority": [int(evidence["majority_correct"]) for evidence in evidences],
+        "agree": [_agreement(evidence["agree"]) for evidence in evidences],
+        "answer": [evidence["primary_answer"] for evidence in evidences],
+        "probe": [evidence["probe_answer"] for evidence in evidences],
+        "reference": [evidence["reference"] for evidence in evidences],
+        "answers": [evidence["answers"] for evidence in evidences],
+        "classes": [evidence["answer_classes"] for evidence in evidences],
+        "metadata": [evidence["metadata"] for evidence in evidences],
+        "scores": {
+            method: [number(value, SCORE_DIGITS) for value in scores] for method, scores in evaluation.scores.items()
+        },
+        "p_correct": {
+            method: [number(value, SCORE_DIGITS) for value in values] for method, values in p_correct.items()
+        },
+        "top_decile": {
+            method: np.flatnonzero(top_decile(scores)).tolist() for method, scores in evaluation.scores.items()
+        },
+    }
+
+
+def page_data(data: ReportData, traces: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """Everything the page shows (module docstring); ``traces[i]`` says how pair i's traces are shown (its mode,
+    tokenizer and note, from :func:`trac_metrics.reporting.html.payloads.pair_payloads`)."""
+    methods = [method for _, method in leaderboard_methods(data)]
+    pairs = [_pair(data, index, methods) for index in range(len(data.pairs))]
+    for pair, shown in zip(pairs, traces, strict=False):
+        pair["traces"] = dict(shown)
+    return {
+        "schema": "trac-html/1",
+        "settings": {
+            "resamples": data.n_resamples,
+            "seed": data.seed,
+            "calibration_map": data.calibration_map,
+            "ece_bins": data.ece_bins,
+            "level": LEVEL,
+        },
+        "metrics": [
+            {"name": name, "label": METRIC_LABELS[name], "higher": HIGHER_IS_BETTER[name]} for name in METRIC_NAMES
+        ],
+        "headline_metrics": list(HEADLINE_METRICS),
+        "methods": _methods(data),
+        "leaderboard_methods": methods,
+        "tables": [table_data(table) for table in leaderboard_tables(data)],
+        "pairs": pairs,
+        "macro": _macro(data, methods),
+        "paired": _paired(data, methods),
+        "figures": [_figures(data, index, methods) for index in range(len(data.pairs))],
+        "questions": [_questions(pair, data, index) for index, pair in enumerate(data.pairs)],
+    }

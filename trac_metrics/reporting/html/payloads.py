@@ -1,0 +1,93 @@
+"""Each question's trace and prompt, packed for the HTML page and loaded on demand
+(docs/architecture.md#per-token-arrays).
+
+The page's main data stays small; the traces, nearly all of the file, sit beside it as one base64 line per question
+(:func:`~trac_metrics.reporting.html.traces.trace_payload`: gzip of a JSON header and byte arrays), inflated by the
+browser only when the question is opened. A pair's traces are shown one of three ways (its ``mode``):
+
+- ``tokens``: with the model's tokenizer, each token is a text piece (an index into the pair's piece list, the first
+  line) shaded by its −λ_t or η_t (one byte each); the end-of-thinking marker's token is marked;
+- ``text``: without a tokenizer that fits, the whole generated text, unshaded, the marker found in the text;
+- ``none``: the runs were read without their traces (only the prompt, when lm-eval's samples file has it).
+
+Per token the file holds 4 bytes before compression (a 2-byte piece index when the pair has at most 65,536 distinct
+pieces, else 4, plus the two quantized values); the prompt and the probe's answer travel in the header.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from trac_metrics.reporting.html.tokens import TokenPieces, marker_position, tokenizer_mismatch
+from trac_metrics.reporting.html.traces import ENTROPY_STEP, SURPRISAL_STEP, PrimaryTrace, trace_payload
+from trac_metrics.reporting.runs import PairRun
+
+TOKENS, TEXT, NONE = "tokens", "text", "none"
+
+
+def _line(payload: bytes) -> str:
+    return base64.b64encode(payload).decode("ascii")
+
+
+def _header(trace: PrimaryTrace | None, prompt: str | None) -> dict[str, Any]:
+    header: dict[str, Any] = {"prompt": prompt}
+    if trace is not None:
+        header.update(
+            n=int(trace.token_ids.size),
+            marker_text=trace.marker,
+            finish=trace.finish_reason,
+            top_k=trace.top_k,
+            probe=trace.probe,
+            surprisal_step=SURPRISAL_STEP,
+            entropy_step=ENTROPY_STEP,
+        )
+    return header
+
+
+def _text_position(text: str, marker: str | None) -> int | None:
+    """Character offset of the last ``marker`` in ``text`` (None when absent or no marker)."""
+    found = text.rfind(marker) if marker else -1
+    return found if found >= 0 else None
+
+
+def pair_payloads(
+    pair: PairRun, tokenizer: Any | None, tokenizer_name: str | None, why_not: str, prompts: Mapping[str, str]
+) -> tuple[dict[str, Any], list[str]]:
+    """How ``pair``'s traces are shown (``mode``, ``tokenizer``, ``note``) and the page lines: the pair's piece list
+    (``tokens`` mode; empty otherwise), then one line per question in document order. ``why_not`` says why there is
+    no ``tokenizer``; one that does not fit the pair's traces (:func:`tokenizer_mismatch`) is not used."""
+    traces: tuple[PrimaryTrace, ...] = pair.details
+    doc_ids = [str(evidence["doc_id"]) for evidence in pair.evidences]
+    if not traces:
+        lines = [_line(trace_payload(_header(None, prompts.get(doc_id)))) for doc_id in doc_ids]
+        return {"mode": NONE, "tokenizer": None, "note": "the traces were not read"}, ["", *lines]
+    if tokenizer is not None:
+        mismatch = tokenizer_mismatch(tokenizer, [trace.token_ids for trace in traces], traces[0].text)
+        if mismatch is not None:
+            tokenizer, why_not = None, f"tokenizer {tokenizer_name!r} does not fit {pair.model}: {mismatch}"
+    if tokenizer is None:
+        info = {"mode": TEXT, "tokenizer": None, "note": f"Traces unshaded: {why_not}."}
+        lines = []
+        for doc_id, trace in zip(doc_ids, traces, strict=True):
+            header = {**_header(trace, prompts.get(doc_id)), "text": trace.text}
+            header["marker"] = _text_position(trace.text, trace.marker)
+            lines.append(_line(trace_payload(header)))
+        return info, ["", *lines]
+    pieces = TokenPieces(tokenizer)
+    indices = [pieces.encode(trace.token_ids) for trace in traces]
+    width = np.uint16 if len(pieces.pieces) <= 1 << 16 else np.uint32
+    lines = [_line(gzip.compress(json.dumps(pieces.pieces, ensure_ascii=False).encode(), mtime=0))]
+    for doc_id, trace, index in zip(doc_ids, traces, indices, strict=True):
+        header = {
+            **_header(trace, prompts.get(doc_id)),
+            "marker": marker_position(tokenizer, trace.token_ids, index, pieces.pieces, trace.marker or ""),
+            "index_bytes": np.dtype(width).itemsize,
+        }
+        lines.append(_line(trace_payload(header, [index.astype(width), trace.surprisal, trace.entropy])))
+    return {"mode": TOKENS, "tokenizer": tokenizer_name, "note": ""}, lines

@@ -1,0 +1,723 @@
+/* The HTML report's script: lays out the data trac_metrics/reporting/html/page_data.py computed (it computes no
+   metric), sorts and filters it, draws the figures with uPlot and opens each question's trace on demand.
+   Text from the records is written with textContent only, never as markup. */
+"use strict";
+(function () {
+  const DATA = JSON.parse(document.getElementById("trac-data").textContent);
+  const PAIRS = DATA.pairs;
+  const METHODS = new Map(DATA.methods.map((method) => [method.name, method]));
+  const METRICS = new Map(DATA.metrics.map((metric) => [metric.name, metric]));
+  const LEADERBOARD = DATA.leaderboard_methods;
+  const LEVEL = Math.round(DATA.settings.level * 100);
+  const report = { charts: {}, readyAt: null };
+  window.tracReport = report;
+
+  // ------------------------------------------------------------------------------------------------ helpers
+
+  function h(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else if (key === "dataset") Object.assign(node.dataset, value);
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : value);
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : String(child));
+    }
+    return node;
+  }
+
+  const missing = (value) => value === null || value === undefined || Number.isNaN(value);
+  function fmt(value, digits = 3) {
+    if (missing(value)) return "nan";
+    if (typeof value !== "number") return String(value);
+    return Number.isInteger(value) && digits === 0 ? String(value) : value.toFixed(digits);
+  }
+  const hovered = (u, value) => (missing(value) ? "—" : fmt(value));
+  const signed = (value) => (missing(value) ? "nan" : (value > 0 ? "+" : "") + value.toFixed(3));
+  const interval = (bounds) =>
+    bounds && !missing(bounds[0]) && !missing(bounds[1]) ? `[${fmt(bounds[0])}, ${fmt(bounds[1])}]` : "";
+  // A model named by a local folder shows as the folder's name (the whole path on hover).
+  const modelName = (model) => (model.startsWith("/") ? model.split("/").filter(Boolean).pop() || model : model);
+  const modelCell = (model) => ({ text: modelName(model), value: model, node: h("span", { title: model, text: modelName(model) }) });
+  const methodLabel = (name) => (METHODS.has(name) ? METHODS.get(name).label : name);
+  const unique = (values) => [...new Set(values)];
+
+  function choice(id, options, value, onchange) {
+    const node = h("select", { id, onchange: () => onchange(node.value) });
+    for (const option of options) {
+      node.append(h("option", { value: option.value, selected: option.value === value, text: option.label }));
+    }
+    return node;
+  }
+
+  function labelled(text, control) {
+    return h("label", null, text, control);
+  }
+
+  // A table sorted by clicking a column header: first click largest first, second smallest first; missing values
+  // always last. columns: [{key, label, numeric}]; rows: [{key, cells: {column: {text, value, cls, node}}}].
+  function sortableTable({ id, columns, rows, footer = [], sort = null, onRowClick = null }) {
+    let state = sort;
+    const head = h("tr");
+    const body = h("tbody");
+    const table = h("table", { id, class: "sortable" }, h("thead", null, head), body);
+    for (const column of columns) {
+      const th = h("th", {
+        class: "sortable" + (column.numeric ? " num" : ""),
+        dataset: { key: column.key },
+        "aria-sort": "none",
+        text: column.label,
+        onclick: () => {
+          state = { key: column.key, dir: state && state.key === column.key ? -state.dir : -1 };
+          draw();
+        },
+      });
+      head.append(th);
+    }
+    function cellNode(column, cell) {
+      const td = h("td", { class: [column.numeric ? "num" : "", cell && cell.cls ? cell.cls : ""].join(" ").trim() });
+      if (cell && typeof cell.value === "number") td.dataset.value = String(cell.value);
+      if (cell && cell.node) td.append(cell.node);
+      else td.textContent = cell ? cell.text : "";
+      return td;
+    }
+    function rowNode(row) {
+      const tr = h("tr", { dataset: { key: row.key } }, ...columns.map((column) => cellNode(column, row.cells[column.key])));
+      if (onRowClick) tr.addEventListener("click", () => onRowClick(row, tr));
+      return tr;
+    }
+    function draw() {
+      const ordered = rows.slice();
+      if (state) {
+        ordered.sort((a, b) => {
+          const x = a.cells[state.key] ? a.cells[state.key].value : null;
+          const y = b.cells[state.key] ? b.cells[state.key].value : null;
+          if (missing(x) || missing(y)) return missing(x) - missing(y);
+          if (typeof x === "number" && typeof y === "number") return state.dir * (x - y);
+          return state.dir * String(x).localeCompare(String(y));
+        });
+      }
+      body.replaceChildren(...ordered.map(rowNode));
+      for (const th of head.children) {
+        const sorted = state && th.dataset.key === state.key;
+        th.setAttribute("aria-sort", sorted ? (state.dir > 0 ? "ascending" : "descending") : "none");
+      }
+    }
+    if (footer.length) table.append(h("tfoot", null, ...footer.map(rowNode)));
+    draw();
+    return table;
+  }
+
+  // ----------------------------------------------------------------------------------------- leaderboard tab
+
+  // A table of `trac report` (page_data.table_data), cell by cell, with its best / second marks.
+  function reportTable(table) {
+    const columns = [
+      ...table.index.map((name, level) => ({ key: `i${level}`, label: name || "" })),
+      ...table.columns.map((name, position) => ({ key: `c${position}`, label: name, numeric: true })),
+    ];
+    const rows = table.rows.map((labels, row) => {
+      const cells = {};
+      labels.forEach((text, level) => (cells[`i${level}`] = { text, value: text }));
+      table.values[row].forEach((value, position) => {
+        const integer = table.integer[position];
+        const text = typeof value === "number" ? (integer ? String(value) : fmt(value)) : missing(value) ? "nan" : value;
+        cells[`c${position}`] = { text, value, cls: table.marks[row][position] || "" };
+      });
+      return { key: labels.join(" / "), cells };
+    });
+    return h(
+      "div",
+      { class: "report-table" },
+      h("div", { class: "table-wrap" }, sortableTable({ id: `table-${table.name}`, columns, rows })),
+      table.note ? h("p", { class: "note", text: table.note }) : null,
+    );
+  }
+
+  function pairCell(value, extra) {
+    return { text: fmt(value), value, node: h("span", null, fmt(value), extra ? h("span", { class: "interval", text: extra }) : null) };
+  }
+
+  // Models × tasks: one row per pair, one column per leaderboard method for the chosen metric; the macro row; with a
+  // reference method, each cell is the method's value minus the reference's, the macro row the paired bootstrap.
+  function pairTable(metric, reference) {
+    const higher = METRICS.get(metric).higher;
+    const columns = [
+      { key: "model", label: "model" },
+      { key: "task", label: "task" },
+      { key: "decoding", label: "decoding" },
+      { key: "n", label: "n", numeric: true },
+      { key: "k", label: "K", numeric: true },
+      { key: "accuracy", label: "accuracy", numeric: true },
+      { key: "majority", label: "majority acc.", numeric: true },
+      ...LEADERBOARD.map((method) => ({ key: method, label: methodLabel(method), numeric: true })),
+    ];
+    const rows = PAIRS.map((pair, index) => {
+      const values = pair.metrics[metric];
+      const cells = {
+        model: modelCell(pair.model),
+        task: { text: pair.task, value: pair.task },
+        decoding: { text: pair.decoding, value: pair.decoding },
+        n: { text: String(pair.n), value: pair.n },
+        k: { text: String(pair.k), value: pair.k },
+        accuracy: { text: fmt(pair.accuracy), value: pair.accuracy },
+        majority: { text: fmt(pair.majority_accuracy), value: pair.majority_accuracy },
+      };
+      const defined = LEADERBOARD.map((method) => values[method]).filter((value) => !missing(value));
+      const best = defined.length ? (higher ? Math.max(...defined) : Math.min(...defined)) : null;
+      for (const method of LEADERBOARD) {
+        const value = values[method];
+        if (reference) {
+          const base = values[reference];
+          const difference = missing(value) || missing(base) ? null : value - base;
+          cells[method] = method === reference ? { text: "reference", value: null } : { text: signed(difference), value: difference };
+        } else {
+          const bounds = pair.intervals[metric] ? pair.intervals[metric][method] : null;
+          cells[method] = { ...pairCell(value, interval(bounds)), cls: value === best ? "row-best" : "" };
+        }
+      }
+      return { key: String(index), cells };
+    });
+    const macro = DATA.macro;
+    const footerCells = {
+      model: { text: "macro (pair-equal)" },
+      n: { text: String(PAIRS.reduce((sum, pair) => sum + pair.n, 0)) },
+      accuracy: { text: fmt(macro.accuracy), value: macro.accuracy },
+      majority: { text: fmt(macro.majority_accuracy), value: macro.majority_accuracy },
+    };
+    for (const method of LEADERBOARD) {
+      const entry = macro[metric][method];
+      if (!reference) {
+        footerCells[method] = pairCell(entry.value, interval(entry.interval));
+        continue;
+      }
+      const paired = DATA.paired[metric] ? DATA.paired[metric][reference] : null;
+      const row = paired ? paired[method] : null;
+      if (method === reference) footerCells[method] = { text: "reference" };
+      else if (row) {
+        const detail = `${interval([row.lo, row.hi])} p=${fmt(row.p)} W/T/L ${row.wins}/${row.ties}/${row.losses}`;
+        footerCells[method] = { text: signed(row.difference), value: row.difference, node: h("span", null, signed(row.difference), h("span", { class: "interval", text: detail })) };
+      } else {
+        const difference = missing(entry.value) || missing(macro[metric][reference].value) ? null : entry.value - macro[metric][reference].value;
+        footerCells[method] = { text: signed(difference), value: difference };
+      }
+    }
+    return sortableTable({ id: "pair-table", columns, rows, footer: [{ key: "macro", cells: footerCells }] });
+  }
+
+  function leaderboardPanel(panel) {
+    const [main, ...others] = DATA.tables;
+    const pairBox = h("div", { class: "table-wrap" });
+    let metric = "auroc";
+    let reference = "";
+    const redraw = () => {
+      pairBox.replaceChildren(pairTable(metric, reference));
+      const label = METRICS.get(metric).label;
+      pairNote.textContent =
+        (reference
+          ? `Each cell: the method's ${label} minus ${methodLabel(reference)}'s on that pair; macro row: the paired ` +
+            `difference of the pair-equal macros with its ${LEVEL}% bootstrap interval, one-sided p and wins / ties / losses over pairs.`
+          : `${label} of each method on each pair (${METRICS.get(metric).higher ? "higher" : "lower"} is better; the ` +
+            `best of each pair in colour). Under a headline metric, the ${LEVEL}% bootstrap interval over that pair's ` +
+            `questions; macro row: the pair-equal macro with the report's hierarchical bootstrap interval.`) +
+        " Click a column header to sort.";
+    };
+    const pairNote = h("p", { class: "note" });
+    panel.append(
+      h("h2", null, "Models × tasks"),
+      h(
+        "div",
+        { class: "controls" },
+        labelled(
+          "metric",
+          choice("pair-metric", DATA.metrics.map((item) => ({ value: item.name, label: item.label })), metric, (value) => {
+            metric = value;
+            redraw();
+          }),
+        ),
+        labelled(
+          "paired differences against",
+          choice(
+            "pair-reference",
+            [{ value: "", label: "(none)" }, ...LEADERBOARD.map((name) => ({ value: name, label: methodLabel(name) }))],
+            reference,
+            (value) => {
+              reference = value;
+              redraw();
+            },
+          ),
+        ),
+      ),
+      pairBox,
+      pairNote,
+      h("h2", null, main.title),
+      reportTable(main),
+      h("details", null, h("summary", null, "The other tables of trac report"), ...others.flatMap((table) => [h("h2", null, table.title), reportTable(table)])),
+    );
+    redraw();
+  }
+
+  // --------------------------------------------------------------------------------------------- figures tab
+
+  function chartWidth(node) {
+    return Math.max(380, Math.min(720, node.clientWidth || 600));
+  }
+
+  function diagonal(u) {
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.strokeStyle = "#999";
+    ctx.setLineDash([5, 5]);
+    ctx.beginPath();
+    ctx.moveTo(u.valToPos(0, "x", true), u.valToPos(0, "y", true));
+    ctx.lineTo(u.valToPos(1, "x", true), u.valToPos(1, "y", true));
+    ctx.stroke();
+    ctx.restore();
+  }
+
+  function drawFigures(pairIndex, method, reliabilityBox, riskBox) {
+    for (const chart of Object.values(report.charts)) chart.destroy();
+    report.charts = {};
+    const figures = DATA.figures[pairIndex];
+    const bins = figures.reliability[method];
+    reliabilityBox.replaceChildren();
+    if (bins) {
+      reliabilityBox.dataset.points = String(bins.confidence.length);
+      report.charts.reliability = new uPlot(
+        {
+          title: `Reliability: ${methodLabel(method)}, ECE ${fmt(bins.ece)}`,
+          width: chartWidth(reliabilityBox),
+          height: 320,
+          scales: { x: { time: false, range: [0, 1] }, y: { range: [0, 1] }, count: { range: (u, min, max) => [0, Math.max(1, max) * 1.15] } },
+          axes: [
+            { label: "mean P(correct) of the bin" },
+            { label: "accuracy of the bin" },
+            { side: 1, scale: "count", label: "questions", grid: { show: false } },
+          ],
+          series: [
+            { label: "mean P(correct)", value: hovered },
+            { label: "accuracy", stroke: "#d62728", width: 2, points: { show: true, size: 7 }, value: hovered },
+            { label: "questions", scale: "count", value: (u, v) => (missing(v) ? "—" : String(v)), stroke: "#8c96a0", fill: "rgba(140,150,160,0.25)", paths: uPlot.paths.bars({ size: [0.5, 24] }), points: { show: false } },
+          ],
+          hooks: { draw: [diagonal] },
+        },
+        [bins.confidence, bins.accuracy, bins.count],
+        reliabilityBox,
+      );
+    } else reliabilityBox.append(h("p", { class: "note", text: `${methodLabel(method)}: no probability of correctness on this pair.` }));
+    const risk = figures.risk[method];
+    riskBox.replaceChildren();
+    if (risk) {
+      const n = risk.length;
+      riskBox.dataset.points = String(n);
+      const coverage = risk.map((_, k) => (k + 1) / n);
+      const aurc = PAIRS[pairIndex].metrics.aurc[method];
+      report.charts.risk = new uPlot(
+        {
+          title: `Risk–coverage: ${methodLabel(method)}, AURC ${fmt(aurc)}`,
+          width: chartWidth(riskBox),
+          height: 320,
+          scales: { x: { time: false, range: [0, 1] }, y: { range: (u, min, max) => [0, Math.max(0.05, max)] } },
+          axes: [{ label: "coverage (share of answers kept, most confident first)" }, { label: "risk (error rate of the kept answers)" }],
+          series: [{ label: "coverage", value: hovered }, { label: "risk", stroke: "#1f5fa8", width: 2, value: hovered }],
+        },
+        [coverage, risk],
+        riskBox,
+      );
+    } else riskBox.append(h("p", { class: "note", text: `${methodLabel(method)}: no defined score on this pair.` }));
+  }
+
+  function figuresPanel(panel) {
+    let pairIndex = 0;
+    let method = LEADERBOARD.includes("trac") ? "trac" : LEADERBOARD[0];
+    const reliabilityBox = h("div", { id: "reliability-chart", class: "chart" });
+    const riskBox = h("div", { id: "risk-chart", class: "chart" });
+    const redraw = () => drawFigures(pairIndex, method, reliabilityBox, riskBox);
+    panel.append(
+      h(
+        "div",
+        { class: "controls" },
+        labelled("pair", choice("figure-pair", PAIRS.map((pair, index) => ({ value: String(index), label: pair.name })), "0", (value) => {
+          pairIndex = Number(value);
+          redraw();
+        })),
+        labelled("method", choice("figure-method", LEADERBOARD.map((name) => ({ value: name, label: methodLabel(name) })), method, (value) => {
+          method = value;
+          redraw();
+        })),
+      ),
+      h("div", { class: "chart-row" }, reliabilityBox, riskBox),
+      h(
+        "p",
+        { class: "note" },
+        `Reliability: the pair's questions in ${DATA.settings.ece_bins} equal-mass bins of the method's probability of ` +
+          `correctness (heads: out-of-fold; baselines: ${DATA.settings.calibration_map} calibration map), accuracy ` +
+          "against mean probability, the bin's questions as bars. Risk–coverage: the expected error rate of the k most " +
+          "confident answers at coverage k/N, one point per question. Hover a chart for its values.",
+      ),
+    );
+    redraw();
+  }
+
+  // ------------------------------------------------------------------------------------------- traces on demand
+
+  const traceStore = new Map();
+  function traceLines(pairIndex) {
+    if (!traceStore.has(pairIndex)) {
+      const node = document.getElementById(`trac-traces-${pairIndex}`);
+      traceStore.set(pairIndex, { lines: node ? node.textContent.split("\n") : [], pieces: null });
+    }
+    return traceStore.get(pairIndex);
+  }
+
+  async function inflate(base64) {
+    const bytes = Uint8Array.from(atob(base64), (character) => character.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+
+  async function loadTrace(pairIndex, question) {
+    const store = traceLines(pairIndex);
+    const line = store.lines[question + 1];
+    if (!line) return null;
+    const bytes = await inflate(line);
+    const length = new DataView(bytes.buffer).getUint32(0, true);
+    const trace = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + length)));
+    if (PAIRS[pairIndex].traces.mode !== "tokens") return trace;
+    if (store.pieces === null) store.pieces = JSON.parse(new TextDecoder().decode(await inflate(store.lines[0])));
+    let offset = 4 + length;
+    const indexBytes = bytes.slice(offset, offset + trace.n * trace.index_bytes);
+    offset += trace.n * trace.index_bytes;
+    trace.indices = trace.index_bytes === 2 ? new Uint16Array(indexBytes.buffer) : new Uint32Array(indexBytes.buffer);
+    trace.surprisal = bytes.slice(offset, offset + trace.n);
+    trace.entropy = bytes.slice(offset + trace.n, offset + 2 * trace.n);
+    trace.pieces = store.pieces;
+    return trace;
+  }
+
+  const SHADES = 9;
+  function shadedTrace(trace, by) {
+    const box = h("div", { class: "trace", dataset: { tokens: String(trace.n), shading: by } });
+    const values = by === "entropy" ? trace.entropy : trace.surprisal;
+    const step = by === "entropy" ? trace.entropy_step : trace.surprisal_step;
+    const full = by === "entropy" ? Math.log(trace.top_k) : 3; // the darkest shade: the top-k maximum / 3 nats
+    const fragment = document.createDocumentFragment();
+    for (let i = 0; i < trace.n; i++) {
+      if (i === trace.marker) fragment.append(h("span", { class: "eot", text: "end of thinking ▸" }));
+      const span = document.createElement("span");
+      span.textContent = trace.pieces[trace.indices[i]];
+      span.dataset.i = String(i);
+      const shade = Math.min(SHADES, Math.round(((values[i] * step) / full) * SHADES));
+      if (shade > 0) span.className = `s${shade}`;
+      if (i === trace.marker) span.classList.add("marker");
+      fragment.append(span);
+    }
+    box.append(fragment);
+    return box;
+  }
+
+  function plainTrace(trace) {
+    const box = h("div", { class: "trace", dataset: { shading: "none" } });
+    if (missing(trace.marker)) box.textContent = trace.text;
+    else box.append(trace.text.slice(0, trace.marker), h("span", { class: "eot", text: "end of thinking ▸" }), trace.text.slice(trace.marker));
+    return box;
+  }
+
+  function traceSection(pairIndex, trace) {
+    const info = PAIRS[pairIndex].traces;
+    const section = h("div", { class: "trace-section" });
+    if (!trace || info.mode === "none") {
+      section.append(h("p", { class: "note", text: info.note || "No trace stored." }));
+      return section;
+    }
+    const finish = trace.finish === "length" ? " — cut at the generation limit" : "";
+    const markerNote = trace.marker_text ? (missing(trace.marker) ? ` end-of-thinking marker ${JSON.stringify(trace.marker_text)} not written` : "") : "";
+    section.append(h("p", { class: "note", text: `${trace.n} generated tokens, finish reason ${trace.finish}${finish}.${markerNote}` }));
+    if (info.mode !== "tokens") {
+      section.append(h("p", { class: "note warning", text: info.note }), plainTrace(trace));
+      return section;
+    }
+    const hover = h("div", { class: "hover-info" }, "Hover a token for its values.");
+    const holder = h("div");
+    const legend = h("span", { class: "legend" }, "low", ...Array.from({ length: SHADES + 1 }, (_, shade) => h("span", { class: shade ? `s${shade}` : "" })), "high");
+    const draw = (by) => {
+      const box = shadedTrace(trace, by);
+      box.addEventListener("mouseover", (event) => {
+        const i = event.target.dataset ? event.target.dataset.i : undefined;
+        if (i === undefined) return;
+        const surprisal = (trace.surprisal[i] * trace.surprisal_step).toFixed(2);
+        const entropy = (trace.entropy[i] * trace.entropy_step).toFixed(2);
+        hover.textContent = `token ${i}: ${JSON.stringify(trace.pieces[trace.indices[i]])}  −log p = ${surprisal}  entropy (top-${trace.top_k}) = ${entropy}`;
+      });
+      holder.replaceChildren(box);
+    };
+    section.append(
+      h("div", { class: "controls" }, labelled("shade by", choice(null, [{ value: "surprisal", label: "−log p of the token" }, { value: "entropy", label: `top-${trace.top_k} entropy` }], "surprisal", draw)), legend),
+      holder,
+      hover,
+    );
+    draw("surprisal");
+    return section;
+  }
+
+  // ------------------------------------------------------------------------------------------- one question
+
+  function classRows(answers, classes) {
+    const groups = new Map();
+    classes.forEach((group, sample) => {
+      if (!groups.has(group)) groups.set(group, []);
+      groups.get(group).push(sample);
+    });
+    const largest = Math.max(...[...groups.values()].map((members) => members.length));
+    const modal = [...groups.keys()].find((group) => groups.get(group).length === largest);
+    return [...groups.entries()].map(([group, members]) =>
+      h(
+        "tr",
+        { dataset: { class: String(group) } },
+        h("td", { text: missing(answers[members[0]]) ? "(no answer)" : answers[members[0]] }),
+        h("td", { class: "num", text: `${members.length} / ${answers.length}` }),
+        h("td", { text: members.map((sample) => `#${sample}`).join(" ") }),
+        h("td", null, members.includes(0) ? h("span", { class: "badge", text: "primary" }) : null, group === modal ? h("span", { class: "badge", text: "modal answer" }) : null),
+      ),
+    );
+  }
+
+  async function renderQuestion(container, pairIndex, question, offerComparison = true) {
+    const pair = PAIRS[pairIndex];
+    const data = DATA.questions[pairIndex];
+    const key = `${pairIndex}:${question}`;
+    container.dataset.loaded = "";
+    const correct = data.correct[question] === 1;
+    const agree = data.agree[question];
+    const node = h("div", { class: "question", dataset: { key } });
+    node.append(
+      h("h3", { title: pair.model }, `${modelName(pair.model)} · ${pair.task} · document ${data.doc[question]}`),
+      h(
+        "p",
+        null,
+        h("span", { class: `badge ${correct ? "ok" : "no"}`, text: correct ? "correct" : "wrong" }),
+        h("span", { class: `badge ${agree === 0 ? "no" : agree === 1 ? "ok" : ""}`, text: agree === 1 ? "probe agrees" : agree === 0 ? "probe disagrees" : "agreement undefined" }),
+        pair.decoding ? h("span", { class: "badge", text: pair.decoding }) : null,
+        offerComparison && PAIRS.some((other, index) => index !== pairIndex && other.task === pair.task)
+          ? h("button", { type: "button", class: "compare-button", text: "compare side by side", onclick: () => { openTab("compare"); report.compare(pair.task, data.doc[question], pairIndex); } })
+          : null,
+      ),
+    );
+    const metadata = Object.entries(data.metadata[question] || {});
+    if (metadata.length) node.append(h("dl", { class: "metadata" }, ...metadata.flatMap(([name, value]) => [h("dt", { text: name }), h("dd", { text: typeof value === "string" ? value : JSON.stringify(value) })])));
+    const promptBox = h("div", { class: "prompt-box" }, h("p", { class: "note", text: "Loading…" }));
+    node.append(h("h4", null, "Question"), promptBox);
+    const show = (value) => (missing(value) ? "(no answer)" : value);
+    const traceBox = h("div", { class: "trace-box" }, h("p", { class: "note", text: "Loading…" }));
+    const probeBox = h("div");
+    node.append(
+      h("h4", null, "Answers"),
+      h(
+        "table",
+        { class: "answers" },
+        h("tbody", null,
+          h("tr", null, h("th", { text: "reference" }), h("td", { class: "reference", text: show(data.reference[question]) })),
+          h("tr", null, h("th", { text: "primary answer" }), h("td", { class: "primary-answer" }, show(data.answer[question]), " ", h("span", { class: correct ? "ok" : "no", text: correct ? "✓" : "✗" }))),
+          h("tr", null, h("th", { text: "probe's re-stated answer" }), h("td", { class: "probe-answer" }, show(data.probe[question]), " ", h("span", { class: agree === 0 ? "no" : "ok", text: agree === 1 ? "agrees" : agree === 0 ? "disagrees" : "" }))),
+          h("tr", null, h("th", { text: "majority answer correct" }), h("td", { text: data.majority[question] ? "yes" : "no" })),
+        ),
+      ),
+      h("h4", null, `The ${data.answers[question].length} sampled answers by equivalence class`),
+      h("table", { class: "classes" }, h("thead", null, h("tr", null, h("th", { text: "answer" }), h("th", { class: "num", text: "votes" }), h("th", { text: "samples" }), h("th"))), h("tbody", null, ...classRows(data.answers[question], data.classes[question]))),
+      h("h4", null, "Trace (primary response)"),
+      traceBox,
+      probeBox,
+      h("h4", null, "Every method"),
+      h(
+        "table",
+        { class: "method-scores" },
+        h("thead", null, h("tr", null, h("th", { text: "method" }), h("th", { class: "num", text: "score" }), h("th", { class: "num", text: "P(correct)" }), h("th", { text: "top decile" }))),
+        h(
+          "tbody",
+          null,
+          ...DATA.methods
+            .filter((method) => data.scores[method.name])
+            .map((method) =>
+              h(
+                "tr",
+                { dataset: { method: method.name } },
+                h("td", { text: method.label }),
+                h("td", { class: "num score", text: fmt(data.scores[method.name][question], 4), dataset: { value: String(data.scores[method.name][question]) } }),
+                h("td", { class: "num p-correct", text: data.p_correct[method.name] ? fmt(data.p_correct[method.name][question]) : "" }),
+                h("td", { text: topDecile(pairIndex, method.name).has(question) ? "yes" : "" }),
+              ),
+            ),
+        ),
+      ),
+    );
+    container.replaceChildren(node);
+    const trace = await loadTrace(pairIndex, question);
+    if (container.firstChild !== node) return; // another question was opened meanwhile
+    promptBox.replaceChildren(trace && trace.prompt ? h("pre", { class: "prompt", text: trace.prompt }) : h("p", { class: "note", text: "Prompt not stored: run lm_eval with --log_samples to keep it." }));
+    traceBox.replaceChildren(traceSection(pairIndex, trace));
+    if (trace && trace.probe) {
+      probeBox.replaceChildren(
+        h("p", { class: "note", text: `Probe: after the trace it appended ${JSON.stringify(trace.probe.appended_text)}; the model continued ${JSON.stringify(trace.probe.text)} (finish reason ${trace.probe.finish_reason}).` }),
+      );
+    }
+    container.dataset.loaded = key;
+  }
+
+  // ------------------------------------------------------------------------------------------- questions tab
+
+  const deciles = new Map();
+  function topDecile(pairIndex, method) {
+    const key = `${pairIndex}:${method}`;
+    if (!deciles.has(key)) deciles.set(key, new Set(DATA.questions[pairIndex].top_decile[method] || []));
+    return deciles.get(key);
+  }
+
+  function questionsPanel(panel) {
+    const defaultMethod = METHODS.has("trac") ? "trac" : DATA.methods[0].name;
+    const state = { task: "", model: "", label: "", confidentlyWrong: false, disagrees: false, confidence: defaultMethod, sort: defaultMethod };
+    const methodOptions = DATA.methods.map((method) => ({ value: method.name, label: method.label }));
+    const listBox = h("div", { class: "list-wrap" });
+    const view = h("div", { id: "question-view" }, h("p", { class: "note", text: "Click a question to open it." }));
+    const count = h("span", { id: "question-count" });
+    const toggle = (id, text, field) => labelled(text, h("input", { type: "checkbox", id, onchange: (event) => { state[field] = event.target.checked; redraw(); } }));
+    const set = (field) => (value) => { state[field] = value; redraw(); };
+    function redraw() {
+      const rows = [];
+      PAIRS.forEach((pair, pairIndex) => {
+        if ((state.task && pair.task !== state.task) || (state.model && pair.model !== state.model)) return;
+        const data = DATA.questions[pairIndex];
+        const decile = topDecile(pairIndex, state.confidence);
+        const scores = data.scores[state.sort] || [];
+        data.doc.forEach((doc, question) => {
+          const correct = data.correct[question] === 1;
+          if (state.label === "correct" && !correct) return;
+          if (state.label === "wrong" && correct) return;
+          if (state.confidentlyWrong && (correct || !decile.has(question))) return;
+          if (state.disagrees && data.agree[question] !== 0) return;
+          const score = missing(scores[question]) ? null : scores[question];
+          rows.push({
+            key: `${pairIndex}:${question}`,
+            pairIndex,
+            question,
+            cells: {
+              model: modelCell(pair.model),
+              task: { text: pair.task, value: pair.task },
+              doc: { text: doc, value: /^\d+$/.test(doc) ? Number(doc) : doc },
+              label: { text: correct ? "✓" : "✗", value: correct ? 1 : 0, cls: correct ? "ok" : "no" },
+              answer: { text: missing(data.answer[question]) ? "(none)" : data.answer[question], value: data.answer[question] },
+              probe: { text: (missing(data.probe[question]) ? "(none)" : data.probe[question]) + (data.agree[question] === 0 ? " ≠" : ""), value: data.probe[question] },
+              score: { text: fmt(score, 4), value: score },
+            },
+          });
+        });
+      });
+      count.textContent = `${rows.length} question(s)`;
+      const columns = [
+        { key: "model", label: "model" },
+        { key: "task", label: "task" },
+        { key: "doc", label: "doc", numeric: true },
+        { key: "label", label: "correct", numeric: true },
+        { key: "answer", label: "answer" },
+        { key: "probe", label: "probe" },
+        { key: "score", label: `${methodLabel(state.sort)} score`, numeric: true },
+      ];
+      listBox.replaceChildren(
+        sortableTable({
+          id: "question-list",
+          columns,
+          rows,
+          sort: { key: "score", dir: -1 },
+          onRowClick: (row, tr) => {
+            for (const open of listBox.querySelectorAll("tr.open")) open.classList.remove("open");
+            tr.classList.add("open");
+            renderQuestion(view, row.pairIndex, row.question);
+          },
+        }),
+      );
+    }
+    panel.append(
+      h(
+        "div",
+        { class: "controls" },
+        labelled("task", choice("filter-task", [{ value: "", label: "all" }, ...unique(PAIRS.map((pair) => pair.task)).map((task) => ({ value: task, label: task }))], "", set("task"))),
+        labelled("model", choice("filter-model", [{ value: "", label: "all" }, ...unique(PAIRS.map((pair) => pair.model)).map((model) => ({ value: model, label: model }))], "", set("model"))),
+        labelled("label", choice("filter-label", [{ value: "", label: "all" }, { value: "correct", label: "correct" }, { value: "wrong", label: "wrong" }], "", set("label"))),
+        toggle("filter-confidently-wrong", "confidently wrong", "confidentlyWrong"),
+        labelled("by", choice("confidence-method", methodOptions, state.confidence, set("confidence"))),
+        toggle("filter-disagrees", "probe disagrees", "disagrees"),
+        labelled("sort by the score of", choice("sort-method", methodOptions, state.sort, set("sort"))),
+        count,
+      ),
+      h("p", { class: "note", text: "Confidently wrong: a wrong answer in the top decile of the chosen method's confidence within its pair (its score at least the ⌈n/10⌉-th largest). Probe disagrees: the probe's re-stated answer is not equivalent to the primary answer." }),
+      h("div", { class: "explorer" }, listBox, view),
+    );
+    redraw();
+  }
+
+  // ------------------------------------------------------------------------------------------- side by side
+
+  function comparePanel(panel) {
+    const tasks = unique(PAIRS.map((pair) => pair.task));
+    const state = { task: tasks[0], doc: null, left: null, right: null };
+    const controls = h("div", { class: "controls" });
+    const leftView = h("div", { id: "compare-left-view" });
+    const rightView = h("div", { id: "compare-right-view" });
+    const docsOf = (task) => unique(PAIRS.flatMap((pair, index) => (pair.task === task ? DATA.questions[index].doc : [])));
+    const pairsWith = (task, doc) => PAIRS.map((pair, index) => index).filter((index) => PAIRS[index].task === task && DATA.questions[index].doc.includes(doc));
+    function redraw() {
+      const docs = docsOf(state.task);
+      if (!docs.includes(state.doc)) state.doc = docs[0];
+      const candidates = pairsWith(state.task, state.doc);
+      if (!candidates.includes(state.left)) state.left = candidates[0];
+      if (!candidates.includes(state.right)) state.right = candidates.find((index) => index !== state.left) ?? candidates[0];
+      const pairOptions = candidates.map((index) => ({ value: String(index), label: PAIRS[index].name }));
+      controls.replaceChildren(
+        labelled("task", choice("compare-task", tasks.map((task) => ({ value: task, label: task })), state.task, (value) => { state.task = value; redraw(); })),
+        labelled("document", choice("compare-doc", docs.map((doc) => ({ value: doc, label: doc })), state.doc, (value) => { state.doc = value; redraw(); })),
+        labelled("left", choice("compare-left", pairOptions, String(state.left), (value) => { state.left = Number(value); redraw(); })),
+        labelled("right", choice("compare-right", pairOptions, String(state.right), (value) => { state.right = Number(value); redraw(); })),
+      );
+      for (const [view, index] of [[leftView, state.left], [rightView, state.right]]) {
+        renderQuestion(view, index, DATA.questions[index].doc.indexOf(state.doc), false);
+      }
+    }
+    panel.append(controls, h("div", { class: "side-by-side" }, leftView, rightView));
+    report.compare = (task, doc, left) => {
+      Object.assign(state, { task, doc, left, right: null });
+      redraw();
+    };
+    redraw();
+  }
+
+  // ------------------------------------------------------------------------------------------- tabs, start
+
+  const builders = { leaderboard: leaderboardPanel, figures: figuresPanel, questions: questionsPanel, compare: comparePanel };
+  const built = new Set();
+  function openTab(name) {
+    for (const button of document.querySelectorAll("#tabs button")) button.setAttribute("aria-selected", String(button.dataset.tab === name));
+    for (const [tab, build] of Object.entries(builders)) {
+      const panel = document.getElementById(`panel-${tab}`);
+      panel.hidden = tab !== name;
+      if (tab === name && !built.has(tab)) {
+        built.add(tab);
+        build(panel);
+      }
+    }
+  }
+  for (const button of document.querySelectorAll("#tabs button")) button.addEventListener("click", () => openTab(button.dataset.tab));
+  const settings = DATA.settings;
+  document.getElementById("report-summary").textContent =
+    `${PAIRS.length} (model, task) pair(s), ${unique(PAIRS.map((pair) => pair.model)).length} model(s), ` +
+    `${unique(PAIRS.map((pair) => pair.task)).length} task(s), ${PAIRS.reduce((sum, pair) => sum + pair.n, 0)} questions. ` +
+    `Bootstrap: ${settings.resamples} hierarchical resamples, seed ${settings.seed}; calibration: ` +
+    `${settings.calibration_map} maps, ECE over ${settings.ece_bins} bins.`;
+  openTab("leaderboard");
+  report.openTab = openTab;
+  report.readyAt = performance.now();
+  document.documentElement.dataset.ready = "true";
+})();

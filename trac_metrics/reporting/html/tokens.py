@@ -1,0 +1,173 @@
+"""Token ids → the text pieces the HTML report shades one by one (docs/architecture.md#per-token-arrays: records keep
+token ids, not token strings).
+
+Turning ids into text needs the model's tokenizer. :func:`load_tokenizer` loads one with ``transformers``, imported
+here only (never when ``trac_metrics`` is imported): the model's own name when its tokenizer is on this machine, or
+what ``trac report --tokenizer`` names. :class:`TokenPieces` decodes every distinct id once, after an anchor token
+(so a SentencePiece word keeps its leading space), and decodes runs of tokens that each hold part of one character
+(byte-level BPE splits an emoji over several tokens) together; the pieces of a trace joined are its decoded text.
+:func:`tokenizer_mismatch` refuses a tokenizer that does not reproduce the stored text: a wrong tokenizer would
+shade a made-up text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+REPLACEMENT = "\ufffd"
+"""What a decoder writes for the bytes of an incomplete character."""
+NO_TOKENIZER = "none"
+"""``--tokenizer none``: show every trace as plain text, unshaded."""
+
+
+def load_tokenizer(name: str, local_only: bool) -> tuple[Any | None, str]:
+    """``(tokenizer, "")``, or ``(None, why)`` when ``transformers`` is missing or ``name`` does not load
+    (``local_only``: from this machine's files and cache only, no download)."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        return None, "the transformers package is not installed"
+    try:
+        return AutoTokenizer.from_pretrained(name, local_files_only=local_only), ""
+    except Exception as error:  # noqa: BLE001 - any failure to load means: show the text unshaded, and say why
+        if local_only:
+            return None, f"no tokenizer of {name!r} on this machine (trac report --tokenizer MODEL=PATH names one)"
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return None, f"no tokenizer loads from {name!r} ({reason[:160]})"
+
+
+def tokenizer_spec(model: str, specs: Mapping[str, str]) -> tuple[str | None, bool]:
+    """The tokenizer to load for ``model`` and whether only local files may be read: ``specs[model]``, else
+    ``specs[""]`` (``--tokenizer`` given without a model), else the model's own name, locally only; None for
+    :data:`NO_TOKENIZER`."""
+    chosen = specs.get(model, specs.get(""))
+    if chosen == NO_TOKENIZER:
+        return None, True
+    return (model, True) if chosen is None else (chosen, False)
+
+
+def parse_tokenizer_specs(values: Sequence[str]) -> dict[str, str]:
+    """``--tokenizer [MODEL=]PATH_OR_ID`` values → ``{model or "": tokenizer}``; ValueError for an empty part or a
+    model named twice."""
+    specs: dict[str, str] = {}
+    for value in values:
+        model, equals, name = value.partition("=")
+        if not equals:
+            model, name = "", value
+        if equals and not model or not name:
+            raise ValueError(f"--tokenizer {value!r}: expected PATH_OR_ID or MODEL=PATH_OR_ID")
+        if model in specs:
+            raise ValueError(f"--tokenizer given twice for {model or 'every model'}")
+        specs[model] = name
+    return specs
+
+
+def _squashed(text: str) -> str:
+    return "".join(text.split())
+
+
+def tokenizer_mismatch(tokenizer: Any, traces: Sequence[np.ndarray], first_text: str) -> str | None:
+    """Why ``tokenizer`` is not the one that wrote the token ids of ``traces`` (an id beyond its vocabulary, or a
+    decoding of the first trace that does not hold its stored text ``first_text``, whitespace aside), or None when it
+    fits."""
+    size = len(tokenizer)
+    largest = max((int(ids.max()) for ids in traces if ids.size), default=-1)
+    if largest >= size:
+        return f"token id {largest} is beyond its {size} tokens"
+    decoded = tokenizer.decode(traces[0].tolist(), skip_special_tokens=True, clean_up_tokenization_spaces=False)
+    if _squashed(first_text) not in _squashed(decoded):
+        return "its decoding of the token ids differs from the stored text"
+    return None
+
+
+class TokenPieces:
+    """The text pieces of traces under one tokenizer, as indices into one shared list (:attr:`pieces`)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.anchor = list(tokenizer.encode("a", add_special_tokens=False))
+        self.anchor_text = self._batch_decode([self.anchor])[0]
+        self.pieces: list[str] = []
+        self._index: dict[str, int] = {}
+        self._of_id: dict[int, int] = {}
+        self._partial: set[int] = set()
+
+    def _batch_decode(self, runs: Sequence[Sequence[int]]) -> list[str]:
+        if not runs:  # transformers reads an empty batch as one empty sequence
+            return []
+        return self.tokenizer.batch_decode(
+            [list(run) for run in runs], skip_special_tokens=False, clean_up_tokenization_spaces=False
+        )
+
+    def _decode(self, runs: Sequence[Sequence[int]]) -> list[str]:
+        """Each run of ids decoded after the anchor, the anchor's own text removed (decoded alone when the anchor
+        merged with it)."""
+        texts = self._batch_decode([self.anchor + list(run) for run in runs])
+        return [
+            text[len(self.anchor_text) :] if text.startswith(self.anchor_text) else self._batch_decode([run])[0]
+            for run, text in zip(runs, texts, strict=True)
+        ]
+
+    def _piece(self, text: str) -> int:
+        if text not in self._index:
+            self._index[text] = len(self.pieces)
+            self.pieces.append(text)
+        return self._index[text]
+
+    def encode(self, token_ids: np.ndarray) -> np.ndarray:
+        """The piece index of every token of one trace (uint32). A run of tokens each holding part of a character is
+        decoded as one: its first token gets the run's text, the others the empty piece."""
+        ids = np.asarray(token_ids, dtype=np.int64)
+        distinct = np.unique(ids)
+        new = [int(token) for token in distinct if int(token) not in self._of_id]
+        for token, text in zip(new, self._decode([[token] for token in new]), strict=True):
+            if REPLACEMENT in text:  # part of a character: its run's text is its piece (below)
+                self._partial.add(token)
+                self._of_id[token] = 0
+            else:
+                self._of_id[token] = self._piece(text)
+        lookup = np.fromiter((self._of_id[int(token)] for token in distinct), dtype=np.uint32, count=distinct.size)
+        indices = lookup[np.searchsorted(distinct, ids)]
+        partial = np.isin(ids, list(self._partial)) if self._partial else np.zeros(ids.size, dtype=bool)
+        position = 0
+        for start in np.flatnonzero(partial):
+            if start < position:  # inside the run just decoded
+                continue
+            end = int(start)
+            while end < ids.size and partial[end]:
+                end += 1
+            indices[start] = self._piece(self._decode([ids[start:end].tolist()])[0])
+            indices[start + 1 : end] = self._piece("")
+            position = end
+        return indices
+
+
+def marker_position(
+    tokenizer: Any, token_ids: np.ndarray, indices: np.ndarray, pieces: Sequence[str], marker: str
+) -> int | None:
+    """The index of the first token of the last end-of-thinking ``marker`` in a trace: where its ids occur (the way
+    the runner reads the thinking state, docs/method.md#end-of-thinking-marker), else where its text occurs in the
+    trace's pieces (``pieces[indices[t]]`` for token t); None when it does not occur."""
+    if not marker:
+        return None
+    found = _last_run(token_ids, list(tokenizer.encode(marker, add_special_tokens=False)))
+    if found is not None:
+        return found
+    shown = [pieces[index] for index in indices]
+    start = "".join(shown).rfind(marker)
+    if start < 0:
+        return None
+    return int(np.searchsorted(np.cumsum([len(piece) for piece in shown]), start, side="right"))
+
+
+def _last_run(values: np.ndarray, run: Sequence[int]) -> int | None:
+    """Start of the last occurrence of ``run`` in ``values``, or None."""
+    width = len(run)
+    if not width or values.size < width:
+        return None
+    windows = np.lib.stride_tricks.sliding_window_view(values, width)
+    hits = np.flatnonzero((windows == np.asarray(run, dtype=values.dtype)).all(axis=1))
+    return int(hits[-1]) if hits.size else None
