@@ -243,6 +243,7 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions, labeller:
     primary = ordered[0]
     kind = options.answer_kind or primary.answer_kind
     answers = [record.answer for record in ordered]
+    classes = answer_classes(answers, kind=kind)
     features: dict[str, Any] = {
         # a primary whose probe could not run (prompt beyond the context) has all of φ_A missing
         "pce": _pce_of(primary, "trace", kind) or [float("nan")] * len(PCE_FEATURE_NAMES),
@@ -260,7 +261,7 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions, labeller:
     majority = 0
     if len(ordered) > 1:
         features["consensus"] = consensus_features(answers, kind=kind)
-        majority = _modal_index(answers, kind)
+        majority = _modal_index(classes)
     probe = primary.probes.get("trace")
     return {
         "version": EVIDENCE_VERSION,
@@ -273,7 +274,7 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions, labeller:
         "reference": primary.reference,
         "probe_answer": None if probe is None else probe.answer,
         "answers": answers,
-        "answer_classes": answer_classes(answers, kind=kind),
+        "answer_classes": classes,
         "agree": None if features["pce"] is None else features["pce"][0],
         "features": features,
         "baselines": baseline_scores(ordered, kind),
@@ -295,10 +296,9 @@ def baseline_scores(responses: Sequence[ResponseRecord], kind: str) -> dict[str,
     return scores
 
 
-def _modal_index(answers: Sequence[str | None], kind: str) -> int:
+def _modal_index(classes: Sequence[int]) -> int:
     """The position of the first-seen representative of the largest equivalence class (ties: the class seen
-    first)."""
-    classes = answer_classes(answers, kind=kind)
+    first), from the class of each answer (:func:`trac_metrics.answers.answer_classes`)."""
     counts = np.bincount(classes)
     return classes.index(int(np.argmax(counts)))
 
