@@ -10,7 +10,10 @@ reset before it:
 - ``trac``: capture + every response's trace probe, each submitted the moment its trace finishes (streaming), records
   written per question: the runner lm-eval runs;
 - ``probes_after``: capture, then all probes after the whole batch (the prefix may have been evicted);
-- ``cache_off``: capture, prefix cache reset, then all probes (no prefix reuse: the paper's 1.16× setting).
+- ``cache_off``: capture, prefix cache reset, then all probes (no prefix reuse: the paper's 1.16× setting);
+- ``trac_prefix``: ``trac`` with prefix probes (docs/method.md#prefix-probes) at ``--prefix-probes`` fractions of
+  each trace, streamed with its trace probe;
+- ``prefix_cache_off``: ``cache_off`` with those prefix probes beside each trace probe.
 
 Traces are forced to a length drawn between ``--trace-tokens`` and 1.5 times that (``min_tokens = max_tokens``), so
 they end at different steps as real traces do; the ``_short`` phases (plain, capture, trac) use
@@ -25,7 +28,9 @@ rounds: background load does not move it. The decoded-token ratio divides genera
 costs far less than a decode step).
 
 Ratios: ``probe_overhead_ratio`` = trac / capture, ``probes_after_batch_ratio`` = probes_after / capture,
-``cache_off_ratio`` = cache_off / capture, ``capture_overhead_ratio`` = capture / plain, and the ``_short`` ones. The
+``cache_off_ratio`` = cache_off / capture, ``capture_overhead_ratio`` = capture / plain, the ``_short`` ones, and
+with prefix probes ``prefix_probe_overhead_ratio`` = trac_prefix / capture and ``prefix_cache_off_ratio`` =
+prefix_cache_off / capture, next to the trace probe alone's. The
 last line printed is one JSON object: per wall ratio ``{median, min, max, per_round}``; its token ratios under the
 name with ``_ratio`` → ``_token_ratio`` and ``_decoded_token_ratio`` (``probe_overhead_token_ratio``,
 ``cache_off_decoded_token_ratio``...); what the ``trac`` phases' records show; every round's order, seconds and token
@@ -39,7 +44,8 @@ it with ``VLLM_SERVER_DEV_MODE=1``) and the counters read from its ``/metrics`` 
 meanwhile). The rounds, ratios and summaries take any engine.
 
     python benchmarks/probe_overhead.py [--model DIR] [--traces 8] [--trace-tokens 256] [--short-trace-tokens 64]
-        [--rounds 3] [--block-size 32] [--dtype bfloat16] [--eager/--no-eager] [--seed 0]
+        [--prefix-probes 0.25,0.5,0.75] [--rounds 3] [--block-size 32] [--dtype bfloat16] [--eager/--no-eager]
+        [--seed 0]
     python benchmarks/probe_overhead.py --server http://127.0.0.1:8000 [--model NAME] [--tokenizer DIR]
         [--num-concurrent 32] [--traces 8] ...
 """
@@ -58,7 +64,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -74,7 +80,7 @@ QUESTIONS = (
     "A shop sells pencils at {a} cents each and pens at {b} cents each. How much do {c} pencils and {a} pens cost?",
     "The sum of three consecutive integers is {a}{b}. What is the largest of them if the smallest is {c}?",
 )
-LONG_KINDS = ("plain", "capture", "trac", "probes_after", "cache_off")
+LONG_KINDS = ("plain", "capture", "trac", "probes_after", "cache_off", "trac_prefix", "prefix_cache_off")
 SHORT_KINDS = ("plain", "capture", "trac")
 RATIOS = {
     "probe_overhead_ratio": ("trac", "capture"),
@@ -83,6 +89,8 @@ RATIOS = {
     "cache_off_ratio": ("cache_off", "capture"),
     "capture_overhead_ratio": ("capture", "plain"),
     "capture_overhead_ratio_short": ("capture_short", "plain_short"),
+    "prefix_probe_overhead_ratio": ("trac_prefix", "capture"),
+    "prefix_cache_off_ratio": ("prefix_cache_off", "capture"),
 }
 """Each ratio's (numerator phase, denominator phase)."""
 
@@ -141,12 +149,14 @@ class PhaseCount:
 
 @dataclass(frozen=True)
 class Workload:
-    """The prompts of a set of phases: lm-eval Instances without (``plain``) and with (``trac``) a TrAC block."""
+    """The prompts of a set of phases: lm-eval Instances without (``plain``) and with (``trac``) a TrAC block, and
+    with one that also asks for prefix probes (``prefix``)."""
 
     suffix: str
     plain: list[Any]
     trac: list[Any]
     kinds: tuple[str, ...]
+    prefix: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -187,6 +197,8 @@ class RunnerEngine(ABC):
             "trac": lambda: self._streamed(workload.trac, records_dir),
             "probes_after": lambda: self._probes_after(workload.trac, reset_cache=False),
             "cache_off": lambda: self._probes_after(workload.trac, reset_cache=True),
+            "trac_prefix": lambda: self._streamed(workload.prefix, records_dir),
+            "prefix_cache_off": lambda: self._probes_after(workload.prefix, reset_cache=True),
         }
         self.reset_prefix_cache()
         before = self.counts()
@@ -236,6 +248,7 @@ class RunnerEngine(ABC):
         if reset_cache:
             self.reset_prefix_cache()
         jobs = [self.runner.trace_probe_job(index, trace) for index, trace in enumerate(traces)]
+        jobs += [job for index, trace in enumerate(traces) for job in self.runner.prefix_probe_jobs(index, trace)]
         self.probes(traces, [job for job in jobs if job is not None])
 
 
@@ -513,36 +526,51 @@ def ratios(rounds: Sequence[Round]) -> dict[str, Any]:
     return result
 
 
-def mean_probe_decoded_tokens(rounds: Sequence[Round], traces: int) -> float:
-    """Tokens each trace probe decoded, on average: generated tokens of ``trac`` minus those of ``capture``."""
-    extra = sum(one.counts["trac"].tokens.generated - one.counts["capture"].tokens.generated for one in rounds)
+def mean_probe_decoded_tokens(
+    rounds: Sequence[Round], traces: int, phase: str = "trac", base: str = "capture"
+) -> float:
+    """Tokens each probe decoded, on average: generated tokens of ``phase`` minus those of ``base`` over the
+    ``traces`` probes each round added (by default the trace probes: ``trac`` minus ``capture``)."""
+    extra = sum(one.counts[phase].tokens.generated - one.counts[base].tokens.generated for one in rounds)
     return extra / (traces * len(rounds))
 
 
 # ------------------------------------------------------------------------------------------ what the records show
 def record_summary(records_dir: Path, rounds: int, phase: str) -> dict[str, float]:
-    """From the records ``phase`` wrote in the counted rounds: the probe prompt tokens served from the prefix cache
-    (the mean fraction and the smallest), the mean trace length and the stored JSONL bytes per generated token."""
+    """From the records ``phase`` wrote in the counted rounds: the trace probes' prompt tokens served from the prefix
+    cache (the mean fraction and the smallest), the same of the prefix probes (``prefix_probe_…``, when the records
+    hold any), the mean trace length and the stored JSONL bytes per generated token."""
     from trac_metrics.records import iter_records
 
     folders = [records_dir / f"round{index + 1}" / phase for index in range(rounds)]
     files = sorted(path for folder in folders for path in folder.rglob("*.jsonl"))
     records = [record for path in files for record in iter_records(path)]
-    probes = [record.probes["trace"] for record in records]
-    cached = np.asarray([probe.num_cached_tokens or 0 for probe in probes], dtype=float)
-    prompt = np.asarray([probe.num_prompt_tokens for probe in probes], dtype=float)
     tokens = sum(record.num_tokens for record in records)
+    summary = cache_fractions("probe", [record.probes["trace"] for record in records])
+    prefix_probes = [probe for record in records for probe in record.prefix_probes]
+    if prefix_probes:
+        summary |= cache_fractions("prefix_probe", prefix_probes)
     return {
-        "probe_prefix_cache_fraction": float(cached.sum() / prompt.sum()),
-        "probe_prefix_cache_fraction_min": float((cached / prompt).min()),
+        **summary,
         "mean_trace_tokens": tokens / len(records),
         "record_bytes_per_token": sum(path.stat().st_size for path in files) / tokens,
     }
 
 
+def cache_fractions(name: str, probes: Sequence[Any]) -> dict[str, float]:
+    """The share of the ``probes``' prompt tokens served from the prefix cache, over all of them and the smallest."""
+    cached = np.asarray([probe.num_cached_tokens or 0 for probe in probes], dtype=float)
+    prompt = np.asarray([probe.num_prompt_tokens for probe in probes], dtype=float)
+    return {
+        f"{name}_prefix_cache_fraction": float(cached.sum() / prompt.sum()),
+        f"{name}_prefix_cache_fraction_min": float((cached / prompt).min()),
+    }
+
+
 # ------------------------------------------------------------------------------------------ the command
-def _requests(n: int, trace_tokens: int, seed: int, trac: bool) -> list[Any]:
-    """``n`` lm-eval Instances (K = 1 each) whose traces have seeded lengths in [trace_tokens, 1.5·trace_tokens]."""
+def _requests(n: int, trace_tokens: int, seed: int, trac: bool, prefix_probes: Sequence[float] = ()) -> list[Any]:
+    """``n`` lm-eval Instances (K = 1 each) whose traces have seeded lengths in [trace_tokens, 1.5·trace_tokens]; with
+    ``trac`` a TrAC block, asking for ``prefix_probes``."""
     from lm_eval.api.instance import Instance
 
     rng = np.random.default_rng(seed)
@@ -560,7 +588,7 @@ def _requests(n: int, trace_tokens: int, seed: int, trac: bool) -> list[Any]:
             "min_tokens": length,
         }
         if trac:
-            gen_kwargs["trac"] = {"answer_kind": "math", "reference": "0"}
+            gen_kwargs["trac"] = {"answer_kind": "math", "reference": "0", "prefix_probes": list(prefix_probes)}
         prompt = (
             f"Solve the following problem step by step. End your response with the final answer in \\boxed{{}}."
             f"\n\n{question}\n"
@@ -577,10 +605,23 @@ def _requests(n: int, trace_tokens: int, seed: int, trac: bool) -> list[Any]:
     return requests
 
 
-def workloads(traces: int, trace_tokens: int, short_trace_tokens: int, seed: int) -> list[Workload]:
-    """The long traces (every phase) and the short ones (plain, capture, trac)."""
+def workloads(
+    traces: int,
+    trace_tokens: int,
+    short_trace_tokens: int,
+    seed: int,
+    prefix_probes: Sequence[float] = (0.25, 0.5, 0.75),
+) -> list[Workload]:
+    """The long traces (every phase; the prefix-probe phases ask for ``prefix_probes``) and the short ones (plain,
+    capture, trac)."""
     return [
-        Workload(suffix, _requests(traces, tokens, seed, trac=False), _requests(traces, tokens, seed, trac=True), kinds)
+        Workload(
+            suffix,
+            _requests(traces, tokens, seed, trac=False),
+            _requests(traces, tokens, seed, trac=True),
+            kinds,
+            _requests(traces, tokens, seed, trac=True, prefix_probes=prefix_probes) if suffix == "" else [],
+        )
         for suffix, tokens, kinds in (("", trace_tokens, LONG_KINDS), ("_short", short_trace_tokens, SHORT_KINDS))
     ]
 
@@ -694,6 +735,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--traces", type=int, default=8)
     parser.add_argument("--trace-tokens", type=int, default=256)
     parser.add_argument("--short-trace-tokens", type=int, default=64)
+    parser.add_argument(
+        "--prefix-probes",
+        type=lambda text: tuple(float(value) for value in text.split(",")),
+        default=(0.25, 0.5, 0.75),
+        metavar="F,F,...",
+        help="fractions of each trace after which the prefix-probe phases also probe (docs/method.md#prefix-probes)",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="counted rounds after the warm-up round")
     parser.add_argument("--block-size", type=int, default=32, help="in process (a server has its own)")
     parser.add_argument("--dtype", default="bfloat16", help="in process (a server has its own)")
@@ -710,11 +758,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     try:
         engine = _served_engine(args) if args.server else _in_process_engine(args)
-        phases = phases_of(engine, workloads(args.traces, args.trace_tokens, args.short_trace_tokens, args.seed))
+        loads = workloads(args.traces, args.trace_tokens, args.short_trace_tokens, args.seed, args.prefix_probes)
+        phases = phases_of(engine, loads)
         with tempfile.TemporaryDirectory(prefix="probe_overhead_records_") as records_dir:
             warmup, rounds = measure(engine, phases, args.rounds, Path(records_dir))
             records = record_summary(Path(records_dir), len(rounds), "trac")
             short_records = record_summary(Path(records_dir), len(rounds), "trac_short")
+            prefix_records = record_summary(Path(records_dir), len(rounds), "trac_prefix")
         described = engine.describe()
     except ServerError as error:
         raise SystemExit(f"probe_overhead: {error}") from None
@@ -722,11 +772,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     result = {
         **measured,
         "mean_probe_decoded_tokens": mean_probe_decoded_tokens(rounds, args.traces),
+        "mean_prefix_probe_decoded_tokens": mean_probe_decoded_tokens(
+            rounds, args.traces * len(args.prefix_probes), "trac_prefix", "trac"
+        ),
         **records,
+        **{key: value for key, value in prefix_records.items() if key.startswith("prefix_probe_")},
         "mean_short_trace_tokens": short_records["mean_trace_tokens"],
         "traces": args.traces,
         "trace_tokens": args.trace_tokens,
         "short_trace_tokens": args.short_trace_tokens,
+        "prefix_probes": list(args.prefix_probes),
         **({} if args.server else {"block_size": args.block_size, "dtype": args.dtype}),
         **described,
         "warmup": warmup.as_dict(),

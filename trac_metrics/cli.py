@@ -14,8 +14,9 @@
 
 Unusable input (a folder without TrAC records, another record schema, a question stored twice, a malformed head file
 or one that does not fit the runs, a request larger than the memory available) ends with a one-line message on
-stderr and exit status 2. Every file is written atomically (complete, or the old file left as it was), and a head
-file is data only: a custom ``--equivalence`` is code and comes from the command line alone.
+stderr and exit status 2, and so does an output path that could not be written (checked before any work). Every file
+is written atomically (complete, or the old file left as it was), and a head file is data only: a custom
+``--equivalence`` is code and comes from the command line alone.
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 from tqdm import tqdm
 
-from trac_metrics._util.files import atomic_write
+from trac_metrics._util.files import atomic_write, check_output
 from trac_metrics._util.limits import require_memory
 from trac_metrics.answers import ANSWER_KINDS
 from trac_metrics.features import LOW_THRESHOLD, N_BINS, TAIL_WINDOW
@@ -130,9 +132,34 @@ def evaluate_records(paths: Sequence[Path]) -> dict[str, dict[str, float]]:
     return metrics
 
 
+PROGRESS_LOG_EVERY_S = 30.0
+"""Where stderr is not a terminal (a log file, CI), the shortest time between two progress lines."""
+
+
 def _progress(description: str, unit: str) -> Callable[[Iterable[T]], Iterable[T]]:
-    """A tqdm progress bar on stderr (hidden when stderr is not a terminal)."""
-    return lambda items: tqdm(items, desc=description, unit=unit, file=sys.stderr, disable=None)
+    """A tqdm progress bar on stderr; where stderr is not a terminal, a line ``progress: DESCRIPTION: 3/10 UNITs after
+    41 s`` when an item arrives at least ``PROGRESS_LOG_EVERY_S`` seconds after the last line (or the start), so that
+    a long run is never silent and a short one prints nothing."""
+
+    def wrap(items: Iterable[T]) -> Iterable[T]:
+        if sys.stderr.isatty():
+            return tqdm(items, desc=description, unit=unit, file=sys.stderr)
+        return _logged_progress(items, description, unit)
+
+    return wrap
+
+
+def _logged_progress(items: Iterable[T], description: str, unit: str) -> Iterator[T]:
+    total = f"/{len(items)}" if hasattr(items, "__len__") else ""
+    start = last = time.monotonic()
+    for done, item in enumerate(items, 1):
+        now = time.monotonic()
+        if now - last >= PROGRESS_LOG_EVERY_S:
+            print(
+                f"progress: {description}: {done}{total} {unit}s after {now - start:.0f} s", file=sys.stderr, flush=True
+            )
+            last = now
+        yield item
 
 
 def _read(
@@ -169,6 +196,10 @@ def _report(args: argparse.Namespace) -> None:
     if args.tokenizer and args.html is None:
         raise ValueError("--tokenizer names the tokenizer of the HTML report's traces: give --html FILE too")
     tokenizers = parse_tokenizer_specs(args.tokenizer or [])
+    if args.out is not None:
+        check_output(args.out, "--out", "folder", parents=True)
+    if args.html is not None:
+        check_output(args.html, "--html", "file", parents=True)
     pairs = _read(args.runs, _options(args), args.jobs, primary_trace if args.html is not None else None)
     check_labellers(pairs, allow_mixed=args.mix_labellers)
     questions = [len(pair.evidences) for pair in pairs]
@@ -195,13 +226,14 @@ def _report(args: argparse.Namespace) -> None:
 
 def _rescore(args: argparse.Namespace) -> None:
     options = _options(args)
-    changes = rescore(args.runs, options, progress=_progress("rescoring", "item"))
+    changes = rescore(args.runs, options, progress=lambda phase: _progress(f"rescoring: {phase}", "item"))
     print(json.dumps(changes_to_json(changes, options), indent=2) if args.json else format_changes(changes, options))
 
 
 def _fit(args: argparse.Namespace) -> None:
     if args.target_risk is not None and not args.calibration:
         raise ValueError("--target-risk needs --calibration runs to choose the threshold on")
+    check_output(args.out, "--out", "file", parents=False)
     options = _options(args)
     training = _read(args.runs, options)
     calibration = _read(args.calibration, options) if args.calibration else []
@@ -221,6 +253,8 @@ def _fit(args: argparse.Namespace) -> None:
 
 
 def _score(args: argparse.Namespace) -> None:
+    if args.out is not None:
+        check_output(args.out, "--out", "file", parents=False)
     head = load_head(args.head)
     options = head_options(head, args.equivalence)
     _check_n_bins(options.n_bins, f"n_bins {options.n_bins} of {args.head}")

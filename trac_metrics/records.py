@@ -29,6 +29,11 @@ a reader knows a question is complete without reading the whole file), ``decodin
 response: ``generation_seconds``, ``p_true_seconds``; each probe has its own ``seconds``), ``marker`` (the
 end-of-thinking marker the run used, ``""`` for none) and ``generated_text`` (the whole decoded generation, kept
 only when lm-eval's post-processing, e.g. its ``think_end_token`` stripping, made ``text`` differ from it).
+``prefix_probes`` (written only when the ``prefix_probes`` switch ran them, docs/method.md#prefix-probes) holds the
+answer probes after the trace cut at fractions of its reasoning: probe objects of variant ``prefix``, each with its
+``fraction`` and the ``trace_tokens`` it kept, in increasing order of fraction. ``reasoning_tokens`` is R, how
+many leading generated tokens are the response's reasoning: those before its last end-of-thinking marker, all of
+its tokens but a closing end-of-sequence token when it has no marker (trace length, docs/method.md#trace-length).
 
 Reading (:func:`iter_records`) checks every field against this schema, so a malformed record fails with
 :class:`RecordFormatError` naming the file, line and field, never deeper in a computation; a last line cut off by
@@ -66,6 +71,8 @@ labeller of lm-eval's Math-Verify-labelled tasks)."""
 PROBE_VARIANTS = ("trace", "question_only", "shuffled_trace", "teacher_forced")
 """The probe on the completed trace (docs/method.md#the-answer-probe) and the three ablation variants built on the same
 code path."""
+PREFIX_VARIANT = "prefix"
+"""The variant of a probe after a partial trace (docs/method.md#prefix-probes), stored in ``prefix_probes``."""
 
 _RESPONSE_ARRAYS = {
     "token_ids": np.int32,
@@ -207,7 +214,7 @@ _POSITIVE = _Expected("a positive integer", lambda value: _is_int(value) and val
 _NUMBER = _Expected("a number", _is_number)
 _OBJECT = _Expected("a JSON object", lambda value: isinstance(value, Mapping))
 _BOOL = _Expected("true or false", lambda value: isinstance(value, bool))
-_WRITTEN_WHEN_SET = ("label", "label_source", "labeller")
+_WRITTEN_WHEN_SET = ("label", "label_source", "labeller", "reasoning_tokens")
 """Fields written only when set (task-scored records, runs labelled by Math-Verify), so other records stay byte for
 byte as before."""
 _NUMBERS = _Expected(
@@ -225,7 +232,11 @@ _PROBE_FIELDS = {
     "num_prompt_tokens": _COUNT,
     "num_cached_tokens": _COUNT.or_null(),
     "seconds": _NUMBER.or_null(),
+    "fraction": _NUMBER.or_null(),
+    "trace_tokens": _COUNT.or_null(),
 }
+_PREFIX_FIELDS = ("fraction", "trace_tokens")
+"""The fields only a prefix probe has (written only for it, so other probes are stored as before)."""
 _RESPONSE_FIELDS = {
     "task": _STRING,
     "doc_id": _DOC_ID,
@@ -235,7 +246,13 @@ _RESPONSE_FIELDS = {
     "prompt_token_count": _COUNT,
     "text": _STRING,
     "answer": _STRING.or_null(),
-    "reference": _STRING.or_null(),
+    "reference": _Expected(
+        "a string or a non-empty list of strings (aliases, any of which matches)",
+        lambda value: (
+            isinstance(value, str)
+            or (isinstance(value, list) and bool(value) and all(isinstance(alias, str) for alias in value))
+        ),
+    ).or_null(),
     "finish_reason": _STRING,
     "top_k": _POSITIVE,
     "probes": _OBJECT,
@@ -249,6 +266,8 @@ _RESPONSE_FIELDS = {
     "label": _BOOL.or_null(),
     "label_source": _STRING.or_null(),
     "labeller": _Expected(f"one of {LABELLERS}", lambda value: value in LABELLERS).or_null(),
+    "prefix_probes": _Expected("a list of probe objects", lambda value: isinstance(value, list)),
+    "reasoning_tokens": _COUNT.or_null(),
 }
 """The schema of the scalar and mapping fields (the arrays are :data:`_RESPONSE_ARRAYS`, :data:`_PROBE_ARRAYS`)."""
 
@@ -293,6 +312,9 @@ class ProbeRecord:
     ``answer_token_count`` is L, the number of leading decoded tokens that spell the re-stated answer ã (the
     closing brace and EOS excluded); ``token_logprobs[:L]`` feed ℓ, ℓ_min, ℓ_head and ``token_logprobs[0]`` is c1.
     ``finish_reason`` is ``"stop"`` (closing brace), ``"eos"``, ``"length"`` or ``"teacher_forced"``.
+    A prefix probe (variant ``prefix``, docs/method.md#prefix-probes) also has ``fraction``, the requested fraction
+    f of the reasoning tokens, and ``trace_tokens``, the reasoning tokens its partial trace kept; other probes have
+    neither.
     """
 
     variant: str
@@ -307,11 +329,23 @@ class ProbeRecord:
     num_prompt_tokens: int
     num_cached_tokens: int | None
     seconds: float | None = None
+    fraction: float | None = None
+    trace_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _store_as_stored(self, _PROBE_ARRAYS)
-        if self.variant not in PROBE_VARIANTS:
-            raise RecordFormatError(f"unknown probe variant {self.variant!r}; expected one of {PROBE_VARIANTS}")
+        if self.variant not in (*PROBE_VARIANTS, PREFIX_VARIANT):
+            raise RecordFormatError(
+                f"unknown probe variant {self.variant!r}; expected one of {(*PROBE_VARIANTS, PREFIX_VARIANT)}"
+            )
+        is_prefix = self.variant == PREFIX_VARIANT
+        if is_prefix != (self.fraction is not None) or is_prefix != (self.trace_tokens is not None):
+            raise RecordFormatError(
+                f"a probe of variant {PREFIX_VARIANT!r} has a fraction and trace_tokens, any other probe neither; got "
+                f"variant {self.variant!r}, fraction {self.fraction!r}, trace_tokens {self.trace_tokens!r}"
+            )
+        if is_prefix and not 0 < self.fraction < 1:
+            raise RecordFormatError(f"a prefix probe's fraction must be in (0, 1), got {self.fraction!r}")
         if self.token_ids.ndim != 1 or self.token_logprobs.ndim != 1:
             raise RecordFormatError(
                 f"probe token_ids and token_logprobs must be one-dimensional, got shapes "
@@ -347,7 +381,9 @@ class ResponseRecord:
     prompt_token_count: int
     text: str
     answer: str | None
-    reference: str | None
+    reference: str | tuple[str, ...] | None
+    """The reference answer a*, or the aliases of a task whose target is a list of acceptable answers (stored as a
+    JSON list; any alias matches, docs/method.md#labels)."""
     finish_reason: str
     top_k: int
     token_ids: np.ndarray
@@ -365,9 +401,14 @@ class ResponseRecord:
     label: bool | None = None
     label_source: str | None = None
     labeller: str | None = None
+    prefix_probes: tuple[ProbeRecord, ...] = ()
+    reasoning_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _store_as_stored(self, _RESPONSE_ARRAYS)
+        object.__setattr__(self, "prefix_probes", tuple(self.prefix_probes))
+        if isinstance(self.reference, list):
+            object.__setattr__(self, "reference", tuple(self.reference))
         if (self.label is None) != (self.label_source is None):
             raise RecordFormatError(
                 f"record {self.task}/{self.doc_id}: label and label_source come together (a task-scored label names "
@@ -378,9 +419,20 @@ class ResponseRecord:
             raise RecordFormatError(f"per-token arrays of {self.task}/{self.doc_id} must be one-dimensional: {shapes}")
         if len(set(shapes.values())) != 1:
             raise RecordFormatError(f"per-token arrays of {self.task}/{self.doc_id} differ in length: {shapes}")
+        if self.reasoning_tokens is not None and self.reasoning_tokens > len(self.token_ids):
+            raise RecordFormatError(
+                f"record {self.task}/{self.doc_id}: reasoning_tokens {self.reasoning_tokens} exceeds its "
+                f"{len(self.token_ids)} generated tokens"
+            )
         for name, probe in self.probes.items():
-            if name != probe.variant:
+            if name != probe.variant or name == PREFIX_VARIANT:
                 raise RecordFormatError(f"probe stored under {name!r} has variant {probe.variant!r}")
+        fractions = [probe.fraction for probe in self.prefix_probes]
+        if any(probe.variant != PREFIX_VARIANT for probe in self.prefix_probes) or fractions != sorted(set(fractions)):
+            raise RecordFormatError(
+                f"prefix_probes of {self.task}/{self.doc_id} must be probes of variant {PREFIX_VARIANT!r} in strictly "
+                f"increasing order of fraction, got fractions {fractions}"
+            )
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -401,8 +453,13 @@ class ResponseRecord:
                 out[item.name] = encode_array(value, _RESPONSE_ARRAYS[item.name])
             elif item.name == "probes":
                 out["probes"] = {name: _probe_to_dict(probe) for name, probe in value.items()}
+            elif item.name == "prefix_probes":
+                if value:  # written only when the switch ran them
+                    out["prefix_probes"] = [_probe_to_dict(probe) for probe in value]
             elif item.name in _WRITTEN_WHEN_SET and value is None:
                 continue
+            elif isinstance(value, tuple):
+                out[item.name] = list(value)
             else:
                 out[item.name] = dict(value) if isinstance(value, Mapping) else value
         return out
@@ -420,7 +477,13 @@ class ResponseRecord:
                 f"reads {SCHEMA!r}); re-run the generation or use the trac-eval version that wrote it"
             )
         values = _read_fields(payload, cls, _RESPONSE_FIELDS, _RESPONSE_ARRAYS)
-        values["probes"] = {name: _probe_from_dict(probe, name) for name, probe in values.get("probes", {}).items()}
+        values["probes"] = {
+            name: _probe_from_dict(probe, f"probes.{name}.") for name, probe in values.get("probes", {}).items()
+        }
+        values["prefix_probes"] = tuple(
+            _probe_from_dict(probe, f"prefix_probes.{index}.")
+            for index, probe in enumerate(values.get("prefix_probes", ()))
+        )
         return cls(**values)
 
 
@@ -428,11 +491,14 @@ def _probe_to_dict(probe: ProbeRecord) -> dict[str, Any]:
     out = dataclasses.asdict(probe)
     for name, dtype in _PROBE_ARRAYS.items():
         out[name] = encode_array(getattr(probe, name), dtype)
+    for name in _PREFIX_FIELDS:
+        if out[name] is None:
+            del out[name]
     return out
 
 
-def _probe_from_dict(payload: Any, name: str) -> ProbeRecord:
-    return ProbeRecord(**_read_fields(payload, ProbeRecord, _PROBE_FIELDS, _PROBE_ARRAYS, f"probes.{name}."))
+def _probe_from_dict(payload: Any, prefix: str) -> ProbeRecord:
+    return ProbeRecord(**_read_fields(payload, ProbeRecord, _PROBE_FIELDS, _PROBE_ARRAYS, prefix))
 
 
 class RecordWriter:

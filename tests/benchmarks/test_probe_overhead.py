@@ -1,7 +1,8 @@
 """benchmarks/probe_overhead.py without an engine: the rounds (warm-up not counted, rotated order), the wall ratios'
-median and spread, the token ratios from the engine's counters, ratios left out when an engine lacks a phase, the
-order of a phase's steps; for ``--server``: a ``/metrics`` page read into token counts, and a scripted HTTP server
-standing in for a vLLM server that is missing, not in dev mode, without a prefix cache, or still holding blocks."""
+median and spread, the token ratios from the engine's counters (prefix probes' phases included), ratios left out when
+an engine lacks a phase, the order of a phase's steps; for ``--server``: a ``/metrics`` page read into token counts,
+and a scripted HTTP server standing in for a vLLM server that is missing, not in dev mode, without a prefix cache,
+or still holding blocks."""
 
 from __future__ import annotations
 
@@ -24,8 +25,11 @@ sys.modules["probe_overhead"] = probe_overhead  # dataclasses look their module 
 SPEC.loader.exec_module(probe_overhead)
 
 SECONDS = {"plain": 10.0, "capture": 11.0, "trac": 12.0, "probes_after": 12.5, "cache_off": 13.0}
+SECONDS |= {"trac_prefix": 14.0, "prefix_cache_off": 16.0}
 TOKENS = {"plain": 1000, "capture": 1000, "trac": 1100, "probes_after": 1100, "cache_off": 1600}  # computed
+TOKENS |= {"trac_prefix": 1400, "prefix_cache_off": 3000}
 GENERATED = {"plain": 100, "capture": 100, "trac": 120, "probes_after": 120, "cache_off": 120}
+GENERATED |= {"trac_prefix": 180, "prefix_cache_off": 180}
 
 
 class FakeEngine:
@@ -83,6 +87,11 @@ def test_wall_ratios_are_medians_over_rounds_and_a_slow_warm_up_does_not_count(t
     assert ratios["cache_off_token_ratio"] == pytest.approx(1600 / 1000)
     assert ratios["capture_overhead_token_ratio_short"] == 1.0
     assert ratios["cache_off_decoded_token_ratio"] == pytest.approx(1.2)
+    assert ratios["prefix_probe_overhead_ratio"]["median"] == 14 / 11
+    assert ratios["prefix_probe_overhead_token_ratio"] == pytest.approx(1400 / 1000)
+    assert ratios["prefix_cache_off_token_ratio"] == pytest.approx(3000 / 1000)
+    assert ratios["prefix_cache_off_decoded_token_ratio"] == pytest.approx(1.8)
+    assert probe_overhead.mean_probe_decoded_tokens(rounds, 2 * 3, "trac_prefix", "trac") == pytest.approx(10.0)
 
 
 def test_one_slow_round_moves_the_spread_not_the_median(tmp_path):
@@ -133,7 +142,12 @@ class FakeRunnerEngine(probe_overhead.RunnerEngine):
     def __init__(self, fits: bool = True) -> None:
         self.log: list[str] = []
         self.lm = SimpleNamespace(generate_until=lambda requests, disable_tqdm: self.log.append("plain"))
+
+        def prefix_jobs(index, trace):
+            return [f"{index}@{f}" for f in trace.config.prefix_probes] if fits else []
+
         self.runner = SimpleNamespace(trace_probe_job=lambda index, trace: index if fits else None)
+        self.runner.prefix_probe_jobs = prefix_jobs
         self.tokens = 0
 
     def reset_prefix_cache(self):
@@ -159,11 +173,12 @@ class FakeRunnerEngine(probe_overhead.RunnerEngine):
         ("capture", ["generate"]),
         ("probes_after", ["generate", "probes [0, 1]"]),
         ("cache_off", ["generate", "reset", "probes [0, 1]"]),
+        ("prefix_cache_off", ["generate", "reset", "probes [0, 1, '0@0.25', '0@0.5', '1@0.25', '1@0.5']"]),
     ],
 )
 def test_a_phase_resets_the_cache_then_counts_around_its_work(kind, steps):
     engine = FakeRunnerEngine()
-    workload = probe_overhead.workloads(2, 8, 4, seed=0)[0]
+    workload = probe_overhead.workloads(2, 8, 4, seed=0, prefix_probes=(0.25, 0.5))[0]
     count = engine.run_phase(kind, workload, Path("unused"))
     assert engine.log == ["reset", "counts", *steps, "counts"]
     assert count.tokens == probe_overhead.TokenCounts(100, 100, 0)

@@ -5,7 +5,8 @@ The tasks are lm-eval's installed YAMLs, each ``include``d by a test YAML that o
 in the hub dataset's schema: ``gsm8k_cot_zeroshot`` (regex filters + exact_match), ``minerva_math500`` (its own
 ``process_results``), ``gpqa_diamond_cot_zeroshot`` (a generative multiple-choice task, synthetic rows) and a
 log-likelihood multiple-choice task, which TrAC does not apply to. Three runs of the same tasks and seed: without
-the switch, with it at K = 1, and with it at K = 4 beside the bundled ``trac_demo`` task.
+the switch, with it at K = 1, and with it at K = 4 beside the bundled ``trac_demo`` task, run with prefix probes on
+(docs/method.md#prefix-probes: the demo's YAML included as it is, ``prefix_probes`` added to its ``trac`` block).
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ from pathlib import Path
 
 import lm_eval.tasks
 import pytest
+import yaml
 from lm_eval_runs import LmEvalRun, lm_eval_command
-from testenv import engine_env
+from testenv import REPO, engine_env
 
 from trac_metrics.cli import main as trac_main
 from trac_metrics.records import iter_records
 from trac_tasks.data.demo_data import demo_rows, render
+from trac_tasks.generation.config import DEFAULT_CUE
+from trac_tasks.generation.probe import prefix_cut, trace_body
 
 pytestmark = pytest.mark.engine
 
@@ -35,10 +39,26 @@ LABEL_FILTERS = {GSM8K: "flexible-extract", GPQA: "flexible-extract", MINERVA: "
 LABEL_METRICS = {MINERVA: "math_verify"}
 K = 4
 N_DOCS = 6
+DEMO, FRACTIONS = "trac_demo_prefix_probes", [0.25, 0.5, 0.75]
+"""The bundled demo task with prefix probes at these fractions."""
+
+
+def _write_demo_with_prefix_probes(tasks: Path) -> None:
+    """:data:`DEMO`: ``trac_demo.yaml`` included, its ``generation_kwargs`` as they are plus ``prefix_probes``."""
+
+    class Loader(yaml.SafeLoader):
+        """Reads lm-eval's ``!function`` tags as their text."""
+
+    Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+    demo = REPO / "task_configs" / "trac_demo.yaml"
+    kwargs = yaml.load(demo.read_text(), Loader)["generation_kwargs"]  # noqa: S506 - a safe loader with one tag
+    kwargs["trac"]["prefix_probes"] = FRACTIONS
+    (tasks / f"{DEMO}.yaml").write_text(f"include: {demo}\ntask: {DEMO}\ngeneration_kwargs: {json.dumps(kwargs)}\n")
 
 
 def _write_tasks(root: Path) -> Path:
-    """lm-eval's own YAMLs, included as they are, with only the data swapped for local rows."""
+    """lm-eval's own YAMLs, included as they are, with only the data swapped for local rows; the demo task with
+    prefix probes."""
     gsm8k = [{"question": row["problem"], "answer": f"{row['solution']}\n#### {row['answer']}"} for row in GSM8K_ROWS]
     gpqa = [
         {
@@ -80,6 +100,7 @@ metric_list:
   - metric: acc
 """
     )
+    _write_demo_with_prefix_probes(tasks)
     return tasks
 
 
@@ -128,7 +149,7 @@ def runs(tmp_path_factory, tiny_model):
             "k4",
             "--metadata",
             json.dumps({"trac": switch}),
-            task_names=(*everything, "trac_demo"),
+            task_names=(*everything, DEMO),
             gen_kwargs=f"max_gen_toks=48,repeats={K}",  # K of trac_demo too
         ),
     }
@@ -206,8 +227,8 @@ def test_trac_metrics_are_finite_where_both_classes_exist(runs):
     calibration maps) where each class has at least 5 questions (with fewer, docs/method.md#degenerate-data may make
     it NaN)."""
     supported = 0
-    for task in (*GENERATIVE, "trac_demo"):
-        suffix = "none" if task == "trac_demo" else "trac"
+    for task in (*GENERATIVE, DEMO):
+        suffix = "none" if task == DEMO else "trac"
         results = runs["k4"].results()["results"][task]
         accuracy, n_questions = results[f"acc,{suffix}"], len(_records(runs["k4"], task)) // K
         assert f"trac_auroc,{suffix}" in results and f"trac_ece,{suffix}" in results
@@ -221,9 +242,51 @@ def test_trac_metrics_are_finite_where_both_classes_exist(runs):
     assert supported >= 1, "a task must have both classes with >= 5 questions each"
 
 
-def test_trac_report_reads_lm_eval_tasks_beside_a_trac_task(runs, tmp_path):
-    report = tmp_path / "report"
+@pytest.fixture(scope="module")
+def leaderboard(runs, tmp_path_factory) -> str:
+    """``trac report`` of the K = 4 run: its leaderboard."""
+    report = tmp_path_factory.mktemp("report")
     trac_main(["report", str(runs["k4"].out / "trac_records"), "--out", str(report), "--resamples", "200"])
-    pairs = [line for line in (report / "leaderboard.md").read_text().splitlines() if line.startswith("- ")]
-    for task in (*GENERATIVE, "trac_demo"):
+    return (report / "leaderboard.md").read_text()
+
+
+def test_trac_report_reads_lm_eval_tasks_beside_a_trac_task(leaderboard):
+    pairs = [line for line in leaderboard.splitlines() if line.startswith("- ")]
+    for task in (*GENERATIVE, DEMO):
         assert sum(task in line for line in pairs) == 1, (task, pairs)
+
+
+def test_every_demo_record_holds_its_prefix_probes_served_from_the_prefix_cache(runs, tiny_tokenizer):
+    """docs/method.md#prefix-probes: each of the K samples is probed after its trace cut at each fraction (the cut of
+    its trace body, the EOS dropped), as prompt + kept trace + cue, submitted as its trace finishes: every whole
+    32-token block of prompt + kept trace is still cached, only the last partial block and the cue are computed."""
+    records = _records(runs["k4"], DEMO)
+    assert len(records) == len(demo_rows()) * K
+    cue = len(tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids)
+    decode = lambda ids: tiny_tokenizer.decode(list(ids), skip_special_tokens=True)  # noqa: E731
+    for record in records:
+        body = trace_body(record.token_ids.tolist(), {tiny_tokenizer.eos_token_id})  # no thinking section
+        assert [probe.fraction for probe in record.prefix_probes] == FRACTIONS, record.key
+        for probe in record.prefix_probes:
+            assert probe.trace_tokens == prefix_cut(body, probe.fraction, decode), record.key
+            assert probe.num_prompt_tokens == record.prompt_token_count + probe.trace_tokens + cue
+            assert probe.variant == "prefix" and probe.appended_text == DEFAULT_CUE
+            assert probe.num_cached_tokens >= 32 * ((probe.num_prompt_tokens - cue - 1) // 32)
+    probes = [probe for record in records for probe in record.prefix_probes]
+    assert sum(probe.trace_tokens > 0 for probe in probes) >= len(probes) // 10, "too few traces to cut"
+    assert all(probe.num_cached_tokens > 0 for probe in probes), "the demo's prompts alone fill a 32-token block"
+    cached = sum(probe.num_cached_tokens for probe in probes) / sum(probe.num_prompt_tokens for probe in probes)
+    assert f"(prefix probes {100 * cached:.1f} %)" in runs["k4"].log
+
+
+def test_the_prefix_probe_methods_are_scored_beside_trac(runs, leaderboard):
+    """The demo's results and the report's leaderboard hold the prefix-probe methods next to TrAC; the lm-eval
+    tasks run without the switch do not compute them."""
+    results = runs["k4"].results()["results"]
+    methods = ("answer_convergence", "prefix_agreement", "prefix_agreement_weighted", "trac_prefix")
+    for method in methods:
+        assert f"{method}_auroc,none" in results[DEMO]
+        assert all(f"{method}_auroc,trac" not in results[task] for task in GENERATIVE)
+    rows = [line.split("|")[2].strip() for line in leaderboard.splitlines() if line.startswith("| ")]
+    labels = ("Answer convergence", "Prefix agreement", "Prefix agreement (likelihood-weighted)")
+    assert rows.index("TrAC + prefix probes") == rows.index("TrAC") + 1 and set(labels) <= set(rows)

@@ -1,6 +1,7 @@
 """Refusals before generation through the real ``lm_eval`` CLI (HF backend, tiny model): a broken TrAC template in a
 task YAML stops the run before anything is generated, naming the task, the template and the first failing document;
-an output path that is a file is refused."""
+an output path that is a file is refused; a records folder that cannot be created (a virtual filesystem) is refused
+before the model loads."""
 
 from __future__ import annotations
 
@@ -39,3 +40,18 @@ def test_an_output_path_that_is_a_file_is_refused_before_generation(tmp_path, ti
     assert result.returncode != 0
     assert f"{out} is a file, not a folder: give --output_path a folder" in log
     assert "NotADirectoryError" not in log and "TrAC generations" not in log
+
+
+def test_a_records_folder_that_cannot_be_created_is_refused_before_the_model_loads(tmp_path, tiny_model):
+    command = [
+        *lm_eval_command(tmp_path, "hf", f"pretrained={tiny_model},dtype=float32", tmp_path / "out", tasks="trac_demo"),
+        "--device",
+        "cpu",
+    ]
+    command[command.index("--output_path") + 1] = "/proc/trac-eval-out"  # a virtual filesystem: no folder there
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=engine_env(), cwd=tmp_path)
+    log = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "write their records to /proc/trac-eval-out/trac_records, which cannot be written" in log
+    assert "Initializing hf model" not in log, "refused before the model loads"
+    assert "FileNotFoundError" not in log and "TrAC generations" not in log

@@ -9,6 +9,7 @@ goes away mid-run ends the run with a clear error after bounded retries.
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import time
@@ -129,6 +130,25 @@ def test_the_server_received_the_in_process_prompt_ids_and_exact_probe_prompts(r
         assert tuple(prompt_ids) in received
         body = trace_body(record.token_ids.tolist(), {tiny_tokenizer.eos_token_id})
         assert tuple(prompt_ids + body + cue_ids) in received
+
+
+def test_an_lm_eval_task_switched_on_with_metadata_runs_served_labelled_by_its_own_scoring(
+    server, tmp_path, tiny_model
+):
+    """``--metadata '{"trac": ...}'`` on a plain task through the served path: K samples, its own label per
+    response, the TrAC metrics under the ``trac`` filter beside its own."""
+    base_url, _ = server
+    tasks = write_local_math500_task(tmp_path, 4, K, max_gen_toks=16)
+    model_args = f"model={tiny_model},base_url={base_url}/v1/completions,tokenizer={tiny_model},max_length=2048"
+    switch = json.dumps({"trac": {"repeats": 2, "answer_kind": "math"}})
+    run = run_lm_eval(tmp_path, tasks, model_args, "local-completions", "--metadata", switch, tasks=PLAIN_TASK)
+    records = [record for path in run.record_files(PLAIN_TASK) for record in iter_records(path)]
+    assert sorted(record.key[1:] for record in records) == [(str(d), r) for d in range(4) for r in range(2)]
+    assert {record.label_source for record in records} == {"exact_match,none"}
+    assert all("trace" in record.probes for record in records)
+    results = run.results()["results"][PLAIN_TASK]
+    assert results["acc,trac"] == pytest.approx(results["exact_match,none"]), "labels are the task's own scores"
+    assert "trac_auroc,trac" in results
 
 
 def test_a_server_lost_mid_run_ends_in_a_clear_error_after_bounded_retries(tmp_path, tiny_model, served_model):

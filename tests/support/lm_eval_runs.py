@@ -50,20 +50,27 @@ repeats: {repeats}
         encoding="utf-8",
     )
     # a task without TrAC switches on the same rows: it must run as in plain lm-eval, beside the TrAC task
-    (tasks / f"{PLAIN_TASK}.yaml").write_text(
+    write_plain_task(tasks, PLAIN_TASK, data, "Question: {{problem}}\\nAnswer:", "{{answer}}", max_gen_toks=12)
+    return tasks
+
+
+def write_plain_task(tasks: Path, name: str, data: Path, doc_to_text: str, doc_to_target: str, max_gen_toks: int):
+    """A plain lm-eval ``generate_until`` task ``name`` on the JSON Lines file ``data``: greedy, one line, scored by
+    lm-eval's ``exact_match``."""
+    (tasks / f"{name}.yaml").write_text(
         f"""
-task: {PLAIN_TASK}
+task: {name}
 custom_dataset: !function trac_tasks.data.dataset_loaders.local_jsonl
 dataset_kwargs:
   data_file: {data}
 output_type: generate_until
 test_split: test
-doc_to_text: "Question: {{{{problem}}}}\\nAnswer:"
-doc_to_target: "{{{{answer}}}}"
+doc_to_text: "{doc_to_text}"
+doc_to_target: "{doc_to_target}"
 generation_kwargs:
   until: ["\\n"]
   do_sample: false
-  max_gen_toks: 12
+  max_gen_toks: {max_gen_toks}
 metric_list:
   - metric: exact_match
     aggregation: mean
@@ -71,7 +78,6 @@ metric_list:
 """,
         encoding="utf-8",
     )
-    return tasks
 
 
 GUIDE_TEMPLATE_PATH = "/path/to/trac_tasks/task_configs"

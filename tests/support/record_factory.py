@@ -78,8 +78,9 @@ def synthetic_task(n_questions: int, seed: int = 0, accuracy: float = 0.5, **kwa
 
 
 def with_every_input(records: list[ResponseRecord], rng: np.random.Generator) -> list[ResponseRecord]:
-    """The question's records with what the optional methods read added to the primary: P(True) (and its seconds)
-    and the question-only, shuffled-trace and teacher-forced probes (docs/method.md#probe-variants)."""
+    """The question's records with what the optional methods read added to the primary: P(True) (and its seconds),
+    the question-only, shuffled-trace and teacher-forced probes (docs/method.md#probe-variants) and prefix probes at
+    0.25, 0.5 and 0.75 of its trace (docs/method.md#prefix-probes)."""
     primary, *others = records
     trace = primary.probes["trace"]
     probes = dict(primary.probes)
@@ -94,9 +95,23 @@ def with_every_input(records: list[ResponseRecord], rng: np.random.Generator) ->
             token_logprobs=np.minimum(rng.normal(-0.8, 0.4, 3), 0.0),
             finish_reason="teacher_forced" if variant == "teacher_forced" else "stop",
         )
+    prefix_probes = [
+        dataclasses.replace(
+            trace,
+            variant="prefix",
+            answer=(answer := primary.answer if rng.random() < 0.3 + 0.5 * fraction else str(int(trace.answer) + 2)),
+            text=answer + "}",
+            seconds=0.002 * (1 + rng.random()),
+            token_logprobs=np.minimum(rng.normal(-0.6, 0.4, 3), 0.0),
+            fraction=fraction,
+            trace_tokens=int(fraction * primary.num_tokens),
+        )
+        for fraction in (0.25, 0.5, 0.75)
+    ]
     primary = dataclasses.replace(
         primary,
         probes=probes,
+        prefix_probes=prefix_probes,
         p_true=float(rng.uniform(0.05, 0.95)),
         timing={**primary.timing, "p_true_seconds": 0.004 * (1 + rng.random())},
     )

@@ -320,3 +320,88 @@ def test_report_options_choose_the_calibration_map_and_ece_bins(
     assert "## Rejection and calibration metrics with 95% bootstrap intervals" in printed
     for name in ("calibration_rejection.csv", "reliability.png", "rejection_curve.png"):
         assert (out / name).stat().st_size > 0
+
+
+# ----------------------------------------------------------------------------------------------- output paths
+
+
+def refuse_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make reading records or a head fail the test: an unusable output path must be refused before."""
+    for name in ("load_pairs", "load_head"):
+        monkeypatch.setattr(cli, name, lambda *args, **kwargs: pytest.fail("work started before the output check"))
+
+
+def test_an_output_of_the_wrong_kind_is_refused_before_any_work(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refuse_any_work(monkeypatch)
+    run, a_file, a_folder = runs["target"][0], tmp_path / "a_file", tmp_path / "a_folder"
+    a_file.write_text("kept\n")
+    a_folder.mkdir()
+    head = tmp_path / "head.json"
+    assert cli_error(capsys, "report", run, "--out", a_file) == f"trac report: --out {a_file}: is a file, not a folder"
+    assert cli_error(capsys, "report", run, "--html", a_folder) == (
+        f"trac report: --html {a_folder}: is a folder, not a file"
+    )
+    assert cli_error(capsys, "fit", run, "--out", a_folder) == f"trac fit: --out {a_folder}: is a folder, not a file"
+    assert cli_error(capsys, "score", head, run, "--out", a_folder) == (
+        f"trac score: --out {a_folder}: is a folder, not a file"
+    )
+    under_a_file = f"{a_file} is a file, not a folder"
+    assert cli_error(capsys, "report", run, "--out", a_file / "report").endswith(under_a_file)
+    assert cli_error(capsys, "report", run, "--html", a_file / "deep" / "page.html").endswith(under_a_file)
+    assert cli_error(capsys, "fit", run, "--out", a_file / "head.json").endswith(under_a_file)
+    assert cli_error(capsys, "fit", run, "--out", tmp_path / "missing" / "head.json") == (
+        f"trac fit: --out {tmp_path / 'missing' / 'head.json'}: the folder {tmp_path / 'missing'} does not exist"
+    )
+    assert a_file.read_text() == "kept\n" and sorted(path.name for path in tmp_path.iterdir()) == ["a_file", "a_folder"]
+
+
+def creates_files(folder: Path) -> bool:
+    try:
+        (folder / ".trac-test-probe").touch()
+    except OSError:
+        return False
+    (folder / ".trac-test-probe").unlink()
+    return True
+
+
+@pytest.mark.skipif(not Path("/sys").is_dir() or creates_files(Path("/sys")), reason="needs a /sys that refuses files")
+def test_an_output_where_no_file_can_be_created_is_refused_before_any_work(
+    runs: dict[str, list[Path]], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # /sys refuses new files even to root (which a chmod'ed folder would not stop)
+    refuse_any_work(monkeypatch)
+    run, denied = runs["target"][0], os.strerror(errno.EACCES)
+    assert cli_error(capsys, "report", run, "--out", "/sys/trac-report") == (
+        f"trac report: --out /sys/trac-report: cannot create files in /sys ({denied})"
+    )
+    assert cli_error(capsys, "report", run, "--html", "/sys/trac/report.html").endswith(f"in /sys ({denied})")
+    assert cli_error(capsys, "fit", run, "--out", "/sys/head.json").endswith(f"in /sys ({denied})")
+    assert cli_error(capsys, "score", "head.json", run, "--out", "/sys/scores.jsonl").endswith(f"in /sys ({denied})")
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into a read-only folder")
+def test_a_read_only_folder_is_refused_before_any_work(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refuse_any_work(monkeypatch)
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    assert cli_error(capsys, "fit", runs["target"][0], "--out", locked / "head.json") == (
+        f"trac fit: --out {locked / 'head.json'}: cannot create files in {locked} ({os.strerror(errno.EACCES)})"
+    )
+
+
+def test_progress_is_logged_where_stderr_is_no_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = iter([0.0, 10.0, 31.0, 45.0, 62.0, 100.0])  # start, then the arrival of each of 5 items
+    monkeypatch.setattr(cli.time, "monotonic", lambda: next(clock))
+    items = cli._progress("rescoring: reading (equivalence=math-verify)", "file")([0, 1, 2, 3, 4])
+    assert list(items) == [0, 1, 2, 3, 4]
+    assert capsys.readouterr().err.splitlines() == [
+        "progress: rescoring: reading (equivalence=math-verify): 2/5 files after 31 s",
+        "progress: rescoring: reading (equivalence=math-verify): 4/5 files after 62 s",
+        "progress: rescoring: reading (equivalence=math-verify): 5/5 files after 100 s",
+    ]

@@ -106,6 +106,30 @@ def test_the_labeller_is_written_only_when_set_and_read_back():
         ResponseRecord.from_dict({**labelled.to_dict(), "labeller": "module:function"})
 
 
+def test_prefix_probes_round_trip_and_records_without_them_are_stored_as_before():
+    """docs/method.md#prefix-probes: a record's prefix probes come back with their fraction and kept trace tokens;
+    a record without them (every record written before the switch existed) has neither the field nor, in its other
+    probes, the two prefix fields."""
+    plain = make_record()
+    stored = plain.to_dict()
+    assert "prefix_probes" not in stored and not {"fraction", "trace_tokens"} & set(stored["probes"]["trace"])
+    assert ResponseRecord.from_dict(stored).prefix_probes == ()
+    trace = plain.probes["trace"]
+    probes = [
+        replace(trace, variant="prefix", answer=str(n), fraction=f, trace_tokens=n) for f, n in ((0.25, 1), (0.5, 3))
+    ]
+    back = ResponseRecord.from_dict(json.loads(json.dumps(replace(plain, prefix_probes=probes).to_dict())))
+    assert [(p.variant, p.fraction, p.trace_tokens, p.answer) for p in back.prefix_probes] == [
+        ("prefix", 0.25, 1, "1"),
+        ("prefix", 0.5, 3, "3"),
+    ]
+    np.testing.assert_array_equal(back.prefix_probes[1].top_logprobs, trace.top_logprobs)
+    with pytest.raises(RecordFormatError, match="strictly increasing order of fraction, got fractions \\[0.5, 0.25\\]"):
+        replace(plain, prefix_probes=probes[::-1])
+    with pytest.raises(RecordFormatError, match="probe stored under 'prefix' has variant 'prefix'"):
+        replace(plain, probes={"prefix": probes[0]})
+
+
 def test_unknown_schema_version_is_refused_with_a_clear_message():
     payload = make_record().to_dict()
     payload["schema"] = "trac-record/0"
@@ -294,6 +318,14 @@ def delete_path(payload: dict[str, Any], path: str) -> None:
     del parent[key]
 
 
+def with_prefix_probes(payload: dict[str, Any], *fractions: Any) -> None:
+    """Give a stored record prefix probes at ``fractions``: copies of its trace probe (docs/method.md#prefix-probes)."""
+    payload["prefix_probes"] = [
+        {**payload["probes"]["trace"], "variant": "prefix", "fraction": fraction, "trace_tokens": 2}
+        for fraction in fractions
+    ]
+
+
 # ------------------------------------------------------------------------------------------ malformed fields
 N_TOKENS = VALID[1]["token_ids"]["shape"][0]
 
@@ -328,7 +360,14 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "top_k zero": (lambda r: set_path(r, "top_k", 0), "'top_k' must be a positive integer, got 0"),
     "top_k a float": (lambda r: set_path(r, "top_k", 5.0), "'top_k' must be a positive integer, got 5.0"),
     "answer a number": (lambda r: set_path(r, "answer", 42), "'answer' must be a string or null, got 42"),
-    "reference a list": (lambda r: set_path(r, "reference", ["42"]), "'reference' must be a string or null"),
+    "reference a list of numbers": (
+        lambda r: set_path(r, "reference", [42]),
+        "'reference' must be a string or a non-empty list of strings (aliases, any of which matches) or null",
+    ),
+    "reference an empty list": (
+        lambda r: set_path(r, "reference", []),
+        "'reference' must be a string or a non-empty list of strings (aliases, any of which matches) or null",
+    ),
     "p_true a string": (lambda r: set_path(r, "p_true", "high"), "'p_true' must be a number or null"),
     "task missing": (lambda r: delete_path(r, "task"), "a record is missing fields ['task']"),
     "probe count a string": (
@@ -345,6 +384,24 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "probe dtype": (
         lambda r: set_path(r, "probes.trace.top_logprobs.dtype", "<c8"),
         "'probes.trace.top_logprobs' has dtype \"<c8\"",
+    ),
+    "prefix probes an object": (lambda r: set_path(r, "prefix_probes", {}), "'prefix_probes' must be a list of probe"),
+    "prefix probes out of order": (
+        lambda r: with_prefix_probes(r, 0.5, 0.25),
+        "must be probes of variant 'prefix' in strictly increasing order of fraction, got fractions [0.5, 0.25]",
+    ),
+    "prefix probe fraction a string": (
+        lambda r: with_prefix_probes(r, "0.5"),
+        "field 'prefix_probes.0.fraction' must be a number or null, got \"0.5\"",
+    ),
+    "prefix probe fraction 1": (lambda r: with_prefix_probes(r, 1.0), "a prefix probe's fraction must be in (0, 1)"),
+    "prefix probe without its fraction": (
+        lambda r: with_prefix_probes(r, None),
+        "a probe of variant 'prefix' has a fraction and trace_tokens, any other probe neither",
+    ),
+    "trace probe with a fraction": (
+        lambda r: set_path(r, "probes.trace.fraction", 0.5),
+        "a probe of variant 'prefix' has a fraction and trace_tokens, any other probe neither; got variant 'trace'",
     ),
 }
 
@@ -573,7 +630,7 @@ WRONG_VALUES = {
     "prompt_token_count": [-1, "40", 2.5],
     "text": [None, 7],
     "answer": [42, [], {}],
-    "reference": [1.0, ["42"]],
+    "reference": [1.0, [42], [], {}],
     "finish_reason": [None, 0],
     "top_k": [0, -3, "5", 5.0, None],
     "probes": [[], "trace", 1],

@@ -1,15 +1,26 @@
-"""Memory a request implies, checked before the work starts, so an oversized request is one clear error instead of a
-MemoryError after minutes (``trac report --resamples``, ``--n-bins``).
+"""Limits checked while or before work runs, so an oversized request or a runaway computation ends in a clear,
+reproducible outcome instead of a MemoryError after minutes or a hang.
 
+Memory (``trac report --resamples``, ``--n-bins``): the memory a request implies is checked before the work starts.
 The limit is the memory available now: Linux's ``MemAvailable``, lowered to what the process's cgroup (a container)
 still allows; elsewhere the physical memory. The estimates (``bootstrap.bootstrap_memory``,
 ``heads.newton_memory``) count only the large arrays of a computation: they are lower bounds, so a refused request
 could not have finished.
+
+Work (the answer checker's symbolic step, docs/method.md#answer-equivalence): :func:`work_limit` counts the Python
+function calls a block makes and stops it after a fixed number, a budget that is the same on any machine however
+busy it is, unlike seconds. A CPU-time limit far above what the budget can take stays as a safety net for the rare
+call that is slow by itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -59,3 +70,79 @@ def require_memory(request: str, needed: int, purpose: str) -> None:
             f"{request} needs at least ~{size_text(needed)} {purpose}; the limit is "
             f"{size_text(limit)} (memory available now)"
         )
+
+
+class WorkLimitExceeded(BaseException):
+    """A block made more Python calls than its :func:`work_limit` allows; a BaseException, so that no
+    ``except Exception`` of a library it runs swallows it."""
+
+
+class CpuLimitExceeded(WorkLimitExceeded):
+    """A block used its :func:`work_limit`'s CPU time before its calls ran out (the safety net fired)."""
+
+
+_CHECK_EVERY = 256
+"""Calls between two checks of the budget and the CPU clock (a power of two: the check is a bit mask)."""
+
+
+class _Meter:
+    """The calls a block may still make (``left``) and the CPU time at which its safety net fires."""
+
+    __slots__ = ("cpu_deadline", "left")
+
+    def __init__(self, calls: int, cpu_seconds: float) -> None:
+        self.left = calls
+        self.cpu_deadline = time.thread_time() + cpu_seconds
+
+
+_ACTIVE = threading.local()
+
+
+@contextlib.contextmanager
+def work_limit(calls: int, cpu_seconds: float) -> Iterator[None]:
+    """Raise :class:`WorkLimitExceeded` once the block has made ``calls`` Python function calls, or
+    :class:`CpuLimitExceeded` once it has used ``cpu_seconds`` of this thread's CPU time.
+
+    A trace function on this thread counts every Python call (a generator's resumption included): the count of a
+    given computation does not depend on the machine's speed or load. Both limits are checked every
+    ``_CHECK_EVERY`` calls, the call limit so that it stops exactly at ``calls``. Calls inside :func:`uncounted`
+    are not counted. Tracing slows pure-Python work about twofold, and nothing stops a single long C call. The
+    previous trace function is restored on exit; in nested limits only the innermost counts.
+    """
+    if calls < 1 or not cpu_seconds > 0:
+        raise ValueError(f"a work limit needs calls >= 1 and cpu_seconds > 0, got {calls} and {cpu_seconds}")
+    meter = _Meter(calls, cpu_seconds)
+
+    def count_call(frame: object, event: str, arg: object) -> None:
+        meter.left -= 1
+        if not meter.left % _CHECK_EVERY:
+            if meter.left <= 0:
+                raise WorkLimitExceeded
+            if time.thread_time() > meter.cpu_deadline:
+                raise CpuLimitExceeded
+
+    previous_trace, previous_meter = sys.gettrace(), getattr(_ACTIVE, "meter", None)
+    _ACTIVE.meter = meter
+    sys.settrace(count_call)
+    try:
+        yield
+    finally:
+        sys.settrace(previous_trace)
+        _ACTIVE.meter = previous_meter
+
+
+@contextlib.contextmanager
+def uncounted() -> Iterator[None]:
+    """Inside an active :func:`work_limit`, the calls of the block are given back when it ends (the CPU-time net
+    still applies). For work whose result is cached, so that a count does not depend on what was computed
+    before: its cost is bounded some other way."""
+    meter = getattr(_ACTIVE, "meter", None)
+    if meter is None:
+        yield
+        return
+    left = meter.left
+    meter.left = sys.maxsize  # counts down from here: never reaches the budget's end inside the block
+    try:
+        yield
+    finally:
+        meter.left = left

@@ -18,7 +18,15 @@ the probe answer ã (docs/method.md#probe-decoding-and-cutting), the reference a
 """
 
 from trac_metrics.answers._latex import ANSWER_KINDS
-from trac_metrics.answers.equivalence import Equivalence, answer_classes, equivalent, use_equivalence
+from trac_metrics.answers.equivalence import (
+    Equivalence,
+    Reference,
+    answer_classes,
+    equivalent,
+    matches_reference,
+    reference_aliases,
+    use_equivalence,
+)
 from trac_metrics.answers.extraction import extract_answer
 from trac_metrics.answers.normalization import normalize_answer
 
@@ -28,6 +36,9 @@ __all__ = [
     "answer_classes",
     "equivalent",
     "extract_answer",
+    "matches_reference",
     "normalize_answer",
+    "reference_aliases",
+    "Reference",
     "use_equivalence",
 ]

@@ -29,15 +29,7 @@ from trac_metrics.answers._latex import CACHE_SIZE, check_kind, check_str, names
 from trac_metrics.answers.normalization import math_form, normalize_answer
 from trac_metrics.answers.numbers import as_number, exact_latex, number_verdict
 from trac_metrics.answers.structures import structure, structures_equivalent
-from trac_metrics.answers.symbolic import (
-    SYMBOLIC_BUDGET_S,
-    SymbolicBudgetExceeded,
-    decimal_matches_constant,
-    same_relation,
-    symbolically_equal,
-    time_limit,
-    warm_up_math_verify,
-)
+from trac_metrics.answers.symbolic import decimal_matches_constant, same_relation, symbolically_equal, within_budget
 
 MAX_COMPARED_CHARS = 1000
 """Normalized answers longer than this are equal only as equal strings (a runaway generation is no formula)."""
@@ -98,9 +90,8 @@ def _elements_equivalent(x: str, y: str, symbolic: bool) -> bool:
     return x == y or _math_equivalent_normalized(min(x, y), max(x, y), symbolic)
 
 
-@functools.lru_cache(maxsize=CACHE_SIZE)
 def _math_equivalent_normalized(first: str, second: str, symbolic: bool = True) -> bool:
-    """Equivalence of two distinct normalized math answers given in sorted order (so the cache is symmetric)."""
+    """Equivalence of two distinct normalized math answers (or of two elements of their structures)."""
     verdict = number_verdict(first, second)
     if verdict is not None:
         return verdict
@@ -124,14 +115,17 @@ def _math_equivalent(first: str, second: str) -> bool:
     if first == second:
         return True
     verdict = number_verdict(first, second)
-    if verdict is not None:  # no symbolic work: no time budget needed
+    if verdict is not None:  # no symbolic work: no work budget needed
         return verdict
-    warm_up_math_verify()
-    try:
-        with time_limit(SYMBOLIC_BUDGET_S):
-            return _math_equivalent_normalized(min(first, second), max(first, second))
-    except SymbolicBudgetExceeded:
-        return False
+    return _bounded_math_equivalent(min(first, second), max(first, second))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _bounded_math_equivalent(first: str, second: str) -> bool:
+    """:func:`_math_equivalent_normalized` of two answers in sorted order (so the cache is symmetric) under the
+    symbolic work budget (docs/method.md#the-symbolic-work-budget). Cached only here, around the whole comparison,
+    so that a comparison's count never depends on which of its parts earlier comparisons computed."""
+    return within_budget(_math_equivalent_normalized, first, second)
 
 
 def _named_math_equivalent(a: str | None, b: str | None) -> bool:
@@ -207,6 +201,21 @@ def equivalent(a: str | None, b: str | None, kind: str = "math") -> bool:
     if kind == "text":
         return _text_equivalent(first, second)
     return first == second
+
+
+Reference = str | tuple[str, ...]
+"""A question's reference answer a*: one answer, or the aliases of a task whose target is a list of acceptable
+answers (triviaqa, nq_open), any of which matches (docs/method.md#labels)."""
+
+
+def reference_aliases(reference: Reference) -> tuple[str, ...]:
+    """The acceptable answers of a reference: the aliases of a list reference, else the reference alone."""
+    return (reference,) if isinstance(reference, str) else tuple(reference)
+
+
+def matches_reference(answer: str | None, reference: Reference, kind: str = "math") -> bool:
+    """Whether ``answer`` ≡ the reference (:func:`equivalent`), or ≡ any alias of a list reference."""
+    return any(equivalent(answer, alias, kind=kind) for alias in reference_aliases(reference))
 
 
 def answer_classes(answers: Sequence[str | None], kind: str = "math") -> list[int]:

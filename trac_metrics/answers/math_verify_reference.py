@@ -1,14 +1,28 @@
 """Math-Verify's own default verdict as an answer relation (docs/method.md#where-the-checker-differs-from-math-verify)
 and as a labeller of whole responses (docs/method.md#labels): ``trac rescore RUNS --equivalence math-verify`` and the
 run-time switch ``labels: math-verify`` label runs the way lm-eval's Math-Verify-labelled tasks
-(``leaderboard_math_hard``, ``minerva_math``'s ``math_verify``) do."""
+(``leaderboard_math_hard``, ``minerva_math``'s ``math_verify``) do.
+
+Math-Verify's default 5-second timeouts stay, but no answer waits them out for nothing: an answer over the checker's
+input caps (:func:`trac_metrics.answers.symbolic.exceeds_symbolic_caps`, docs/method.md#the-symbolic-work-budget:
+long, deeply nested, huge powers) is never parsed and equals only itself, and each distinct answer is parsed once and
+each pair verified once per process (caches), however many comparisons a question's answer classes, agreement and
+labels make.
+"""
 
 from __future__ import annotations
 
+import functools
+
 from math_verify import parse, verify
 
-from trac_metrics.answers._latex import check_kind, check_str
+from trac_metrics.answers._latex import CACHE_SIZE, check_kind, check_str
 from trac_metrics.answers.equivalence import equivalent
+from trac_metrics.answers.extraction import extract_answer
+from trac_metrics.answers.symbolic import exceeds_symbolic_caps
+
+RESPONSE_CACHE_SIZE = 1024
+"""Whole-response verdicts kept (a response is labelled a few times in a row: primary, majority, aliases)."""
 
 
 def _as_math_verify_input(answer: str) -> str:
@@ -17,22 +31,48 @@ def _as_math_verify_input(answer: str) -> str:
     return answer if "$" in answer or "\\boxed" in answer else f"${answer}$"
 
 
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _parsed(text: str) -> tuple[object, ...]:
+    """Math-Verify's default parse of an answer or a reference in math mode, once per distinct text."""
+    return tuple(parse(text))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _answers_verdict(gold: str, prediction: str) -> bool:
+    """``verify(parse(gold), parse(prediction))`` of two answers in math mode, once per pair."""
+    return bool(verify(list(_parsed(gold)), list(_parsed(prediction))))
+
+
+@functools.lru_cache(maxsize=RESPONSE_CACHE_SIZE)
+def _response_verdict(gold: str, response: str) -> bool:
+    """``verify(parse(gold), parse(response))``: the response as it is written, read by Math-Verify's extraction."""
+    return bool(verify(list(_parsed(gold)), parse(response)))
+
+
 def math_verify_equivalent(answer: str | None, other: str | None, kind: str = "math") -> bool:
     """``verify(parse(other), parse(answer))`` with Math-Verify's default settings, ``other`` as the gold (the
-    reference, when labelling). None is equivalent to nothing. Math-Verify checks math only: the mc and text kinds
-    keep trac-eval's own relation (:func:`trac_metrics.answers.equivalent`)."""
+    reference, when labelling). None is equivalent to nothing; answers over the input caps are equivalent only when
+    identical (they are never parsed). Math-Verify checks math only: the mc and text kinds keep trac-eval's own
+    relation (:func:`trac_metrics.answers.equivalent`)."""
     check_kind(kind)
     if kind != "math":
         return equivalent(answer, other, kind)
     if answer is None or other is None:
         return False
-    return bool(verify(parse(_as_math_verify_input(other)), parse(_as_math_verify_input(answer))))
+    if exceeds_symbolic_caps(answer, other):
+        return answer == other
+    return _answers_verdict(_as_math_verify_input(other), _as_math_verify_input(answer))
 
 
 def math_verify_label(response: str, reference: str) -> bool:
     """Math-Verify's label of a whole response, as lm-eval's Math-Verify-labelled tasks compute it:
     ``verify(parse(reference), parse(response))``, the response parsed as it is written (Math-Verify's own extraction
-    finds its answer), the reference in math mode as :func:`math_verify_equivalent` gives it."""
+    finds its answer), the reference in math mode as :func:`math_verify_equivalent` gives it. A response whose final
+    answer (:func:`trac_metrics.answers.extract_answer`) is over the input caps with the reference is not parsed: it
+    is correct only when that answer is the reference itself."""
     check_str(response, "response")
     check_str(reference, "reference")
-    return bool(verify(parse(_as_math_verify_input(reference)), parse(response)))
+    answer = extract_answer(response, "math")
+    if answer is not None and exceeds_symbolic_caps(answer, reference):
+        return answer == reference
+    return _response_verdict(_as_math_verify_input(reference), response)

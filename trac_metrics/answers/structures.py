@@ -12,7 +12,7 @@ from trac_metrics.answers.normalization import canonical_decimal
 
 MAX_SYMBOLIC_ELEMENTS = 16
 """Structures up to this many elements (a 4x4 matrix) compare their elements symbolically; larger ones by string
-and number only, so a comparison stays within its time budget."""
+and number only, so a comparison stays within its work budget."""
 
 _MATRIX_RE = re.compile(r"\\begin\{([pb]?matrix)\}((?:(?!\\(?:begin|end)\{).)*)\\end\{\1\}", re.DOTALL)
 _PLUS_MINUS_RE = re.compile(r"\\(?:pm|mp)(?![A-Za-z])")

@@ -1,26 +1,30 @@
 """The symbolic step of math equivalence (docs/method.md#answer-equivalence): Math-Verify on exact rationals, the value
 of a constant expression against a written decimal, and the bounds that keep sympy from hanging.
 
-Math-Verify's own signal-based timeouts only work on the main thread, so they are switched off and the work is
-bounded here instead: pairs that could hang inside one C call (huge powers, factorials or binomials of large
-numbers, logarithms next to long numbers), inputs longer than ``MAX_SYMBOLIC_CHARS`` and word-like answers never
-reach sympy, and every comparison gets a wall-time budget of ``SYMBOLIC_BUDGET_S`` seconds (:func:`time_limit`:
-SIGALRM timer on the main thread, a thread-local trace function on other threads); a comparison that runs out
-counts as not equivalent. Only that budget can make a result depend on machine load, and no ordinary answer comes
-near it.
+Math-Verify's own signal-based timeouts only work on the main thread and make a verdict depend on the machine's load,
+so they are switched off and the work is bounded here instead, by rules that give the same verdict on any machine
+(docs/method.md#the-symbolic-work-budget):
+
+- input caps (:func:`exceeds_symbolic_caps`): inputs longer than ``MAX_SYMBOLIC_CHARS``, nested deeper than
+  ``MAX_SYMBOLIC_DEPTH`` (parsing time grows steeply with nesting) and pairs that could hang inside one C call (huge
+  powers, factorials or binomials of large numbers, logarithms next to long numbers) never reach sympy, nor do
+  word-like answers (:func:`too_costly_for_sympy`);
+- a work budget (:func:`within_budget`): a comparison may make ``SYMBOLIC_WORK_BUDGET`` Python calls after parsing
+  (:func:`trac_metrics._util.limits.work_limit`); one that runs out counts as not equivalent. Parsing is not counted:
+  its results are cached per answer (a count must not depend on which answers were parsed before) and its cost is
+  bounded by the input caps;
+- a CPU-time safety net of ``SYMBOLIC_CPU_LIMIT_S`` seconds, twenty times what the budget takes, for a call that is
+  slow by itself; it also counts as not equivalent, with a warning that this verdict may depend on the machine.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import re
-import signal
-import sys
-import threading
-import time
-from collections.abc import Iterator
+import reprlib
+import warnings
+from collections.abc import Callable
 from fractions import Fraction
 
 from math_verify import LatexExtractionConfig, parse, verify
@@ -28,11 +32,20 @@ from sympy import Basic, Expr, Float, MatrixBase, Poly, Rational, cancel
 from sympy.core.relational import Equality
 from sympy.polys.polyerrors import PolynomialError
 
+from trac_metrics._util.limits import CpuLimitExceeded, WorkLimitExceeded, uncounted, work_limit
+from trac_metrics._warnings import TracWarning
 from trac_metrics.answers._latex import CACHE_SIZE
 from trac_metrics.answers.numbers import Number, decimal_expresses
 
 MAX_SYMBOLIC_CHARS = 300
-SYMBOLIC_BUDGET_S = 1.5
+MAX_SYMBOLIC_DEPTH = 8
+"""Deepest nesting of brackets (``()``, ``[]``, ``{}``; ``\\left(`` is one) that reaches sympy: real references
+nest at most 4 deep, and parsing an answer nested 8 deep takes about half a second."""
+SYMBOLIC_WORK_BUDGET = 2_000_000
+"""Python calls one comparison may make after parsing: 1.6 to 3.2 s of CPU time where it was tuned (traced), over
+twenty times what the costliest equivalence of the test suites and the real-data rewrites makes (78,000)."""
+SYMBOLIC_CPU_LIMIT_S = 60.0
+"""The CPU-time safety net of a comparison (seconds of its thread's CPU time): twenty times what the budget takes."""
 _MAX_EXPONENT_DIGITS = 4
 _MAX_LITERAL_DIGITS = 30
 _MAX_LOGARITHM_PAIR_DIGITS = 6
@@ -48,11 +61,12 @@ _COMBINATORIAL_RE = re.compile(r"!|\\binom|\\choose|\\dbinom|\\tbinom")
 _COMBINATORIAL_RISK_RE = re.compile(rf"\d{{{_MAX_EXPONENT_DIGITS + 1},}}|\^|!\s*!")
 _LOGARITHM_RE = re.compile(r"\\(?:log|ln|lg)(?![A-Za-z])")
 _DIGIT_RE = re.compile(r"\d")
+_OPENING, _CLOSING = frozenset("([{"), frozenset(")]}")
 
 
 class _DisabledTimeoutNotice(logging.Filter):
     """Drops Math-Verify's one-time warning that its timeouts are off: this module bounds the work itself
-    (``too_costly_for_sympy``, ``time_limit``), so the warning would only mislead."""
+    (``too_costly_for_sympy``, ``within_budget``), so the warning would only mislead."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith("Timeout is disabled")
@@ -62,22 +76,44 @@ for _logger_name in ("math_verify.parser", "math_verify.grader"):
     logging.getLogger(_logger_name).addFilter(_DisabledTimeoutNotice())
 
 
-def too_costly_for_sympy(first: str, second: str) -> bool:
-    """Pairs whose sympy work can hang inside one uninterruptible C call (huge integer powers, factorials and
-    binomials of large numbers, sympy's ``logcombine`` turning ``n·log(b)`` into ``b**n`` for a large n) or is
-    meaningless (words read as products of symbols; a subscripted name such as ``A_{PQR}`` is a symbol)."""
+def nesting_depth(text: str) -> int:
+    """The deepest nesting of brackets in ``text`` (``()``, ``[]`` and ``{}`` alike; an unmatched closer is ignored)."""
+    depth = deepest = 0
+    for char in text:
+        if char in _OPENING:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in _CLOSING and depth:
+            depth -= 1
+    return deepest
+
+
+def exceeds_symbolic_caps(first: str, second: str = "") -> bool:
+    """Inputs whose symbolic work the work budget cannot bound (docs/method.md#the-symbolic-work-budget): longer than
+    ``MAX_SYMBOLIC_CHARS`` or nested deeper than ``MAX_SYMBOLIC_DEPTH`` (Math-Verify's parser, whose calls are not
+    counted, slows down steeply with both), or able to hang inside one uninterruptible C call (huge integer powers,
+    factorials and binomials of large numbers, sympy's ``logcombine`` turning ``n·log(b)`` into ``b**n`` for a large
+    n). Shared by the checker and ``--equivalence math-verify``."""
     pair = first + second
     if _LOGARITHM_RE.search(pair) and len(_DIGIT_RE.findall(pair)) > _MAX_LOGARITHM_PAIR_DIGITS:
         return True
     return any(
         len(text) > MAX_SYMBOLIC_CHARS
-        or _TEXT_WORD_RE.search(_SUBSCRIPT_RE.sub("", text))
+        or nesting_depth(text) > MAX_SYMBOLIC_DEPTH
         or _LONG_LITERAL_RE.search(text)
         or _BIG_EXPONENT_RE.search(text)
         or _NESTED_EXPONENT_RE.search(text)
         or len(_LARGE_EXPONENT_RE.findall(text)) > 1
         or (_COMBINATORIAL_RE.search(text) and _COMBINATORIAL_RISK_RE.search(text))
         for text in (first, second)
+    )
+
+
+def too_costly_for_sympy(first: str, second: str) -> bool:
+    """Pairs the symbolic step skips: over the input caps (:func:`exceeds_symbolic_caps`), or meaningless to sympy
+    (words read as products of symbols; a subscripted name such as ``A_{PQR}`` is a symbol)."""
+    return exceeds_symbolic_caps(first, second) or any(
+        _TEXT_WORD_RE.search(_SUBSCRIPT_RE.sub("", text)) for text in (first, second)
     )
 
 
@@ -96,17 +132,19 @@ def parsed(text: str) -> tuple[object, ...]:
     """Math-Verify's LaTeX parse of a whole normalized answer, or only the answer as a string when its LaTeX
     parser cannot read all of it: a partial reading never decides (``-[1,3)`` is not 3, ``\\{2,5\\}^c`` is not 5),
     so neither Math-Verify's expression extraction (the last number of a string) nor a match inside the answer is
-    tried. Its timeouts are off (bounded by ``too_costly_for_sympy`` and ``time_limit``); decimals are made exact:
+    tried. Its timeouts are off (bounded by the input caps; the calls are not counted against the work budget,
+    :func:`trac_metrics._util.limits.uncounted`, as the result is cached); decimals are made exact:
     Math-Verify compares a float by rounding both sides to 6 decimal places, which would make
     ``\\frac{1}{10^8}`` and ``0.00000002`` equal. Commas get a space after them: normalization has removed every
     thousands separator, and Math-Verify would read ``41,207`` as one number."""
-    result = parse(
-        f"${text.replace(',', ', ')}$",
-        extraction_config=_WHOLE_ANSWER,
-        extraction_mode="first_match",
-        parsing_timeout=None,
-    )
-    return tuple(_exact_floats(item) for item in result)
+    with uncounted():
+        result = parse(
+            f"${text.replace(',', ', ')}$",
+            extraction_config=_WHOLE_ANSWER,
+            extraction_mode="first_match",
+            parsing_timeout=None,
+        )
+        return tuple(_exact_floats(item) for item in result)
 
 
 def symbolically_equal(first: str, second: str) -> bool:
@@ -172,66 +210,33 @@ def _is_polynomial(expression: Expr, symbols: set) -> bool:
     return True
 
 
-class SymbolicBudgetExceeded(BaseException):
-    """Raised when a comparison runs out of time; a BaseException so no ``except Exception`` in a library
-    swallows it."""
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = 60
 
 
-@contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise SymbolicBudgetExceeded once ``seconds`` of wall time have passed inside the block.
-
-    On the main thread an ITIMER_REAL / SIGALRM timer does it at no cost. Signals reach the main thread only,
-    so on any other thread (or when the timer is already in use) a thread-local trace function checks the
-    clock at every Python call instead (roughly 2x slower sympy, no effect on other threads). Neither can stop
-    a single long C call: ``too_costly_for_sympy`` keeps those out.
-    """
-    on_main_thread = threading.current_thread() is threading.main_thread()
-    if on_main_thread and hasattr(signal, "setitimer") and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0):
-        with _signal_time_limit(seconds):
-            yield
-    else:
-        with _trace_time_limit(seconds):
-            yield
-
-
-@contextlib.contextmanager
-def _signal_time_limit(seconds: float) -> Iterator[None]:
-    armed = True
-
-    def on_alarm(signum: int, frame: object) -> None:
-        if armed:
-            raise SymbolicBudgetExceeded
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+def within_budget(compare: Callable[[str, str], bool], first: str, second: str) -> bool:
+    """``compare(first, second)`` under the symbolic work budget: False when it makes more than
+    ``SYMBOLIC_WORK_BUDGET`` counted Python calls, or when the CPU-time safety net fires first (then with a
+    TracWarning: that verdict may depend on the machine). Math-Verify's one-time set-up runs before, uncounted."""
+    warm_up_math_verify()
     try:
-        yield
-    finally:
-        armed = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
-
-
-@contextlib.contextmanager
-def _trace_time_limit(seconds: float) -> Iterator[None]:
-    deadline = time.monotonic() + seconds
-
-    def check_deadline(frame: object, event: str, arg: object) -> None:
-        if time.monotonic() > deadline:
-            raise SymbolicBudgetExceeded
-
-    previous = sys.gettrace()
-    sys.settrace(check_deadline)
-    try:
-        yield
-    finally:
-        sys.settrace(previous)
+        with work_limit(SYMBOLIC_WORK_BUDGET, SYMBOLIC_CPU_LIMIT_S):
+            return compare(first, second)
+    except CpuLimitExceeded:
+        warnings.warn(
+            f"comparing {_SHOWN.repr(first)} with {_SHOWN.repr(second)} took {SYMBOLIC_CPU_LIMIT_S:g} s of CPU time "
+            "before its work budget ran out: counted as not equivalent, a verdict that may depend on the machine",
+            TracWarning,
+            stacklevel=2,
+        )
+        return False
+    except WorkLimitExceeded:
+        return False
 
 
 @functools.cache
 def warm_up_math_verify() -> None:
-    """Run Math-Verify once outside any time budget: its first use pays sympy's and the LaTeX parser's lazy
-    set-up (about half a second), which must not count against the first real comparison."""
+    """Run Math-Verify once outside any work budget: its first use pays sympy's and the LaTeX parser's lazy
+    set-up (imports, about half a second), which must not count against the first real comparison."""
     expanded, factored = parsed("x^2+2x+1"), parsed("(x+1)^2")
     verify(list(expanded), list(factored), timeout_seconds=None)

@@ -1,7 +1,8 @@
 """Evidence and features of one question (docs/architecture.md#evidence): the feature vectors TUP φ_P, PCE φ_A and
 the consensus statistics (:mod:`~trac_metrics.features.vectors`, importable from ``trac_metrics.features``
-itself), the unsupervised baseline scores (:mod:`~trac_metrics.features.baselines`) and the per-question evidence
-dict every later stage reads (:mod:`~trac_metrics.features.evidence`).
+itself), the unsupervised baseline scores (:mod:`~trac_metrics.features.baselines`), the scores of the prefix
+probes (:mod:`~trac_metrics.features.prefix_probes`) and the per-question evidence dict every later stage reads
+(:mod:`~trac_metrics.features.evidence`).
 """
 
 from trac_metrics.features.vectors import (

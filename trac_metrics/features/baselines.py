@@ -22,6 +22,10 @@ from trac_metrics.features.vectors import check_primary_index, class_shares, con
 
 DEEPCONF_WINDOW = 2048
 DEEPCONF_BOTTOM_FRACTION = 0.1
+CISC_TEMPERATURE = 0.2
+"""Softmax temperature t of :func:`cisc` (docs/method.md#cisc): the value of the CISC authors' reference notebook
+(google-research ``cisc``); the paper tunes t per model on held-out questions, which an unsupervised baseline does
+not do."""
 
 SELFDOUBT_HEDGE_MARKERS: tuple[str, ...] = (
     "maybe",
@@ -150,6 +154,21 @@ def selfdoubt(text: str) -> float:
     return -hedges / (verifications + 1)
 
 
+def trace_length(num_tokens: int) -> float:
+    """Trace length (Devic et al. 2025, "Trace Length is a Simple Uncertainty Signal in Reasoning Models",
+    arXiv 2510.10409; docs/method.md#trace-length): the number T of reasoning tokens of the response (the record's
+    ``reasoning_tokens``; a record written without it counts every generated token).
+
+    A longer trace is less confident: the registry stores the negated count. T = 0 gives NaN and a TracWarning; a
+    negative count raises ValueError.
+    """
+    if isinstance(num_tokens, bool) or not isinstance(num_tokens, (int, np.integer)) or num_tokens < 0:
+        raise ValueError(f"num_tokens must be a non-negative integer, got {num_tokens!r}")
+    if num_tokens == 0:
+        return _nan_with_warning("trace_length: response has no tokens")
+    return float(num_tokens)
+
+
 def sc_modal(answers: Sequence[str | None], kind: str = "math") -> float:
     """SC@K modal (Wang et al. 2023; docs/method.md#self-consistency): q_K = max_b π_b over the K answers."""
     return consensus_features(answers, kind=kind)["q_K"]
@@ -206,10 +225,10 @@ def confidence_weighted_vote(
     """Confidence-weighted vote share of the primary answer (Taubenfeld et al. 2025, CISC;
     docs/method.md#confidence-weighted-vote).
 
-    Sample k has weight w_k = exp(c_k), c_k its mean token logprob (``confidences``); the score is
-    Σ_k w_k·I[a(k) ≡ a] / Σ_k w_k, the primary included (a None answer agrees only with itself). The weights are
-    computed as exp(c_k − max c), which leaves the share unchanged and cannot underflow to all zeros. Non-finite
-    confidences or a length mismatch raise ValueError.
+    Sample k has weight w_k = exp(c_k), c_k its mean token logprob (``confidences``; :func:`cisc` passes p_k / t);
+    the score is Σ_k w_k·I[a(k) ≡ a] / Σ_k w_k, the primary included (a None answer agrees only with itself). The
+    weights are computed as exp(c_k − max c), which leaves the share unchanged and cannot underflow to all zeros.
+    Non-finite confidences or a length mismatch raise ValueError.
     """
     confidence = finite_sequence(confidences, "confidences")
     if confidence.size != len(answers):
@@ -218,3 +237,50 @@ def confidence_weighted_vote(
     class_ids, shares = class_shares(answers, kind=kind, weights=weights)
     check_primary_index(primary_index, len(answers))
     return float(shares[class_ids[primary_index]])
+
+
+def cisc(
+    answers: Sequence[str | None],
+    mean_logprobs: Sequence[float] | np.ndarray,
+    kind: str = "math",
+    primary_index: int = 0,
+    temperature: float = CISC_TEMPERATURE,
+) -> float:
+    """CISC@K, confidence-informed self-consistency (Taubenfeld et al., ACL Findings 2025, "Confidence Improves
+    Self-Consistency in LLMs"; docs/method.md#cisc): the normalized weighted vote share of the primary answer a.
+
+    Sample k's confidence is its length-normalized sequence probability p_k = exp(c_k), c_k its mean token logprob
+    (``mean_logprobs``; the paper's "response probability"); the weights are softmax(p / t) over the K samples
+    (``temperature`` t > 0, default :data:`CISC_TEMPERATURE`) and the score is Σ_k w̃_k·I[a(k) ≡ a], the primary
+    included. When a wins the weighted vote this is the confidence CISC returns for its answer. Non-finite mean
+    logprobs or a length mismatch raise ValueError.
+    """
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    probability = np.exp(finite_sequence(mean_logprobs, "mean_logprobs"))
+    return confidence_weighted_vote(answers, probability / temperature, kind=kind, primary_index=primary_index)
+
+
+def cocoa(
+    primary_logprobs: Sequence[float] | np.ndarray,
+    answers: Sequence[str | None],
+    kind: str = "math",
+    primary_index: int = 0,
+) -> float:
+    """CoCoA@K, perplexity variant (Vashurin et al., NeurIPS 2025, "Uncertainty Quantification for LLMs through
+    Minimum Bayes Risk: Bridging Confidence and Consistency"; docs/method.md#cocoa): an uncertainty, higher = less
+    confident (the registry stores it negated).
+
+    U = u(a) · (1/(K−1)) Σ_{k≠primary} (1 − s(a, a(k))), with u(a) = −(1/T) Σ_t λ_t the primary response's
+    log-perplexity (``primary_logprobs``) and s(a, a(k)) = I[a(k) ≡ a] the answer equivalence (a None answer agrees
+    only with itself). The paper's similarity is a learned text similarity of the whole responses; no such model is
+    available offline, so the equivalence of the extracted answers replaces it. No other sample gives NaN and a
+    TracWarning (as does a primary without tokens).
+    """
+    check_primary_index(primary_index, len(answers))
+    if len(answers) < 2:
+        return _nan_with_warning("cocoa: no other samples to compare the primary answer with")
+    uncertainty = -mean_logprob(primary_logprobs)
+    class_ids, _ = class_shares(answers, kind=kind)
+    others = np.delete(class_ids, primary_index)
+    return uncertainty * float(np.mean(others != class_ids[primary_index]))

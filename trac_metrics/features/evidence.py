@@ -30,8 +30,9 @@ from trac_metrics.answers import (
     ANSWER_KINDS,
     Equivalence,
     answer_classes,
-    equivalent,
     extract_answer,
+    matches_reference,
+    reference_aliases,
     use_equivalence,
 )
 from trac_metrics.answers.math_verify_reference import math_verify_equivalent, math_verify_label
@@ -271,7 +272,9 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions, labeller:
         "correct": _label(primary, primary, kind, options, labeller),
         "majority_correct": _label(ordered[majority], primary, kind, options, labeller),
         "primary_answer": primary.answer,
-        "reference": primary.reference,
+        "reference": list(reference_aliases(primary.reference))
+        if isinstance(primary.reference, tuple)
+        else primary.reference,
         "probe_answer": None if probe is None else probe.answer,
         "answers": answers,
         "answer_classes": classes,
@@ -306,11 +309,12 @@ def _modal_index(classes: Sequence[int]) -> int:
 def _label(record: ResponseRecord, primary: ResponseRecord, kind: str, options: EvidenceOptions, labeller: str) -> int:
     """Whether ``record``'s answer is correct, 0/1: its stored task-scored label (docs/method.md#task-scored-labels)
     unless the options re-label (an equivalence, an answer kind or re-extraction given), else its answer ≡ the
-    question's reference. Math-Verify labels a math response as lm-eval's Math-Verify-labelled tasks do: by the whole
-    text lm-eval scores, read by its own extraction (docs/method.md#labels)."""
+    question's reference (or any of its aliases). Math-Verify labels a math response as lm-eval's
+    Math-Verify-labelled tasks do: by the whole text lm-eval scores, read by its own extraction
+    (docs/method.md#labels)."""
     relabel = options.equivalence is not None or options.answer_kind is not None or options.re_extract
     if record.label is not None and not relabel:
         return int(record.label)
     if labeller == MATH_VERIFY and kind == "math":
-        return int(math_verify_label(record.text, primary.reference))
-    return int(equivalent(record.answer, primary.reference, kind=kind))
+        return int(any(math_verify_label(record.text, alias) for alias in reference_aliases(primary.reference)))
+    return int(matches_reference(record.answer, primary.reference, kind=kind))

@@ -29,6 +29,7 @@ from sklearn.isotonic import IsotonicRegression
 from trac_metrics._util.files import atomic_write
 from trac_metrics.heads.logistic import (
     HEAD_FORMAT_VERSION,
+    SMALLEST_NORMAL,
     HeadFormatError,
     as_binary_labels,
     as_float,
@@ -87,10 +88,12 @@ class CalibrationMap:
         isotonic = self.form == "isotonic"
         x, p = np.asarray(self.knots_x, dtype=float), np.asarray(self.knots_p, dtype=float)
         if isotonic:
-            expect(
-                x.size > 0 and np.isfinite(x).all() and (np.diff(x) > 0).all(),
+            with np.errstate(over="ignore", invalid="ignore"):  # an overflowing gap is inf, refused below
+                gaps = np.diff(x)
+            expect(  # interpolation divides by each gap: a subnormal gap overflows, an infinite one flattens
+                x.size > 0 and np.isfinite(x).all() and np.isfinite(gaps).all() and (gaps >= SMALLEST_NORMAL).all(),
                 "knots_x",
-                "increasing finite numbers",
+                f"increasing finite numbers, each gap finite and at least {SMALLEST_NORMAL:.4g}",
                 self.knots_x,
             )
             expect(

@@ -39,6 +39,9 @@ HEAD_KIND = "trac_metrics.FittedHead"
 HEAD_FORMAT_VERSION = 1
 """``kind`` and ``version`` written into every saved head; :meth:`FittedHead.from_dict` accepts only these."""
 
+SMALLEST_NORMAL = float(np.finfo(np.float64).tiny)
+"""The smallest positive normal float (about 2.2e-308): a divisor below it (a subnormal) has an infinite inverse."""
+
 MIN_SAMPLES_PER_CLASS = 2
 """docs/method.md#degenerate-data: a training set with fewer samples of a class than this is degenerate (NaN +
 warning)."""
@@ -285,7 +288,37 @@ class FittedHead:
                 "finite numbers",
                 getattr(self, name),
             )
-        expect(min(self.scaler_scale) > 0, "scaler_scale", "positive numbers", self.scaler_scale)
+        expect(
+            min(self.scaler_scale) >= SMALLEST_NORMAL,
+            "scaler_scale",
+            f"positive normal numbers (at least {SMALLEST_NORMAL:.4g}, so that 1/scale is finite)",
+            self.scaler_scale,
+        )
+        self._check_overflow()
+
+    def _check_overflow(self) -> None:
+        """Refuse finite parameters whose use in :meth:`predict` overflows, which would make every score NaN or a
+        constant: a weight coef/scale, the offset of the centering, or the score of a row whose every value is
+        missing (imputed) that is not finite."""
+        mean = np.asarray(self.scaler_mean)
+        imputed_row = np.concatenate([self.impute_means, np.ones(len(self.indicator_features))])
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow gives inf or NaN, refused below
+            weights = np.asarray(self.coef) / np.asarray(self.scaler_scale)
+            offset = self.intercept - weights @ mean
+            missing_row_logit = weights @ (imputed_row - mean) + self.intercept
+        expect(np.isfinite(weights).all(), "coef", "numbers whose ratio to scaler_scale is finite", self.coef)
+        expect(
+            np.isfinite(offset),
+            "scaler_mean",
+            "numbers with a finite offset intercept - sum(coef * scaler_mean / scaler_scale)",
+            self.scaler_mean,
+        )
+        expect(
+            np.isfinite(missing_row_logit),
+            "impute_means",
+            "numbers with a finite score of a row of missing values",
+            self.impute_means,
+        )
 
     def predict(self, X: Any) -> np.ndarray:
         """Probability of class 1 (correct) for each row of ``X`` (columns in ``feature_names`` order)."""

@@ -1,6 +1,7 @@
 """The built-in uncertainty methods, each declared once (docs/architecture.md#method-registry): TrAC and its
-components, the baselines of docs/method.md#baselines, the probe-variant ablation heads and the report's
-diagnostic heads. Registry order is the ``trac summary`` order; ``leaderboard_row`` is the paper's Table 1 order.
+components, the baselines of docs/method.md#baselines, the probe-variant ablation heads, the prefix-probe methods
+(docs/method.md#prefix-probes) and the report's diagnostic heads. Registry order is the ``trac summary`` order;
+``leaderboard_row`` is the paper's Table 1 order.
 
 A baseline is a function of one :class:`~trac_metrics.methods.registry.Question` returning a float (or None when
 the records lack its input); a head is a function of one evidence dict returning its feature row
@@ -10,13 +11,13 @@ the records lack its input); a head is a function of one evidence dict returning
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from trac_metrics.features import baselines
+from trac_metrics.features import baselines, prefix_probes
 from trac_metrics.features.vectors import PCE_FEATURE_NAMES, tup_feature_names
 from trac_metrics.methods.registry import (
     K_GENERATIONS,
@@ -29,10 +30,15 @@ from trac_metrics.methods.registry import (
     register_all,
     with_probe,
 )
+from trac_metrics.records import PREFIX_VARIANT
 
 CONSENSUS_FUSION_NAMES = ("consensus_q_K", "consensus_h_K")
 """Names of the two vote statistics Consensus Fusion @K appends to [φ_A; φ_P] (docs/method.md#consensus-fusion)."""
 PROBE_VARIANTS_SWITCH = "trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced]"
+PREFIX_PROBES_SWITCH = "trac: prefix_probes: [0.25, 0.5, 0.75]"
+PREFIX_PROBE_SCORES = ("answer_convergence", "prefix_agreement", "prefix_agreement_weighted")
+"""The prefix-probe scores TrAC + prefix probes appends to [φ_A; φ_P], as the evidence stores them (higher = more
+confident; docs/method.md#trac-with-prefix-probes)."""
 P_TRUE_SWITCH = "trac: p_true: true"
 
 # ------------------------------------------------------------------------------ baselines (docs/method.md#baselines)
@@ -60,6 +66,11 @@ def _selfdoubt(question: Question) -> float:
     return baselines.selfdoubt(question.primary.text)
 
 
+def _trace_length(question: Question) -> float:
+    primary = question.primary
+    return baselines.trace_length(primary.num_tokens if primary.reasoning_tokens is None else primary.reasoning_tokens)
+
+
 def _sc_modal(question: Question) -> float:
     return baselines.sc_modal(question.answers, kind=question.kind)
 
@@ -76,12 +87,35 @@ def _selfcheck(question: Question) -> float:
     return baselines.selfcheck_unigram(question.primary.text, [response.text for response in question.responses[1:]])
 
 
+def _mean_logprobs(question: Question) -> list[float] | None:
+    """Each response's mean token logprob; None when a response has none (no tokens, warned by mean_logprob)."""
+    confidences = [baselines.mean_logprob(response.token_logprobs) for response in question.responses]
+    return None if np.isnan(confidences).any() else confidences
+
+
 def _cw_vote(question: Question) -> float:
     """The confidence-weighted vote; NaN when a sample has no mean logprob (no tokens)."""
-    confidences = [baselines.mean_logprob(response.token_logprobs) for response in question.responses]
-    if np.isnan(confidences).any():
+    confidences = _mean_logprobs(question)
+    if confidences is None:
         return math.nan
     return baselines.confidence_weighted_vote(question.answers, confidences, kind=question.kind)
+
+
+def _cisc(question: Question) -> float:
+    """CISC's weighted vote share of the primary answer; NaN when a sample has no mean logprob (no tokens)."""
+    confidences = _mean_logprobs(question)
+    return math.nan if confidences is None else baselines.cisc(question.answers, confidences, kind=question.kind)
+
+
+def _cocoa(question: Question) -> float:
+    return baselines.cocoa(question.primary.token_logprobs, question.answers, kind=question.kind)
+
+
+def _prefix_score(question: Question, score: Callable[..., float]) -> float | None:
+    """A prefix-probe score of the primary (:mod:`trac_metrics.features.prefix_probes`); None when its record holds
+    no prefix probe (the ``prefix_probes`` switch off)."""
+    primary = question.primary
+    return score(primary.answer, primary.prefix_probes, question.kind) if primary.prefix_probes else None
 
 
 # ------------------------------------------------------------ head feature rows (docs/method.md#head-feature-sets)
@@ -130,6 +164,14 @@ def _variant(evidence: Mapping[str, Any], name: str) -> list[float] | None:
     return evidence["features"].get(f"pce_{name}")
 
 
+def _trac_prefix(evidence: Mapping[str, Any]) -> list[float] | None:
+    """[φ_A; φ_P; the three prefix-probe scores] (docs/method.md#trac-with-prefix-probes)."""
+    trac, scores = _trac(evidence), evidence["baselines"]
+    if trac is None or not all(name in scores for name in PREFIX_PROBE_SCORES):
+        return None
+    return [*trac, *(scores[name] for name in PREFIX_PROBE_SCORES)]
+
+
 def _pce_agreement(evidence: Mapping[str, Any]) -> list[float] | None:
     """e alone: does the re-stated answer match the original (docs/method.md#pce-decomposition)."""
     pce = _pce(evidence)
@@ -158,6 +200,10 @@ def _trac_names(n_bins: int) -> tuple[str, ...]:
 
 def _consensus_fusion_names(n_bins: int) -> tuple[str, ...]:
     return _trac_names(n_bins) + CONSENSUS_FUSION_NAMES
+
+
+def _trac_prefix_names(n_bins: int) -> tuple[str, ...]:
+    return _trac_names(n_bins) + PREFIX_PROBE_SCORES
 
 
 # ------------------------------------------------------------------------------------------------- the registry
@@ -201,6 +247,7 @@ BUILTIN_METHODS = (
         switch=P_TRUE_SWITCH,
     ),
     Method("selfdoubt", "SelfDoubt", SINGLE, ONE_GENERATION, score=_selfdoubt, leaderboard_row=5),
+    Method("trace_length", "Trace length", SINGLE, ONE_GENERATION, score=_trace_length, higher_is_confident=False),
     Method("sc_modal", "SC@{k} (modal answer)", SAMPLED, K_GENERATIONS, score=_sc_modal, leaderboard_row=4),
     Method("sc_primary", "SC@{k} (primary answer)", SAMPLED, K_GENERATIONS, score=_sc_primary, leaderboard_row=3),
     Method(
@@ -208,6 +255,8 @@ BUILTIN_METHODS = (
     ),
     Method("selfcheck", "SelfCheckGPT@{k}", SAMPLED, K_GENERATIONS, score=_selfcheck, leaderboard_row=1),
     Method("cw_vote", "CW vote@{k}", SAMPLED, K_GENERATIONS, score=_cw_vote, leaderboard_row=6),
+    Method("cisc", "CISC@{k}", SAMPLED, K_GENERATIONS, score=_cisc),
+    Method("cocoa", "CoCoA@{k}", SAMPLED, K_GENERATIONS, score=_cocoa, higher_is_confident=False),
     *(
         Method(
             f"pce_{variant}",
@@ -223,6 +272,37 @@ BUILTIN_METHODS = (
             ("shuffled_trace", "PCE (shuffled-trace probe)"),
             ("teacher_forced", "PCE (teacher-forced support)"),
         )
+    ),
+    *(
+        Method(
+            name,
+            label,
+            SINGLE,
+            with_probe(ONE_GENERATION, PREFIX_VARIANT),
+            score=partial(_prefix_score, score=score),
+            higher_is_confident=name != "answer_convergence",  # τ: a later convergence is a less confident answer
+            switch=PREFIX_PROBES_SWITCH,
+        )
+        for name, label, score in (
+            ("answer_convergence", "Answer convergence", prefix_probes.answer_convergence),
+            ("prefix_agreement", "Prefix agreement", prefix_probes.prefix_agreement),
+            (
+                "prefix_agreement_weighted",
+                "Prefix agreement (likelihood-weighted)",
+                prefix_probes.weighted_prefix_agreement,
+            ),
+        )
+    ),
+    Method(
+        "trac_prefix",
+        "TrAC + prefix probes",
+        HEAD,
+        with_probe(PROBED, PREFIX_VARIANT),
+        features=_trac_prefix,
+        feature_names=_trac_prefix_names,
+        leaderboard_row=8.5,  # right after TrAC: what the partial traces add to the completed trace's probe
+        switch=PREFIX_PROBES_SWITCH,
+        requires=PREFIX_PROBE_SCORES,
     ),
     Method(
         "pce_agreement",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trac_metrics._util.parallel import Progress
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions
 from trac_metrics.reporting.runs import PairRun, evaluate_pairs, load_pairs
 
@@ -75,17 +76,21 @@ class PairChange:
 def rescore(
     paths: Iterable[str | os.PathLike[str]],
     options: EvidenceOptions,
-    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+    progress: Callable[[str], Progress] | None = None,
 ) -> list[PairChange]:
     """Every pair of the runs under ``paths``, evaluated with the default options and with ``options``.
 
-    ``progress`` wraps the record files of each read and the pairs of each evaluation (e.g. ``tqdm``).
+    ``progress(phase)`` gives the wrapper of one phase's stream, the record files of each read and the pairs of each
+    evaluation (e.g. a tqdm bar named ``phase``); the phases, in order, are :func:`rescore_phases`.
     """
     paths = [Path(path) for path in paths]
-    before = load_pairs(paths, progress, DEFAULT_OPTIONS)
-    after = load_pairs(paths, progress, options)
-    evaluations_before = evaluate_pairs(before, progress=progress)
-    evaluations_after = evaluate_pairs(after, progress=progress)
+    read_before, read_after, evaluate_before, evaluate_after = (
+        progress(phase) if progress is not None else None for phase in rescore_phases(options)
+    )
+    before = load_pairs(paths, read_before, DEFAULT_OPTIONS)
+    after = load_pairs(paths, read_after, options)
+    evaluations_before = evaluate_pairs(before, progress=evaluate_before)
+    evaluations_after = evaluate_pairs(after, progress=evaluate_after)
     changes = []
     for old, new, old_eval, new_eval in zip(before, after, evaluations_before, evaluations_after, strict=True):
         changes.append(
@@ -103,6 +108,13 @@ def rescore(
             )
         )
     return changes
+
+
+def rescore_phases(options: EvidenceOptions) -> tuple[str, str, str, str]:
+    """The names of :func:`rescore`'s four phases: reading and evaluating with the default configuration, then with
+    ``options`` (named by :func:`describe_options`)."""
+    default, given = describe_options(DEFAULT_OPTIONS), describe_options(options)
+    return (f"reading ({default})", f"reading ({given})", f"evaluating ({default})", f"evaluating ({given})")
 
 
 def label_flips(before: PairRun, after: PairRun) -> tuple[LabelFlip, ...]:

@@ -51,9 +51,9 @@ class PairRun:
 
     ``evidences`` are in document order (numeric ids numerically). ``seconds`` sums engine seconds over all
     responses: ``generation`` (all K samples), ``probe_<variant>`` (primary responses only, so that per-question
-    costs compare) and ``p_true``; ``primary_responses`` and ``responses`` count what was summed. ``details`` holds,
-    in the order of ``evidences``, what the ``details`` function given to :func:`load_pairs` returned for each
-    question (empty when none was given).
+    costs compare; ``probe_prefix`` sums a primary's prefix probes) and ``p_true``; ``primary_responses`` and
+    ``responses`` count what was summed. ``details`` holds, in the order of ``evidences``, what the ``details``
+    function given to :func:`load_pairs` returned for each question (empty when none was given).
     """
 
     model: str
@@ -189,6 +189,9 @@ class _PairAccumulator:
         for variant, probe in record.probes.items():
             if probe.seconds is not None:
                 self.seconds[f"probe_{variant}"] += float(probe.seconds)
+        for probe in record.prefix_probes:  # all of them together: probe_prefix
+            if probe.seconds is not None:
+                self.seconds[f"probe_{probe.variant}"] += float(probe.seconds)
 
     def add_question(self, records: list[ResponseRecord], path: Path) -> None:
         """Add one complete question: its evidence, its details (when asked for) and the engine seconds of its
@@ -204,7 +207,8 @@ class _PairAccumulator:
         if doc_id in self.evidences:
             raise ValueError(
                 f"{self.key[0]} / {self.key[1]}: question {doc_id} appears in {self.origin[doc_id]} and in {path}; "
-                "pass one generation per (model, task, decoding) to a report"
+                "pass one generation per (model, task, decoding) to a report (a rerun into the same folder? delete "
+                "the file of the run it replaces)"
             )
         self.evidences[doc_id] = evidence
         self.origin[doc_id] = path

@@ -48,6 +48,7 @@ from trac_tasks.generation.runner import (
     hook_generate_until,
     p_true_logprobs,
 )
+from trac_tasks.harness.lm_eval_hooks import dataset_doc_id
 
 JOB, GENERATION = 0, 1
 """Queue priorities: a finished trace's jobs go before generations not yet sent."""
@@ -75,7 +76,7 @@ def sample_seed(base_seed: int, request: Any, repeat: int) -> int:
     """The sampling seed of one response: derived from lm-eval's ``seed``, the task, the document and the repeat,
     so the K samples of a question differ (lm-eval sends one seed for all) and a rerun draws the same ones,
     whatever order the server answers in."""
-    key = f"{base_seed}/{request.task_name}/{request.doc_id}/{repeat}".encode()
+    key = f"{base_seed}/{request.task_name}/{dataset_doc_id(request)}/{repeat}".encode()
     return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") & 0x7FFFFFFF
 
 

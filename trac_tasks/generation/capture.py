@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import time
 from collections.abc import Mapping, Sequence
 from itertools import chain
@@ -24,7 +23,7 @@ from trac_metrics.features import topk_entropy
 from trac_metrics.records import BUILT_IN_LABELLER, ProbeRecord, RecordWriter, ResponseRecord
 from trac_tasks.generation.config import TracConfig
 from trac_tasks.generation.progress import LOGGER
-from trac_tasks.harness.lm_eval_hooks import records_dir
+from trac_tasks.harness.lm_eval_hooks import dataset_doc_id, record_file_task, records_dir
 
 P_TRUE_TEMPLATE = "\n\nProposed answer: {answer}\nIs the proposed answer correct?\n(A) True\n(B) False\nThe answer is ("
 """P(True) (Kadavath et al. 2022), asked after the question prompt and the primary's extracted answer (not the
@@ -32,11 +31,14 @@ trace): the probability of "A" renormalized over {A, B} (docs/method.md#ptrue)."
 
 
 class GenerationText(str):
-    """The generated text handed back to lm-eval, with the response's TrAC record attached."""
+    """The generated text handed back to lm-eval, with the response's TrAC record attached.
 
-    record: ResponseRecord
+    lm-eval may build one from a plain string: a ``generate_until`` task casts its target to the type of the
+    response it compares it with (``type(result)(gold)``), so the record is optional (None on such a copy)."""
 
-    def __new__(cls, text: str, record: ResponseRecord) -> GenerationText:
+    record: ResponseRecord | None
+
+    def __new__(cls, text: str, record: ResponseRecord | None = None) -> GenerationText:
         instance = super().__new__(cls, text)
         instance.record = record
         return instance
@@ -134,6 +136,8 @@ def build_record(
     finish_reason: str,
     summaries: Mapping[str, np.ndarray],
     probes: Mapping[str, ProbeRecord],
+    prefix_probes: Sequence[ProbeRecord] = (),
+    reasoning_tokens: int | None = None,
     p_true: float | None,
     label: bool | None,
     num_samples: int,
@@ -143,12 +147,14 @@ def build_record(
     """Assemble the immutable record of one response of an lm-eval ``Instance`` (``num_samples``: K; ``decoding``:
     the primary temperature / top-p the engine applied and the probe temperature; ``text``: what lm-eval scores,
     ``generated_text``: the whole decoded generation, stored when it differs; ``marker``: the end-of-thinking
-    marker in force, ``answer``: the answer read after it, :mod:`trac_tasks.generation.thinking`)."""
+    marker in force, ``answer``: the answer read after it, :mod:`trac_tasks.generation.thinking`; ``prefix_probes``:
+    its prefix probes in any order, stored in increasing order of fraction, docs/method.md#prefix-probes;
+    ``reasoning_tokens``: how many leading generated tokens are its reasoning, docs/method.md#trace-length)."""
     doc = request.doc
     kind = config.kind_for(doc)
     return ResponseRecord(
         task=request.task_name,
-        doc_id=request.doc_id,
+        doc_id=dataset_doc_id(request),
         repeat=repeat,
         model=model,
         answer_kind=kind,
@@ -160,6 +166,8 @@ def build_record(
         top_k=config.top_k,
         token_ids=np.asarray(generated_ids, dtype=np.int32),
         probes=dict(probes),
+        prefix_probes=tuple(sorted(prefix_probes, key=lambda probe: probe.fraction)),
+        reasoning_tokens=reasoning_tokens,
         p_true=p_true,
         timing=dict(timing),
         metadata=config.metadata_of(doc),
@@ -184,8 +192,7 @@ class RecordSink:
         self._writers: dict[str, RecordWriter] = {}
 
     def path_for(self, task: str) -> Path:
-        safe_task = re.sub(r"[^A-Za-z0-9_.-]", "_", task)
-        return self.directory / f"{safe_task}.{self.stamp}.jsonl"
+        return self.directory / f"{record_file_task(task)}.{self.stamp}.jsonl"
 
     def write(self, records: Sequence[ResponseRecord]) -> Path | None:
         """Append ``records`` (any tasks) and flush each file; returns the file of the last task written."""

@@ -26,6 +26,8 @@ class ProbeJob:
     ``kind`` is ``"decode"`` (a greedy ≤ 16-token probe of ``prompt_ids``), ``"score"`` (teacher-forced logprobs of
     ``tokens`` placed after ``prompt_ids``) or ``"next_token"`` (the next-token logprobs P(True) reads).
     ``appended_text`` is what follows the prompt and trace in the probe prompt (marker + cue), kept in the record.
+    A prefix probe (variant ``prefix``, docs/method.md#prefix-probes) has its ``fraction`` f and the ``trace_tokens``
+    of reasoning its prompt keeps; every other job has neither.
     """
 
     index: int
@@ -35,6 +37,8 @@ class ProbeJob:
     kind: str = "decode"
     tokens: tuple[int, ...] = ()
     answer: str | None = None
+    fraction: float | None = None
+    trace_tokens: int | None = None
 
 
 @dataclass
@@ -48,6 +52,8 @@ class ChunkState:
     answers: list[str | None] = field(init=False)
     """Each response's answer, read once when its trace finishes (its records and its jobs use it)."""
     probes: list[dict[str, ProbeRecord]] = field(init=False)
+    prefix_probes: list[list[ProbeRecord]] = field(init=False)
+    """Each response's prefix probes, in the order they finished (the record sorts them by fraction)."""
     p_true: list[float | None] = field(init=False)
     p_true_seconds: list[float | None] = field(init=False)
     texts: list[Any] = field(init=False)
@@ -61,6 +67,7 @@ class ChunkState:
         self.traces = [None] * size
         self.answers = [None] * size
         self.probes = [{} for _ in range(size)]
+        self.prefix_probes = [[] for _ in range(size)]
         self.p_true = [None] * size
         self.p_true_seconds = [None] * size
         self.texts = [None] * size

@@ -13,6 +13,8 @@ and how; lm-eval itself never sees it (the hook removes it before building sampl
                                                # or "" for none
         top_k: 5                               # top-k logprobs kept per token (docs/method.md#token-summaries, k = 5)
         probe_variants: [trace]                # + question_only, shuffled_trace, teacher_forced (ablations)
+        prefix_probes: [0.25, 0.5, 0.75]       # the answer probe also after each sample's trace cut at these
+                                               # fractions of its reasoning (docs/method.md#prefix-probes); off: []
         p_true: false                          # one extra forward for the P(True) baseline
         metadata_fields: [subject, level]      # doc fields copied into every record (reports split by them)
         label_source: ""                       # "<metric>,<filter>": labels from an lm-eval task's own scoring,
@@ -20,15 +22,16 @@ and how; lm-eval itself never sees it (the hook removes it before building sampl
         labels: trac                           # trac (trac-eval's checker) | math-verify (Math-Verify's verdict,
                                                # as lm-eval's Math-Verify-labelled tasks); records name it
 
-Every switch is checked for its type (a string, an integer, a boolean, a list of strings: ``p_true: "false"`` or
-``top_k: 5.5`` is an error, not a guess), and so are the ``temperature`` and ``top_p`` beside the block (finite
-numbers); each error names the task and the switch.
+Every switch is checked for its type (a string, an integer, a boolean, a list of strings or of numbers:
+``p_true: "false"`` or ``top_k: 5.5`` is an error, not a guess), and so are the ``temperature`` and ``top_p`` beside
+the block (finite numbers); each error names the task and the switch.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -54,7 +57,9 @@ _JINJA = jinja2.Environment(
 """Renders the templates of the ``trac`` block; a null field renders as ``""`` (not ``"None"``), so a null reference
 is caught as an empty one (:meth:`TracConfig.render_reference`)."""
 
-_STRINGS = ("answer_kind", "reference", "cue", "marker", "label_source", "labels")
+_STRINGS = ("answer_kind", "cue", "marker", "label_source", "labels")
+_SINGLE_EXPRESSION = re.compile(r"\{\{(?P<expression>[^{}]*)\}\}")
+"""A template that is one ``{{ expression }}`` (``{{answer}}``, ``{{answer.aliases}}``): its value may be a list."""
 _STRING_LISTS = ("probe_variants", "metadata_fields")
 
 
@@ -63,7 +68,9 @@ class TracConfig:
     """Validated TrAC switches of one task (see the module docstring for the YAML form)."""
 
     answer_kind: str
-    reference: str
+    reference: str | tuple[str, ...]
+    """A Jinja template giving the reference a* of a document, or a list of literal aliases (any matches); a
+    template that is one expression whose value is a list (``{{answer.aliases}}``) gives the list's aliases."""
     cue: str = DEFAULT_CUE
     marker: str = AUTO
     top_k: int = 5
@@ -76,6 +83,9 @@ class TracConfig:
     labels: str = BUILT_IN_LABELLER
     """The labeller of the run's answers (docs/method.md#labels): ``trac`` (trac-eval's checker) or ``math-verify``
     (Math-Verify's default verdict); every record of a ``math-verify`` run names it (``labeller``)."""
+    prefix_probes: tuple[float, ...] = ()
+    """Fractions f of each sample's reasoning tokens after which the answer probe also runs, strictly increasing, each
+    in (0, 1); empty (the default): none (docs/method.md#prefix-probes)."""
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -92,18 +102,33 @@ class TracConfig:
             raise ValueError("trac.cue must not be empty")
         if self.labels not in LABELLERS:
             raise ValueError(f"trac.labels must be one of {LABELLERS}, got {self.labels!r}")
+        outside = [fraction for fraction in self.prefix_probes if not 0 < fraction < 1]
+        if outside:
+            raise ValueError(f"trac.prefix_probes must be fractions strictly between 0 and 1, got {outside}")
+        if list(self.prefix_probes) != sorted(set(self.prefix_probes)):
+            raise ValueError(
+                f"trac.prefix_probes must be strictly increasing (sorted, no repeats), got {list(self.prefix_probes)}"
+            )
 
     def _check_types(self) -> None:
         """Refuse a switch of the wrong type, naming it (YAML and ``--gen_kwargs`` give what they parse, so a quoted
         ``"false"`` would otherwise switch P(True) on)."""
         for name in _STRINGS:
             _require(name, getattr(self, name), isinstance(getattr(self, name), str), "a string")
+        reference = self.reference
+        aliases = isinstance(reference, tuple) and bool(reference) and all(isinstance(item, str) for item in reference)
+        _require(
+            "reference", reference, isinstance(reference, str) or aliases, "a string or a non-empty list of strings"
+        )
         _require("top_k", self.top_k, isinstance(self.top_k, int) and not isinstance(self.top_k, bool), "an integer")
         _require("p_true", self.p_true, isinstance(self.p_true, bool), "true or false")
         for name in _STRING_LISTS:
             value = getattr(self, name)
             is_list = isinstance(value, tuple) and all(isinstance(item, str) for item in value)
             _require(name, value, is_list, "a list of strings")
+        fractions = self.prefix_probes
+        numbers = isinstance(fractions, tuple) and all(map(_is_finite_number, fractions))
+        _require("prefix_probes", fractions, numbers, "a list of numbers")
 
     @classmethod
     def from_gen_kwargs(cls, gen_kwargs: Mapping[str, Any], task_name: str) -> TracConfig:
@@ -119,7 +144,7 @@ class TracConfig:
         if missing:
             raise ValueError(f"task {task_name}: generation_kwargs.trac needs {sorted(missing)}")
         values = dict(block)
-        for name in _STRING_LISTS:
+        for name in (*_STRING_LISTS, "reference", "prefix_probes"):
             if isinstance(values.get(name), list):
                 values[name] = tuple(values[name])
         try:
@@ -128,11 +153,18 @@ class TracConfig:
         except ValueError as error:
             raise ValueError(f"task {task_name}: {error}") from error
 
-    def render_reference(self, doc: Mapping[str, Any]) -> str:
-        """The reference answer a* of ``doc``: the ``reference`` template rendered on the doc's fields. An empty
-        reference (a null or empty field) is an error: every answer would be labelled wrong
-        (docs/architecture.md#the-generation-runner: the document check before generation refuses it)."""
-        reference = _render("reference", self.reference, doc)
+    def render_reference(self, doc: Mapping[str, Any]) -> str | tuple[str, ...]:
+        """The reference answer a* of ``doc``: the ``reference`` template rendered on the doc's fields, or its
+        aliases (a list of literal aliases, or a one-expression template whose value is a list), each stripped, the
+        empty ones dropped; one alias is the reference itself. An empty reference (a null or empty field) is an
+        error: every answer would be labelled wrong (docs/architecture.md#the-generation-runner: the document check
+        before generation refuses it)."""
+        aliases = self.reference if isinstance(self.reference, tuple) else _list_value(self.reference, doc)
+        if aliases is not None:
+            kept = tuple(dict.fromkeys(alias for alias in (str(item).strip() for item in aliases) if alias))
+            reference: str | tuple[str, ...] = kept if len(kept) != 1 else kept[0]
+        else:
+            reference = _render("reference", self.reference, doc)
         if not reference:
             raise ValueError(
                 f"trac.reference template {self.reference!r} renders to an empty reference on this document (a null "
@@ -172,6 +204,11 @@ def _require(name: str, value: Any, ok: bool, expected: str) -> None:
         raise ValueError(f"trac.{name} must be {expected}, got {value!r}")
 
 
+def _is_finite_number(value: Any) -> bool:
+    """A finite int or float, not a boolean (a NaN equals nothing, not even itself)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _check_sampling(gen_kwargs: Mapping[str, Any]) -> None:
     """The sampling of the primary generations, which every record stores and the K samples of a question must share:
     ``temperature`` ≥ 0 and ``top_p`` in (0, 1], finite numbers (a NaN equals nothing, not even itself)."""
@@ -183,9 +220,16 @@ def _check_sampling(gen_kwargs: Mapping[str, Any]) -> None:
         value = gen_kwargs.get(name)
         if value is None:
             continue
-        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        if not (number and in_range(value)):
+        if not (_is_finite_number(value) and in_range(value)):
             raise ValueError(f"generation_kwargs.{name} must be {expected}, got {value!r}")
+
+
+def decodes_greedily(gen_kwargs: Mapping[str, Any]) -> bool:
+    """Whether lm-eval's backends decode these generation kwargs greedily: a ``temperature`` decides (0: greedy);
+    without one, ``do_sample`` does (absent: greedy)."""
+    if "temperature" in gen_kwargs:
+        return float(gen_kwargs["temperature"]) == 0.0
+    return not gen_kwargs.get("do_sample", False)
 
 
 @functools.lru_cache(maxsize=256)
@@ -205,6 +249,19 @@ def _render(name: str, template: str, doc: Mapping[str, Any]) -> str:
             f"trac.{name} template {template!r} cannot be rendered on a document with fields {sorted(doc)}: "
             f"{type(error).__name__}: {error}"
         ) from error
+
+
+def _list_value(template: str, doc: Mapping[str, Any]) -> list[Any] | tuple[Any, ...] | None:
+    """The value of a one-expression ``template`` on ``doc`` when it is a list (a task's list of acceptable
+    answers), else None (the template is rendered as text)."""
+    single = _SINGLE_EXPRESSION.fullmatch(template.strip())
+    if single is None:
+        return None
+    try:
+        value = _JINJA.compile_expression(single["expression"])(**doc)
+    except Exception:  # noqa: BLE001 - rendering the template as text reports the error with the template's name
+        return None
+    return value if isinstance(value, (list, tuple)) else None
 
 
 def strip_trac(gen_kwargs: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,13 +3,17 @@
 The probe prompt is the exact token ids of the prompt and of the generated trace (never re-tokenized text), the
 end-of-thinking marker's ids when the trace left a thinking section open
 (:mod:`trac_tasks.generation.thinking`), then the tokenized cue. The greedy suffix is cut where the delimiter the cue
-opened is closed; the tokens before that point spell the re-stated answer ã.
+opened is closed; the tokens before that point spell the re-stated answer ã. A prefix probe continues the trace cut
+at a step boundary before a fraction of its reasoning tokens (:func:`prefix_cut`).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from trac_metrics.answers import extract_answer
 
@@ -20,6 +24,37 @@ def trace_body(generated_ids: Sequence[int], end_ids: set[int]) -> list[int]:
     while ids and ids[-1] in end_ids:
         ids.pop()
     return ids
+
+
+STEP_BOUNDARY = re.compile(r"\n|[.!?](?=\s)")
+"""A character that ends a reasoning step: a newline, or a sentence end (``.``, ``!``, ``?``) followed by whitespace
+(so the point of ``3.14`` ends nothing)."""
+
+
+def prefix_cut(reasoning_ids: Sequence[int], fraction: float, decode: Callable[[Sequence[int]], str]) -> int:
+    """How many of the R reasoning ids a prefix probe at ``fraction`` keeps (docs/method.md#prefix-probes).
+
+    The position is n = ⌊f·R⌋, computed exactly on f's decimal form. The cut is the smallest c whose decoded text
+    holds the last step boundary (:data:`STEP_BOUNDARY`) within the text of the first n ids, the whitespace after a
+    sentence end possibly in id n + 1: the trace is cut after the token that ends that step. Without a boundary the
+    cut is n itself. ``decode`` maps ids to text; the search decodes about log₂ n prefixes, not every one.
+    """
+    n = math.floor(Fraction(repr(fraction)) * len(reasoning_ids))
+    if n == 0:
+        return 0
+    limit = len(decode(reasoning_ids[:n]))
+    boundaries = [match.start() for match in STEP_BOUNDARY.finditer(decode(reasoning_ids[: n + 1]))]
+    before = [position for position in boundaries if position < limit]
+    if not before:
+        return n
+    low, high = 1, n  # the smallest c whose text reaches past the boundary character
+    while low < high:
+        middle = (low + high) // 2
+        if len(decode(reasoning_ids[:middle])) > before[-1]:
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 @dataclass(frozen=True)

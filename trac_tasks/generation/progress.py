@@ -68,6 +68,8 @@ class TaskSummary:
     probe_prompt_tokens: int = 0
     probe_cached_tokens: int = 0
     probe_cache_known: bool = False
+    prefix_prompt_tokens: int = 0
+    prefix_cached_tokens: int = 0
     generation_seconds: float = 0.0
     probe_seconds: float = 0.0
 
@@ -79,8 +81,12 @@ class TaskSummary:
             self.trace_tokens += record.num_tokens
             self.generation_seconds += float(record.timing.get("generation_seconds") or 0.0)
             self.probe_seconds += float(record.timing.get("p_true_seconds") or 0.0)
-            for probe in record.probes.values():
+            for probe in (*record.probes.values(), *record.prefix_probes):
                 self.probe_seconds += float(probe.seconds or 0.0)
+            for probe in record.prefix_probes:
+                if probe.num_cached_tokens is not None:
+                    self.prefix_prompt_tokens += probe.num_prompt_tokens
+                    self.prefix_cached_tokens += probe.num_cached_tokens
             trace_probe = record.probes.get("trace")
             if trace_probe is not None and trace_probe.num_cached_tokens is not None:
                 self.probe_cache_known = True
@@ -94,6 +100,8 @@ class TaskSummary:
             if self.probe_cache_known and self.probe_prompt_tokens
             else "not reported"
         )
+        if self.prefix_prompt_tokens:  # docs/method.md#prefix-probes
+            share += f" (prefix probes {100 * self.prefix_cached_tokens / self.prefix_prompt_tokens:.1f} %)"
         return (
             f"trac-eval: task {self.task}: {self.questions} questions, {self.samples} samples, mean trace "
             f"{mean_tokens:.0f} tokens, probe prompts served from the prefix cache {share}, engine seconds "

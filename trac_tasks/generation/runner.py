@@ -3,13 +3,14 @@ by the vLLM and HF hooks.
 
 Before anything is generated, every task's templates are checked on its documents. Then, chunk by chunk: the K
 samples of each question are generated with per-token logprobs; each finished trace unlocks its jobs (the trace
-probe on token ids for every sample; for the primary sample the configured ablation probes, teacher-forced scoring
-and P(True)); the moment a question's samples and jobs are all done its immutable records are written and flushed
-(:mod:`trac_tasks.generation.chunk`), so a crash loses only the questions in flight. An engine that can interleave
-(vLLM's step API) submits each job the moment its trace finishes, while the prefix is hot in the cache; the default
-:meth:`TracRunner.execute` generates the chunk, then runs the jobs in batches. An engine subclass supplies four
-primitives: sampled generation with logprobs, greedy ≤16-token probes that reuse the cached prefix, teacher-forced
-scoring of given tokens, and next-token logprobs of given candidate strings.
+probe on token ids for every sample, and its prefix probes when the task asks for them; for the primary sample the
+configured ablation probes, teacher-forced scoring and P(True)); the moment a question's samples and jobs are all
+done its immutable records are written and flushed (:mod:`trac_tasks.generation.chunk`), so a crash loses only the
+questions in flight. An engine that can interleave (vLLM's step API) submits each job the moment its trace finishes,
+while the prefix is hot in the cache; the default :meth:`TracRunner.execute` generates the chunk, then runs the jobs
+in batches. An engine subclass supplies four primitives: sampled generation with logprobs, greedy ≤16-token probes
+that reuse the cached prefix, teacher-forced scoring of given tokens, and next-token logprobs of given candidate
+strings.
 
 Timings: every record stores the engine seconds attributed to it (``timing.generation_seconds``,
 ``timing.p_true_seconds``, ``probes[v].seconds``), from which a report derives each method's relative latency.
@@ -28,7 +29,7 @@ from lm_eval.models.utils import postprocess_generated_text
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.answers import extract_answer
-from trac_metrics.records import ProbeRecord
+from trac_metrics.records import PREFIX_VARIANT, ProbeRecord
 from trac_tasks.generation.capture import (
     P_TRUE_TEMPLATE,
     GenerationText,
@@ -41,11 +42,11 @@ from trac_tasks.generation.capture import (
 )
 from trac_tasks.generation.chunk import ChunkState, ProbeJob
 from trac_tasks.generation.config import PROBE_MAX_TOKENS, TRAC_KEY, TracConfig
-from trac_tasks.generation.probe import ParsedProbe, parse_probe
+from trac_tasks.generation.probe import ParsedProbe, parse_probe, prefix_cut
 from trac_tasks.generation.progress import LOGGER, RunProgress, TaskSummary
 from trac_tasks.generation.thinking import AUTO, ThinkingMarker, detect_marker
 from trac_tasks.harness.compat import require_trac_hooks
-from trac_tasks.harness.lm_eval_hooks import HOOKED, records_dir
+from trac_tasks.harness.lm_eval_hooks import HOOKED, dataset_doc_id, records_dir
 from trac_tasks.harness.task_scoring import scorer_of
 
 P_TRUE_CANDIDATES = ("A", "B")
@@ -137,8 +138,9 @@ class ProbeOutput:
 class TracRunner(ABC):
     """Runs TrAC requests on one lm-eval model object; subclasses implement :meth:`execute` on their engine.
 
-    The decoded trace probe runs for every sample (it is cheap: its prefix is cached); the ablation probes, the
-    teacher-forced scoring and P(True) only for the primary sample (repeat 0), the only one they are used for.
+    The decoded trace probe and the prefix probes run for every sample (they are cheap: their prefixes are cached);
+    the ablation probes, the teacher-forced scoring and P(True) only for the primary sample (repeat 0), the only one
+    they are used for.
     """
 
     chunk_size: int = 256
@@ -275,7 +277,11 @@ class TracRunner(ABC):
                 output.engine_finish_reason,
                 trace.kind,
             )
-            chunk.probes[job.index][job.variant] = probe_record(job, output, parsed, trace.config.top_k)
+            record = probe_record(job, output, parsed, trace.config.top_k)
+            if job.fraction is None:
+                chunk.probes[job.index][job.variant] = record
+            else:
+                chunk.prefix_probes[job.index].append(record)
         chunk.finish_job(job)
         self.progress.job_finished()
         self._write_complete(chunk)
@@ -313,6 +319,8 @@ class TracRunner(ABC):
             finish_reason=trace.finish_reason,
             summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
             probes=chunk.probes[index],
+            prefix_probes=chunk.prefix_probes[index],
+            reasoning_tokens=self.marker_for(trace.config).reasoning_length(trace.body_ids),
             p_true=p_true,
             label=label,
             num_samples=int(trace.request.repeats or 1),
@@ -325,13 +333,14 @@ class TracRunner(ABC):
 
     # ---------------------------------------------------------------------------------------------- the jobs
     def _jobs_of(self, chunk: ChunkState, index: int) -> list[ProbeJob]:
-        """Response ``index``'s jobs once its trace is finished: the trace probe, and for a primary sample the
-        configured question-only and shuffled-trace probes, teacher-forced scoring and P(True). Jobs whose prompt
-        would not fit the model's context are skipped with a warning (stored as missing)."""
+        """Response ``index``'s jobs once its trace is finished: the trace probe and the configured prefix probes,
+        and for a primary sample the configured question-only and shuffled-trace probes, teacher-forced scoring and
+        P(True). Jobs whose prompt would not fit the model's context are skipped with a warning (stored as
+        missing)."""
         trace = chunk.traces[index]
         answer = chunk.answers[index]
         trace_job = self._trace_job(index, trace)
-        jobs = [trace_job]
+        jobs = [trace_job, *self._prefix_jobs(index, trace)]
         if trace.repeat == 0:
             config = trace.config
             if "question_only" in config.probe_variants:
@@ -358,6 +367,20 @@ class TracRunner(ABC):
             if "shuffled_trace" in config.probe_variants:
                 chunk.waiting_for_partner.add(index)
         return [job for job in jobs if self._fits(job, trace)]
+
+    def _prefix_jobs(self, index: int, trace: Trace) -> list[ProbeJob]:
+        """The prefix probes of response ``index`` (docs/method.md#prefix-probes): for each configured fraction, the
+        probe prompt built as the trace probe's is, after the trace cut at a step boundary before that fraction of
+        its reasoning tokens (:func:`~trac_tasks.generation.probe.prefix_cut`)."""
+        reasoning = trace.body_ids[: self.marker_for(trace.config).reasoning_length(trace.body_ids)]
+        jobs = []
+        for fraction in trace.config.prefix_probes:
+            kept = prefix_cut(reasoning, fraction, self.decode)
+            body = reasoning[:kept]
+            appended, suffix_ids = self._suffix(trace.config, trace.prompt_ids, body, self.decode(body))
+            prompt_ids = trace.prompt_ids + body + suffix_ids
+            jobs.append(ProbeJob(index, PREFIX_VARIANT, appended, prompt_ids, fraction=fraction, trace_tokens=kept))
+        return jobs
 
     def _shuffled_job(self, chunk: ChunkState, index: int) -> list[ProbeJob]:
         """The shuffled-trace probe of primary ``index``: its prompt with the primary trace of the next question
@@ -419,6 +442,11 @@ class TracRunner(ABC):
         would not fit."""
         job = self._trace_job(index, trace)
         return job if self._fits(job, trace) else None
+
+    def prefix_probe_jobs(self, index: int, trace: Trace) -> list[ProbeJob]:
+        """The prefix probes of response ``index`` its task asks for (docs/method.md#prefix-probes), those that would
+        not fit left out (with a warning)."""
+        return [job for job in self._prefix_jobs(index, trace) if self._fits(job, trace)]
 
 
 class BatchTracRunner(TracRunner):
@@ -514,7 +542,7 @@ def validate_documents(requests: Sequence[Any], configs: Sequence[TracConfig]) -
             config.kind_for(request.doc)
             config.metadata_of(request.doc)
         except ValueError as error:
-            raise ValueError(f"task {request.task_name}, document {request.doc_id}: {error}") from None
+            raise ValueError(f"task {request.task_name}, document {dataset_doc_id(request)}: {error}") from None
 
 
 def probe_record(job: ProbeJob, output: ProbeOutput, parsed: ParsedProbe, top_k: int) -> ProbeRecord:
@@ -533,6 +561,8 @@ def probe_record(job: ProbeJob, output: ProbeOutput, parsed: ParsedProbe, top_k:
         num_prompt_tokens=output.num_prompt_tokens,
         num_cached_tokens=output.num_cached_tokens,
         seconds=output.seconds,
+        fraction=job.fraction,
+        trace_tokens=job.trace_tokens,
     )
 
 

@@ -80,6 +80,12 @@ class ThinkingMarker:
         end = _last_end(body_ids, self.ids)
         return list(body_ids[end:]) if end is not None else None
 
+    def reasoning_length(self, body_ids: Sequence[int]) -> int:
+        """How many leading ids of ``body_ids`` are its reasoning (docs/method.md#prefix-probes): the ids before its
+        last marker, or all of them when the marker's ids do not occur (an open trace, or no thinking section)."""
+        end = _last_end(body_ids, self.ids)
+        return len(body_ids) if end is None else end - len(self.ids)
+
 
 def _last_end(ids: Sequence[int], pattern: Sequence[int]) -> int | None:
     """The index just after the last occurrence of ``pattern`` in ``ids``, or None."""

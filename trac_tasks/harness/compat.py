@@ -35,8 +35,9 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "lm_eval.evaluator_utils": ("lm_eval.evaluator_utils:_compute_task_aggregations",),
     "lm_eval.utils": ("lm_eval.utils:make_table(result_dict, column)",),
     "lm_eval.evaluator": (
-        "lm_eval.evaluator:evaluate(lm, task_dict)",
-        "lm_eval.evaluator:simple_evaluate(evaluation_tracker)",
+        "lm_eval.evaluator:evaluate(lm, task_dict, samples, cache_requests)",
+        "lm_eval.evaluator:simple_evaluate(evaluation_tracker, tasks, metadata)",
+        "lm_eval.api.task:Task.build_all_requests",
         "lm_eval.loggers.evaluation_tracker:EvaluationTracker.__init__(output_path)",
         "lm_eval.api.model:CachingLM",
         "lm_eval.api.task:TaskConfig(task, generation_kwargs, repeats, metadata, output_type, metric_list)",

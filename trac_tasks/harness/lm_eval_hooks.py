@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
+import tempfile
 from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
@@ -205,6 +207,12 @@ def records_dir() -> Path:
     return Path("trac_records")
 
 
+def record_file_task(task: str) -> str:
+    """The task part of a record file's name (``<task>.<run stamp>.jsonl`` in :func:`records_dir`): the task name,
+    characters other than letters, digits, ``_``, ``.`` and ``-`` replaced by ``_``."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", task)
+
+
 def _tasks_of(task_dict: Any) -> list[Any]:
     """All task objects of a (possibly nested, grouped) lm-eval task dict."""
     found = []
@@ -252,39 +260,143 @@ def apply_repeats_override(task_dict: Any) -> None:
         task.config.repeats = repeats
 
 
+def refuse_greedy_samples(task_dict: Any) -> None:
+    """Refuse a task with a ``trac`` block asked for K > 1 greedy samples (``--gen_kwargs temperature=0``): they
+    would be K identical responses, and every sampling@K method would be reported on one. The ``--metadata``
+    switch follows the same rule (:func:`trac_tasks.harness.task_scoring.enable_trac_on_tasks`;
+    docs/guide/reliability.md#lm-eval-flags)."""
+    from trac_tasks.generation.config import TRAC_KEY, decodes_greedily
+
+    for task in _trac_tasks_of(task_dict):
+        kwargs = task.config.generation_kwargs or {}
+        if TRAC_KEY in kwargs and int(task.config.repeats or 1) > 1 and decodes_greedily(kwargs):
+            raise ValueError(
+                f"task {task.config.task}: K = {task.config.repeats} greedy samples would be identical: give a "
+                "temperature > 0 (--gen_kwargs temperature=0.7) or one sample (--gen_kwargs repeats=1)"
+            )
+
+
+DATASET_DOC_ID = "trac_dataset_doc_id"
+"""Attribute trac-eval sets on the requests of a ``--samples`` selection: the document's index in the dataset."""
+
+
+def dataset_doc_id(request: Any) -> Any:
+    """The dataset index of a request's document, the ``doc_id`` lm-eval's samples file gives it: lm-eval numbers
+    the documents of a ``--samples`` selection by their position in it (:func:`number_selected_documents`)."""
+    return getattr(request, DATASET_DOC_ID, request.doc_id)
+
+
+def number_selected_documents(task_dict: Any, samples: Any) -> None:
+    """Give the requests of a TrAC task run on a ``--samples`` selection their documents' dataset indices
+    (:func:`dataset_doc_id`), so a record names its question as lm-eval's samples file does: lm-eval builds the
+    selection in dataset order and numbers it 0, 1, 2, ...; position ``i`` is the ``i``-th smallest selected index."""
+    for task in _trac_tasks_of(task_dict) if isinstance(samples, dict) else []:
+        selection = samples.get(task.config.task)
+        if not selection:
+            continue
+        if list(selection) != sorted(set(selection)):
+            compat.LOGGER.warning(
+                "trac-eval: --samples for task %s is not in ascending order without repeats: lm-eval's samples "
+                "file then names documents by their place in the list, not their dataset index; TrAC records "
+                "carry the dataset index. Give the indices in ascending order to have both agree",
+                task.config.task,
+            )
+        _number_requests_after_build(task, sorted(set(selection)))
+
+
+def _number_requests_after_build(task: Any, dataset_indices: list[int]) -> None:
+    build_all_requests = task.build_all_requests
+
+    @functools.wraps(build_all_requests)
+    def build_and_number(*args: Any, **kwargs: Any) -> Any:
+        built = build_all_requests(*args, **kwargs)
+        for instance in task.instances:
+            setattr(instance, DATASET_DOC_ID, dataset_indices[instance.doc_id])
+        return built
+
+    task.build_all_requests = build_and_number
+
+
 def refuse_unwritable_records_dir(trac_tasks: list[str]) -> None:
-    """Refuse, before any generation, a records folder below an existing file (``--output_path`` naming a file):
-    the first write would otherwise fail after the whole generation."""
-    if current_output_path() is None and not os.environ.get("TRAC_RECORDS_DIR"):
-        return  # ./trac_records: the working directory is a folder
+    """Refuse, before any generation, a records folder that cannot be created or written (an ``--output_path`` naming
+    a file, a read-only or virtual filesystem, no permission): create the folder and a file in it now, so the first
+    write after the generation cannot fail (docs/guide/reliability.md#lm-eval-flags)."""
     directory = records_dir()
-    existing = next(path for path in (directory, *directory.parents) if path.exists())
-    if not existing.is_dir():
+    existing = next((path for path in (directory, *directory.parents) if path.exists()), None)
+    if existing is not None and not existing.is_dir():
         raise ValueError(
             f"TrAC tasks {trac_tasks} write their records to {directory}, but {existing} is a file, not a folder: "
             "give --output_path a folder (or a results .json path inside one)"
         )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".trac-write-check-"):
+            pass
+    except OSError as error:
+        raise ValueError(
+            f"TrAC tasks {trac_tasks} write their records to {directory}, which cannot be written "
+            f"({error.strerror or error}): give --output_path a writable folder (or set $TRAC_RECORDS_DIR)"
+        ) from None
 
 
-def refuse_unready_trac_tasks(lm: Any, task_dict: Any) -> None:
+def refuse_unwritable_records_dir_early(tasks: Any, metadata: Any) -> None:
+    """:func:`refuse_unwritable_records_dir` before ``simple_evaluate`` loads the model, when the run names one of
+    trac-eval's own tasks or groups or switches TrAC on with ``--metadata``; other TrAC tasks (a user's YAML with a
+    ``trac`` block) are checked by :func:`refuse_unready_trac_tasks`, before their generation."""
+    from trac_tasks.generation.config import TRAC_KEY
+
+    names = [task for task in (tasks if isinstance(tasks, (list, tuple)) else [tasks]) if isinstance(task, str)]
+    ours = {path.stem for path in task_config_dir().glob("*.yaml")}
+    named = sorted(name for name in names if name in ours)
+    switched = isinstance(metadata, dict) and TRAC_KEY in metadata
+    if named or switched:
+        refuse_unwritable_records_dir(named or names)
+
+
+def warn_about_earlier_records(trac_tasks: list[str]) -> None:
+    """Warn, before any generation, when the records folder already holds records of a task of this run: a rerun
+    into the same folder (after an interrupted run, or beside another run) writes a new file, and ``trac report``
+    refuses a question found in two files of one (model, task, decoding) (docs/guide/reliability.md#lm-eval-flags)."""
+    directory = records_dir()
+    for task in trac_tasks:
+        earlier = sorted(path.name for path in directory.glob(f"{record_file_task(task)}.*.jsonl"))
+        if earlier:
+            compat.LOGGER.warning(
+                "trac-eval: %s already holds records of task %s (%s); this run writes a new file beside them. "
+                "`trac report` refuses a question found in two runs of one model, task and decoding: to replace "
+                "the earlier run, delete its file; to complete a run that was cut short, run only its missing "
+                "questions (--samples); to keep both, give this run another --output_path",
+                directory,
+                task,
+                ", ".join(earlier),
+            )
+
+
+def refuse_unready_trac_tasks(lm: Any, task_dict: Any, cache_requests: bool = False) -> None:
     """Refuse, before any generation, TrAC tasks whose hooks are not installed (an lm-eval or vLLM release they do
-    not fit), on a backend trac-eval does not hook, behind ``--use_cache``, or whose records folder cannot be
-    created.
+    not fit), on a backend trac-eval does not hook, behind ``--use_cache`` or ``--cache_requests``, or whose records
+    folder cannot be created.
 
     Without this check such a run would fail late and obscurely (an unknown ``trac`` generation argument deep in
-    the backend, K identical cached responses, a ``NotADirectoryError`` after the generation) or report
-    unexpanded metrics.
+    the backend, K identical cached responses, requests carrying another run's ``trac`` block, a
+    ``NotADirectoryError`` after the generation) or report unexpanded metrics.
     """
     trac_tasks = sorted(task.config.task for task in _trac_tasks_of(task_dict))
     if not trac_tasks:
         return
     compat.require_trac_hooks()
-    refuse_unwritable_records_dir(trac_tasks)
     if type(lm).__name__ == "CachingLM":
         raise ValueError(
             f"TrAC tasks {trac_tasks} cannot run with --use_cache: the cache returns one stored "
             "response for all K samples and keeps no token logprobs; drop --use_cache"
         )
+    if cache_requests:
+        raise ValueError(
+            f"TrAC tasks {trac_tasks} cannot run with --cache_requests: the cached requests carry the trac block "
+            "(K, labels, answer kind, cue, probes) of the run that cached them, not this run's; drop --cache_requests"
+        )
+    refuse_unwritable_records_dir(trac_tasks)
+    warn_about_earlier_records(trac_tasks)
     if not getattr(type(lm).generate_until, HOOKED, False):
         reason = compat.failed.get(type(lm).__module__)
         why = (
@@ -299,11 +411,12 @@ def refuse_unready_trac_tasks(lm: Any, task_dict: Any) -> None:
 
 
 def hook_evaluator(evaluator: ModuleType) -> None:
-    """Guard ``evaluate`` with :func:`refuse_unready_trac_tasks`, :func:`refuse_unknown_table_switch` and
-    :func:`apply_repeats_override`, switch TrAC on
-    for the lm-eval tasks ``--metadata`` gives a ``trac`` switch (:mod:`trac_tasks.harness.task_scoring`), and make
-    ``simple_evaluate`` publish its tracker's output path (:func:`current_output_path`) for the duration of the
-    call."""
+    """Guard ``evaluate`` with :func:`refuse_unready_trac_tasks`, :func:`refuse_unknown_table_switch`,
+    :func:`apply_repeats_override` and :func:`refuse_greedy_samples`, switch TrAC on for the lm-eval tasks
+    ``--metadata`` gives a ``trac`` switch (:mod:`trac_tasks.harness.task_scoring`), number a ``--samples``
+    selection's requests by dataset index (:func:`number_selected_documents`), and make ``simple_evaluate`` check
+    the records folder before it loads the model (:func:`refuse_unwritable_records_dir_early`) and publish its
+    tracker's output path (:func:`current_output_path`) for the duration of the call."""
     evaluate, simple_evaluate = evaluator.evaluate, evaluator.simple_evaluate
     evaluate_signature, simple_signature = inspect.signature(evaluate), inspect.signature(simple_evaluate)
 
@@ -311,20 +424,23 @@ def hook_evaluator(evaluator: ModuleType) -> None:
     def guarded_evaluate(*args: Any, **kwargs: Any) -> Any:
         call = evaluate_signature.bind(*args, **kwargs)
         task_dict = call.arguments["task_dict"]
-        refuse_unready_trac_tasks(call.arguments["lm"], task_dict)
+        refuse_unready_trac_tasks(call.arguments["lm"], task_dict, bool(call.arguments.get("cache_requests")))
         refuse_unknown_table_switch(task_dict)
         apply_repeats_override(task_dict)
+        refuse_greedy_samples(task_dict)
         if any(map(_has_trac_switch, _tasks_of(task_dict))):
             from trac_tasks.harness.task_scoring import enable_trac_on_tasks
 
             enable_trac_on_tasks(_tasks_of(task_dict))
+        number_selected_documents(task_dict, call.arguments.get("samples"))
         return evaluate(*args, **kwargs)
 
     @functools.wraps(simple_evaluate)
     def tracked_simple_evaluate(*args: Any, **kwargs: Any) -> Any:
-        tracker = simple_signature.bind(*args, **kwargs).arguments.get("evaluation_tracker")
-        token = _OUTPUT_PATH.set(getattr(tracker, "output_path", None))
+        arguments = simple_signature.bind(*args, **kwargs).arguments
+        token = _OUTPUT_PATH.set(getattr(arguments.get("evaluation_tracker"), "output_path", None))
         try:
+            refuse_unwritable_records_dir_early(arguments.get("tasks"), arguments.get("metadata"))
             return simple_evaluate(*args, **kwargs)
         finally:
             _OUTPUT_PATH.reset(token)

@@ -29,10 +29,10 @@ from typing import Any
 
 from lm_eval.api.metrics import mean
 
-from trac_metrics.answers import ANSWER_KINDS, extract_answer
+from trac_metrics.answers import ANSWER_KINDS, extract_answer, reference_aliases
 from trac_metrics.answers.kind_inference import infer_answer_kind, task_reference
 from trac_metrics.records import LABELLERS
-from trac_tasks.generation.config import TRAC_KEY, TracConfig
+from trac_tasks.generation.config import TRAC_KEY, TracConfig, decodes_greedily
 from trac_tasks.harness.compat import LOGGER
 from trac_tasks.harness.task_functions import AllSamples, aggregate_trac, keep_all_samples
 from trac_tasks.harness.task_functions import process_results as trac_process_results
@@ -54,9 +54,10 @@ class TaskSwitch:
     (default: the task's first filter) and ``label_metric`` (default: its first metric) name the task's per-sample
     score that labels each response, for every task or per task (``{"gsm8k_cot_zeroshot": "flexible-extract"}``);
     ``answer_kind`` (default: inferred from each document's reference) is the kind TrAC compares answers under;
-    ``cue``, ``marker``, ``top_k``, ``probe_variants``, ``p_true`` and ``labels`` (``trac`` or ``math-verify``: the
-    relation that compares the answers, docs/method.md#labels) are the ``trac`` block's switches
-    (docs/architecture.md#task-configuration).
+    ``cue``, ``marker``, ``top_k``, ``probe_variants``, ``p_true``, ``labels`` (``trac`` or ``math-verify``: the
+    relation that compares the answers, docs/method.md#labels) and ``prefix_probes`` (fractions of the reasoning
+    after which the answer probe also runs, docs/method.md#prefix-probes; their range is checked as the ``trac``
+    block's) are the ``trac`` block's switches (docs/architecture.md#task-configuration).
     """
 
     repeats: int | None = None
@@ -72,6 +73,7 @@ class TaskSwitch:
     probe_variants: tuple[str, ...] | None = None
     p_true: bool | None = None
     labels: str | None = None
+    prefix_probes: tuple[float, ...] | None = None
 
     @classmethod
     def parse(cls, value: Any, task_name: str) -> TaskSwitch:
@@ -105,6 +107,11 @@ class TaskSwitch:
                     raise ValueError(f"task {task_name}: --metadata trac.probe_variants must be a list of strings")
                 values[name] = tuple(given)
                 continue
+            if name == "prefix_probes":
+                if not (isinstance(given, list) and all(map(_is_number, given))):
+                    raise ValueError(f"task {task_name}: --metadata trac.prefix_probes must be a list of numbers")
+                values[name] = tuple(given)
+                continue
             is_type, expected, in_range = checks[name]
             if not (is_type(given) and in_range(given)):
                 raise ValueError(f"task {task_name}: --metadata trac.{name} must be {expected}, got {given!r}")
@@ -114,8 +121,9 @@ class TaskSwitch:
         """The switches that go into each request's ``trac`` block as they are."""
         names = ("cue", "marker", "top_k", "p_true", "labels")
         block = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
-        if self.probe_variants is not None:
-            block["probe_variants"] = list(self.probe_variants)
+        for name in ("probe_variants", "prefix_probes"):
+            if getattr(self, name) is not None:
+                block[name] = list(getattr(self, name))
         return block
 
 
@@ -163,10 +171,14 @@ class TaskScorer:
         (filtered,) = list(responses)
         return None if isinstance(filtered, str) and filtered in fallbacks else filtered
 
-    def reference(self, doc: Mapping[str, Any]) -> str:
+    def reference(self, doc: Mapping[str, Any]) -> str | tuple[str, ...]:
         """The task's target of ``doc`` as TrAC stores it (:func:`trac_metrics.answers.kind_inference.task_reference`;
-        an option index becomes the option's text)."""
+        an option index becomes the option's text; a list of acceptable answers, as triviaqa's and nq_open's
+        aliases, stays a list of aliases)."""
         target = self.task.doc_to_target(doc)
+        if isinstance(target, (list, tuple)):
+            aliases = tuple(dict.fromkeys(filter(None, (task_reference(str(alias)) for alias in target))))
+            return aliases if len(aliases) != 1 else aliases[0]
         if _is_int(target) and not isinstance(target, bool):
             choices = self.task.doc_to_choice(doc) if self.task.config.doc_to_choice is not None else None
             if choices is not None and 0 <= target < len(choices):
@@ -174,8 +186,12 @@ class TaskScorer:
         return task_reference(str(target))
 
     def kind(self, doc: Mapping[str, Any]) -> str:
-        """The switch's answer kind, else the one inferred from ``doc``'s reference."""
-        return self.answer_kind or infer_answer_kind(self.reference(doc))
+        """The switch's answer kind, else the one inferred from ``doc``'s reference (of a list reference: the kind
+        all its aliases share, else ``text``)."""
+        if self.answer_kind:
+            return self.answer_kind
+        kinds = {infer_answer_kind(alias) for alias in reference_aliases(self.reference(doc))}
+        return kinds.pop() if len(kinds) == 1 else "text"
 
     def answer(self, doc: Mapping[str, Any], text: str, kind: str) -> str | None:
         """The answer TrAC compares: the task filter's output when the filter extracts one (it changed the text),
@@ -218,6 +234,7 @@ def scorer_of(task_name: str) -> TaskScorer:
 
 def enable_trac_on_tasks(tasks: Sequence[Any]) -> None:
     """Switch TrAC on for every task of ``tasks`` whose metadata holds a ``trac`` switch (module docstring)."""
+    _refuse_mappings_naming_no_task(tasks)
     for task in tasks:
         metadata = getattr(task.config, "metadata", None) or {}
         if not isinstance(metadata, Mapping) or TRAC_KEY not in metadata:
@@ -247,6 +264,20 @@ def enable_trac_on_tasks(tasks: Sequence[Any]) -> None:
         )
 
 
+def _refuse_mappings_naming_no_task(tasks: Sequence[Any]) -> None:
+    """Refuse a per-task ``label_filter`` / ``label_metric`` mapping with a key that names no task of the run (a
+    group's name, ``gsm8k`` for ``gsm8k_cot_zeroshot``): the task it meant would silently be labelled by its first
+    filter or metric."""
+    names = sorted(task.config.task for task in tasks)
+    for task in tasks:
+        switch = (getattr(task.config, "metadata", None) or {}).get(TRAC_KEY)
+        for key in ("label_filter", "label_metric"):
+            given = switch.get(key) if isinstance(switch, Mapping) else None
+            unknown = sorted(set(given) - set(names)) if isinstance(given, Mapping) else []
+            if unknown:
+                raise ValueError(f"--metadata trac.{key} names {unknown}, which are not tasks of this run: {names}")
+
+
 def _scorer(task: Any, switch: TaskSwitch) -> TaskScorer:
     """The task's scorer, its label filter and metric checked against what the task has."""
     name = task.config.task
@@ -271,9 +302,7 @@ def _apply_decoding(task: Any, switch: TaskSwitch) -> None:
     for name in ("temperature", "top_p", "max_gen_toks"):
         if getattr(switch, name) is not None:
             kwargs[name] = getattr(switch, name)
-    # as lm-eval's backends read it: a temperature decides; without one, do_sample (absent: greedy)
-    greedy = float(kwargs["temperature"]) == 0.0 if "temperature" in kwargs else not kwargs.get("do_sample", False)
-    if int(config.repeats or 1) > 1 and greedy:
+    if int(config.repeats or 1) > 1 and decodes_greedily(kwargs):
         if switch.temperature == 0:
             raise ValueError(
                 f"task {config.task}: K = {config.repeats} greedy samples would be identical: give "
@@ -307,7 +336,7 @@ def _wrap_task(task: Any, scorer: TaskScorer, switch: TaskSwitch) -> None:
         block = {
             **block_switches,
             "answer_kind": scorer.kind(doc),
-            "reference": _literal_template(scorer.reference(doc)),
+            "reference": _block_reference(scorer.reference(doc)),
             "label_source": scorer.label_source,
         }
         TracConfig.from_gen_kwargs({TRAC_KEY: block}, task.config.task)
@@ -331,6 +360,12 @@ def _wrap_task(task: Any, scorer: TaskScorer, switch: TaskSwitch) -> None:
     task.process_results = process_results_with_trac
     task.aggregation = lambda: {"acc": mean, "maj_acc": mean, **aggregation(), TRAC_KEY: aggregate_trac}
     task.higher_is_better = lambda: {"acc": True, "maj_acc": True, **higher_is_better(), TRAC_KEY: True}
+
+
+def _block_reference(reference: str | tuple[str, ...]) -> str | list[str]:
+    """The ``trac`` block's ``reference`` for a task's reference: a template rendering to it, or its literal
+    aliases (:class:`trac_tasks.generation.config.TracConfig`)."""
+    return _literal_template(reference) if isinstance(reference, str) else list(reference)
 
 
 def _literal_template(text: str) -> str:

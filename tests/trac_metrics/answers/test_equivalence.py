@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trac_metrics.answers import ANSWER_KINDS, answer_classes, equivalent, extract_answer, normalize_answer, symbolic
+from trac_metrics.answers import ANSWER_KINDS, answer_classes, equivalent, extract_answer, normalize_answer
 
 THINK = "</think>"
 
@@ -246,8 +246,8 @@ def test_bad_kind_and_types_raise_value_error() -> None:
 
 
 PATHOLOGICAL_PAIRS = [
-    # (a, b, equivalent): nothing here may take more than 2 s, on the main thread or on a worker thread
-    ("(a+b+c+d+e)^{16}", "a^{16}", False),  # slow pure-Python expansion: stopped by the time budget
+    # (a, b, equivalent): nothing here may hang, on the main thread or on a worker thread
+    ("(a+b+c+d+e)^{16}", "a^{16}", False),  # slow pure-Python expansion: stopped by the work budget
     (r"\log 9999", "99999999", False),  # sympy's logcombine would build 10**99999999 in one C call: refused
     ("2^{10^{100}}", "2^{10^{100}}+2", False),
     ("x^{99999}", "x^{99998}", False),
@@ -269,12 +269,12 @@ def test_pathological_inputs_finish_in_bounded_time_on_any_thread(a: str, b: str
         result = equivalent(b, a)
         outcomes.append((result, time.perf_counter() - start))
 
-    worker = threading.Thread(target=timed_call)  # no signals off the main thread: the trace-based budget
+    worker = threading.Thread(target=timed_call)  # the work budget counts the calls of this thread only
     worker.start()
-    worker.join(timeout=30)
-    timed_call()  # main thread (the pair is cached only when it finished within the budget)
+    worker.join(timeout=120)
+    timed_call()  # main thread (the verdict of a pair is cached, out of budget or not)
     assert [result for result, _ in outcomes] == [expected, expected]
-    assert max(seconds for _, seconds in outcomes) < 2.0
+    assert max(seconds for _, seconds in outcomes) < 60.0  # the work budget takes seconds; a C call, forever
 
 
 RUNAWAY_LENGTH = 40_000
@@ -299,7 +299,7 @@ def test_runaway_answers_are_handled_within_the_comparison_budget(response: str,
     assert (answer == "no option letter") is (kind == "mc" and "(A)" not in response)
     assert normalize_answer(answer, kind) is not None
     assert equivalent(answer, answer, kind) and not equivalent(answer, "5", kind)
-    assert time.perf_counter() - start < symbolic.SYMBOLIC_BUDGET_S * 2
+    assert time.perf_counter() - start < 3.0
 
 
 THREAD_PAIRS = [

@@ -1,18 +1,23 @@
 """Tests of trac_metrics.features.baselines (docs/method.md#baselines): hand-checked values, naive re-implementations
-and orientation."""
+(the papers' formulas written out independently) and orientation."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
+from record_factory import synthetic_question
 
 from trac_metrics import TracWarning
+from trac_metrics.answers import equivalent
 from trac_metrics.features.baselines import (
     SELFDOUBT_HEDGE_MARKERS,
     SELFDOUBT_VERIFY_MARKERS,
     _marker_pattern,
+    cisc,
+    cocoa,
     confidence_weighted_vote,
     deepconf_bottom,
     mean_logprob,
@@ -22,7 +27,10 @@ from trac_metrics.features.baselines import (
     selfcheck_unigram,
     selfdoubt,
     semantic_entropy,
+    trace_length,
 )
+from trac_metrics.features.evidence import question_evidence
+from trac_metrics.records import RecordFormatError
 
 # ---------------------------------------------------------------- single-trace token scores
 
@@ -177,3 +185,157 @@ def test_confidence_weighted_vote():
         confidence_weighted_vote(answers, [-1.0, np.nan, -1.0])
     with pytest.raises(ValueError, match="3 answers but 2 confidences"):
         confidence_weighted_vote(answers, [-1.0, -1.0])
+
+
+# ---------------------------------------------------------------- trace length (Devic et al. 2025)
+
+TOKEN_ARRAYS = ("token_ids", "token_logprobs", "topk_entropy", "topk_mean_logprob")
+
+
+def test_trace_length_counts_the_generated_tokens():
+    assert trace_length(7) == 7.0
+    assert trace_length(np.int64(3)) == 3.0
+    with pytest.warns(TracWarning, match="no tokens"):
+        assert math.isnan(trace_length(0))
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="non-negative integer"):
+            trace_length(bad)
+
+
+def test_trace_length_is_stored_negated_longer_is_less_confident():
+    (record,) = synthetic_question(np.random.default_rng(3), 0, correct=True, k=1)
+    shorter = dataclasses.replace(record, **{name: getattr(record, name)[:3] for name in TOKEN_ARRAYS})
+    scores = [question_evidence([response])["baselines"]["trace_length"] for response in (shorter, record)]
+    assert scores == [-3.0, -float(len(record.token_ids))]
+    assert scores[0] > scores[1]
+
+
+def test_trace_length_counts_the_reasoning_tokens_a_record_holds():
+    (record,) = synthetic_question(np.random.default_rng(4), 0, correct=True, k=1)
+    thinking = dataclasses.replace(record, reasoning_tokens=2)  # two tokens of reasoning, then the marker, the answer
+    assert question_evidence([thinking])["baselines"]["trace_length"] == -2.0
+    assert type(record).from_dict(thinking.to_dict()).reasoning_tokens == 2
+    assert "reasoning_tokens" not in record.to_dict(), "records without it are written as before"
+    with pytest.raises(RecordFormatError, match="reasoning_tokens"):
+        dataclasses.replace(record, reasoning_tokens=len(record.token_ids) + 1)
+
+
+# ---------------------------------------------------------------- CoCoA (Vashurin et al. 2025)
+
+
+def paper_cocoa(primary_logprobs, answers, kind="math"):
+    """U_CoCoA = u(y*) · (1/M) Σ_i (1 − s(y*, y_i)) with the log-perplexity u and s the answer equivalence."""
+    u = -sum(primary_logprobs) / len(primary_logprobs)
+    similarities = [1.0 if equivalent(answers[0], other, kind=kind) else 0.0 for other in answers[1:]]
+    return u * sum(1 - s for s in similarities) / len(similarities)
+
+
+def uqlm_cocoa(primary_logprobs, answers, kind="math"):
+    """uqlm's ``consistency_and_confidence``: LNTP(y0) · NCS, LNTP = Π p_t^(1/L) and NCS the mean normalized
+    similarity to the m samples (here the answer equivalence in place of (cos + 1) / 2)."""
+    lntp = math.prod(math.exp(lp) ** (1 / len(primary_logprobs)) for lp in primary_logprobs)
+    ncs = sum(1.0 if equivalent(answers[0], other, kind=kind) else 0.0 for other in answers[1:]) / (len(answers) - 1)
+    return lntp, ncs
+
+
+def test_cocoa_matches_the_papers_formula():
+    logprobs = [-0.2, -0.4, -0.6]
+    answers = ["12", "12.0", "13", None]  # "12.0" ≡ "12"; "13" and None differ → dissimilarity 2/3
+    assert cocoa(logprobs, answers) == pytest.approx(0.4 * 2 / 3)
+    assert cocoa(logprobs, answers) == pytest.approx(paper_cocoa(logprobs, answers))
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        lps = list(np.minimum(rng.normal(-1.0, 0.7, int(rng.integers(1, 40))), 0.0))
+        drawn = [str(v) if v < 4 else None for v in rng.integers(0, 5, int(rng.integers(2, 9)))]
+        assert cocoa(lps, drawn) == pytest.approx(paper_cocoa(lps, drawn))
+
+
+def test_cocoa_combines_uqlms_confidence_and_consistency_as_the_paper_does():
+    rng = np.random.default_rng(12)
+    for _ in range(20):
+        lps = list(np.minimum(rng.normal(-0.8, 0.5, int(rng.integers(1, 30))), 0.0))
+        drawn = [str(v) for v in rng.integers(0, 3, int(rng.integers(2, 9)))]
+        lntp, ncs = uqlm_cocoa(lps, drawn)
+        # the same two signals: uqlm multiplies the confidences, the paper the uncertainties −log LNTP and 1 − NCS
+        assert cocoa(lps, drawn) == pytest.approx(-math.log(lntp) * (1 - ncs))
+
+
+def test_cocoa_orientation_and_missing_inputs():
+    logprobs = [-0.5, -1.5]
+    assert cocoa(logprobs, ["3", "3", "3"]) == 0.0  # full agreement: no risk whatever the confidence
+    assert cocoa(logprobs, [None, "3", None]) == pytest.approx(1.0)  # a None answer agrees only with itself
+    assert cocoa(logprobs, ["3", "4", "3"]) < cocoa(logprobs, ["3", "4", "4"])  # less agreement → more uncertain
+    assert cocoa([-0.1, -0.1], ["3", "4"]) < cocoa([-2.0, -2.0], ["3", "4"])  # less confident → more uncertain
+    assert cocoa(logprobs, ["4", "3", "3"], primary_index=1) == pytest.approx(0.5)
+    with pytest.warns(TracWarning, match="no other samples"):
+        assert math.isnan(cocoa(logprobs, ["3"]))
+    with pytest.warns(TracWarning, match="no tokens"):
+        assert math.isnan(cocoa([], ["3", "3"]))
+    with pytest.raises(ValueError, match="primary_index"):
+        cocoa(logprobs, ["3", "4"], primary_index=2)
+
+
+# ---------------------------------------------------------------- CISC (Taubenfeld et al. 2025)
+
+
+def paper_cisc(answers, mean_logprobs, temperature):
+    """The paper's weighted majority vote: confidence = length-normalized sequence probability exp(mean logprob),
+    weights softmax(confidence / T) over the samples; returns (winner, normalized vote share of every answer)."""
+    exps = [math.exp(math.exp(c) / temperature) for c in mean_logprobs]
+    weights = [e / sum(exps) for e in exps]
+    shares: dict[str, float] = {}
+    for answer, weight in zip(answers, weights, strict=True):
+        shares[answer] = shares.get(answer, 0.0) + weight
+    return max(shares, key=shares.get), shares
+
+
+def test_cisc_matches_the_papers_weighted_vote():
+    answers = ["7", "8", "7", "8", "9"]
+    mean_logprobs = [math.log(0.9), math.log(0.5), math.log(0.95), math.log(0.6), math.log(0.7)]
+    winner, shares = paper_cisc(answers, mean_logprobs, temperature=0.2)
+    assert winner == "7"
+    # the primary's answer wins: the score is the confidence CISC returns for its answer (default T = 0.2)
+    assert cisc(answers, mean_logprobs) == pytest.approx(shares["7"])
+    # another sample's answer is the primary: its own share, below the winner's
+    assert cisc(answers, mean_logprobs, primary_index=1) == pytest.approx(shares["8"])
+    assert shares["8"] < shares["7"]
+    for temperature in (0.05, 1.0, 3.0):
+        _, shares = paper_cisc(answers, mean_logprobs, temperature)
+        assert cisc(answers, mean_logprobs, temperature=temperature) == pytest.approx(shares["7"])
+
+
+def test_cisc_limits_orientation_and_errors():
+    answers = ["1", "2", "1", "3"]
+    mean_logprobs = [-0.1, -0.05, -2.0, -0.3]
+    # a flat softmax is self-consistency's vote share
+    assert cisc(answers, mean_logprobs, temperature=1e9) == pytest.approx(sc_primary(answers))
+    # a more confident agreeing sample raises the primary's share
+    assert cisc(answers, [-0.1, -0.05, -0.01, -0.3]) > cisc(answers, mean_logprobs)
+    assert cisc(["1", "1.0"], [-1.0, -3.0]) == pytest.approx(1.0)  # equivalent answers are one vote
+    assert cisc([None, None], [-1.0, -1.0]) == pytest.approx(0.5)  # None answers agree only with themselves
+    with pytest.raises(ValueError, match="temperature"):
+        cisc(answers, mean_logprobs, temperature=0.0)
+    with pytest.raises(ValueError, match="position 1"):
+        cisc(answers, [-1.0, np.nan, -1.0, -1.0])
+    with pytest.raises(ValueError, match="4 answers but 3 confidences"):
+        cisc(answers, [-1.0, -1.0, -1.0])
+
+
+# ---------------------------------------------------------------- the new baselines on a question's records
+
+
+def test_sampling_baselines_need_k_samples_and_every_sample_s_tokens():
+    rng = np.random.default_rng(21)
+    records = synthetic_question(rng, 0, correct=True, k=4)
+    scores = question_evidence(records)["baselines"]
+    mean_logprobs = [mean_logprob(record.token_logprobs) for record in records]
+    answers = [record.answer for record in records]
+    assert scores["cisc"] == pytest.approx(paper_cisc(answers, mean_logprobs, 0.2)[1][answers[0]])
+    primary_logprobs = records[0].token_logprobs.astype(float)
+    assert scores["cocoa"] == pytest.approx(-paper_cocoa(primary_logprobs, answers))  # stored negated
+    assert {"cisc", "cocoa"}.isdisjoint(question_evidence(records[:1])["baselines"])  # K = 1: no sampling score
+    silent = dataclasses.replace(records[2], **{name: np.zeros(0) for name in TOKEN_ARRAYS})
+    with pytest.warns(TracWarning, match="no tokens"):
+        scores = question_evidence([*records[:2], silent, records[3]])["baselines"]
+    assert math.isnan(scores["cisc"]) and math.isnan(scores["cw_vote"])  # as the confidence-weighted vote
+    assert math.isfinite(scores["cocoa"])  # reads only the primary's tokens

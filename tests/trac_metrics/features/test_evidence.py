@@ -53,6 +53,24 @@ def test_math_verify_labels_the_whole_response_as_lm_eval_does():
     assert question_evidence([dataclasses.replace(labelled, labeller=None)])["correct"] == 0
 
 
+@pytest.mark.parametrize("labeller", [None, "math-verify"])
+def test_a_list_reference_is_matched_by_any_alias_and_never_by_its_text(labeller):
+    # a task whose target lists the acceptable answers (triviaqa, nq_open): the record stores the aliases
+    (record,) = synthetic_question(np.random.default_rng(5), 0, correct=True, k=1)
+    aliases = ["12", "twelve", "1/2"]
+    for answer, expected in [("\\frac{1}{2}", 1), ("12.0", 1), ("13", 0), ("['12', 'twelve', '1/2']", 0)]:
+        text = f"So the answer is $\\boxed{{{answer}}}$."
+        stored = dataclasses.replace(record, text=text, answer=answer, reference=aliases, labeller=labeller)
+        assert stored.reference == tuple(aliases)
+        evidence = question_evidence([stored])
+        assert evidence["correct"] == expected, (answer, labeller)
+        assert evidence["reference"] == aliases
+        read_back = type(record).from_dict(stored.to_dict())
+        assert read_back.reference == tuple(aliases) and question_evidence([read_back])["correct"] == expected
+    text_record = dataclasses.replace(record, answer_kind="text", answer="Twelve", reference=aliases)
+    assert question_evidence([text_record])["correct"] == 1
+
+
 def test_evidence_rejects_mixed_or_incomplete_questions():
     rng = np.random.default_rng(1)
     first, second = synthetic_question(rng, 0, True), synthetic_question(rng, 1, False)

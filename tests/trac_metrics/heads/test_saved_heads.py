@@ -53,6 +53,7 @@ from trac_metrics.heads.saved_heads import (
     score_lines,
     score_pairs,
 )
+from trac_metrics.methods import saved_head_methods
 from trac_metrics.methods.builtin import CONSENSUS_FUSION_NAMES
 from trac_metrics.reporting.runs import PairRun, load_pairs
 
@@ -452,8 +453,7 @@ DROP = object()
         ),
         (
             lambda head: with_change(head, ("metadata", "method"), "sc_modal"),
-            "field 'metadata.method': expected one of ('trac', 'pce', 'tup', 'cf') "
-            "(the head was not written by trac fit)",
+            f"field 'metadata.method': expected one of {saved_head_methods()} (the head was not written by trac fit)",
         ),
         (
             lambda head: with_change(head, ("metadata", "training_pairs", 0, "decoding"), {"temperature": [0.7]}),
@@ -479,6 +479,62 @@ def test_each_malformed_head_file_is_one_line_naming_the_file_and_the_field(
     line = refused(path, one_run)
     assert line.startswith(f"trac score: {path}: ") and message in line, line
     with pytest.raises(HeadFormatError):
+        load_head(path)
+
+
+def with_changes(payload: dict[str, Any], changes: dict[tuple[Any, ...], Any]) -> dict[str, Any]:
+    for path, value in changes.items():
+        payload = with_change(payload, path, value)
+    return payload
+
+
+UNIT = {("coef",): [1.0] * 32, ("scaler_scale",): [1.0] * 32}
+"""A trac head's 32 columns made plain (weight 1 each), so that one tampered field alone overflows."""
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            {("scaler_scale",): [1e-320] * 32},
+            "field 'scaler_scale': expected positive normal numbers (at least 2.225e-308",
+        ),
+        ({("scaler_scale",): [1.0] * 31 + [5e-324]}, "field 'scaler_scale': expected positive normal numbers"),
+        ({("coef",): [1e300] * 32, ("scaler_scale",): [1e-10] * 32}, "field 'coef': expected numbers whose ratio to"),
+        ({**UNIT, ("scaler_mean",): [1e308] * 32}, "field 'scaler_mean': expected numbers with a finite offset"),
+        ({**UNIT, ("scaler_mean",): [1e308, -1e308] * 16}, "field 'scaler_mean': expected numbers with a finite"),
+        ({**UNIT, ("impute_means",): [1.7e308] * 32}, "field 'impute_means': expected numbers with a finite score"),
+    ],
+)
+def test_finite_head_numbers_whose_use_overflows_are_refused(
+    fitted: dict[str, Any], one_run: Path, tmp_path: Path, changes: dict[tuple[Any, ...], Any], message: str
+) -> None:
+    # every score of such a head was NaN (written as null) while trac score exited 0
+    path = tmp_path / "head.json"
+    path.write_text(json.dumps(with_changes(fitted, changes)))
+    line = refused(path, one_run)
+    assert line.startswith(f"trac score: {path}: ") and message in line, line
+    with pytest.raises(HeadFormatError, match="^" + str(path).replace(".", r"\.") + ": field"):
+        load_head(path)
+
+
+@pytest.mark.parametrize(
+    "knots",
+    [
+        [-1e308, 1e308],  # the gap overflows: interpolation gave the first knot's probability everywhere
+        [0.0, 1e-310],  # a subnormal gap: interpolation between the knots gave inf
+    ],
+)
+def test_map_knots_whose_interpolation_overflows_are_refused(
+    pairs: dict[str, list[PairRun]], one_run: Path, tmp_path: Path, knots: list[float]
+) -> None:
+    payload = fit_online_head(pairs["train"], "mean_logprob").to_dict()
+    assert payload["form"] == "isotonic"
+    path = tmp_path / "map.json"
+    path.write_text(json.dumps({**payload, "knots_x": knots, "knots_p": [0.2, 0.8]}))
+    line = refused(path, one_run)
+    assert "field 'knots_x': expected increasing finite numbers, each gap finite and at least 2.225e-308" in line
+    with pytest.raises(HeadFormatError, match="knots_x"):
         load_head(path)
 
 
@@ -539,6 +595,9 @@ def test_score_needs_the_equivalence_a_head_was_fitted_with(one_run: Path, tmp_p
 # ----------------------------------------------------------------------------------------------- properties
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False)
+PARAMETERS = st.floats(-1e100, 1e100)
+SCALES = st.floats(1e-100, 1e100)
+"""Head parameters: weights coef / scale and their sums over a few columns stay finite (valid heads only)."""
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(10**30), 10**30) | FINITE | st.text(max_size=8),
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
@@ -550,7 +609,7 @@ JSON_VALUES = st.recursive(
 def heads(
     draw: st.DrawFn,
     n_features: int | None = None,
-    numbers: st.SearchStrategy[float] = FINITE,
+    numbers: st.SearchStrategy[float] = PARAMETERS,
     metadata: st.SearchStrategy[dict[str, Any]] | None = None,
 ) -> FittedHead:
     """A valid FittedHead: random sizes, missingness indicators, parameters and JSON metadata."""
@@ -563,7 +622,7 @@ def heads(
         impute_means=vector(n),
         indicator_features=tuple(indicators),
         scaler_mean=vector(columns),
-        scaler_scale=vector(columns, numbers.filter(lambda value: value > 0)),
+        scaler_scale=vector(columns, SCALES),
         coef=vector(columns),
         intercept=draw(numbers),
         metadata=draw(

@@ -275,3 +275,19 @@ def test_math_verify_equivalence_labels_as_math_verify_does(tmp_path: Path) -> N
     assert ours == [row[2] for row in MATH_VERIFY_LABELS]
     assert theirs == [row[3] for row in MATH_VERIFY_LABELS]
     assert resolve_equivalence("math-verify")("B", "(B)", "mc") is True  # other kinds keep trac-eval's relation
+
+
+def test_each_phase_of_a_rescore_gets_its_named_progress(run: Path) -> None:
+    streams: dict[str, list] = {}
+
+    def progress(phase: str):
+        return lambda items: streams.setdefault(phase, list(items))
+
+    rescore([run], EvidenceOptions(n_bins=4), progress=progress)
+    assert list(streams) == [
+        "reading (default configuration)",
+        "reading (n_bins=4)",
+        "evaluating (default configuration)",
+        "evaluating (n_bins=4)",
+    ]
+    assert [len(items) for items in streams.values()] == [1, 1, 1, 1]  # one record file, one pair

@@ -9,7 +9,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from trac_tasks.generation.capture import build_record, p_true_probability, repeat_indices, token_summaries
+from trac_tasks.generation.capture import (
+    GenerationText,
+    build_record,
+    p_true_probability,
+    repeat_indices,
+    token_summaries,
+)
 from trac_tasks.generation.config import TracConfig
 
 
@@ -73,3 +79,12 @@ def test_two_runs_started_in_the_same_second_write_different_files(monkeypatch):
     monkeypatch.setattr(capture.os, "getpid", lambda: 4_000_000)  # another process, same start second
     second = capture.RecordSink(Path("records")).path_for("task")
     assert first != second and first.parent == second.parent
+
+
+def test_lm_eval_can_cast_a_target_to_the_type_of_a_generation_text():
+    """lm-eval's ``generate_until`` scoring casts a string target to the response's type (``type(result)(gold)``,
+    lm_eval.api.task.ConfigurableTask.process_results) when no filter turned the response into a plain string: a
+    plain task switched on with ``--metadata trac`` hands it ours (tests/e2e/test_served.py runs that path)."""
+    response = GenerationText("41", record=None)
+    gold = type(response)("42")
+    assert gold == "42" and gold.record is None and gold != response

@@ -23,7 +23,7 @@ def _config(gen_kwargs: dict | None = None, **switches) -> TracConfig:
         ({"top_k": None}, "trac.top_k must be an integer, got None"),
         ({"marker": 3}, "trac.marker must be a string, got 3"),
         ({"cue": 5}, "trac.cue must be a string, got 5"),
-        ({"reference": 5}, "trac.reference must be a string, got 5"),
+        ({"reference": 5}, "trac.reference must be a string or a non-empty list of strings, got 5"),
         ({"answer_kind": None}, "trac.answer_kind must be a string, got None"),
         ({"p_true": "false"}, "trac.p_true must be true or false, got 'false'"),
         ({"probe_variants": None}, "trac.probe_variants must be a list of strings, got None"),
@@ -32,6 +32,14 @@ def _config(gen_kwargs: dict | None = None, **switches) -> TracConfig:
         ({"metadata_fields": ["level", 2]}, "trac.metadata_fields must be a list of strings"),
         ({"labels": True}, "trac.labels must be a string, got True"),
         ({"labels": "sympy"}, "trac.labels must be one of ('trac', 'math-verify'), got 'sympy'"),
+        ({"prefix_probes": 0.5}, "trac.prefix_probes must be a list of numbers, got 0.5"),
+        ({"prefix_probes": ["0.5"]}, "trac.prefix_probes must be a list of numbers, got ('0.5',)"),
+        ({"prefix_probes": [True]}, "trac.prefix_probes must be a list of numbers, got (True,)"),
+        ({"prefix_probes": [float("nan")]}, "trac.prefix_probes must be a list of numbers, got (nan,)"),
+        ({"prefix_probes": [0.5, 1]}, "trac.prefix_probes must be fractions strictly between 0 and 1, got [1]"),
+        ({"prefix_probes": [0, 0.5]}, "trac.prefix_probes must be fractions strictly between 0 and 1, got [0]"),
+        ({"prefix_probes": [0.5, 0.25]}, "trac.prefix_probes must be strictly increasing (sorted, no repeats)"),
+        ({"prefix_probes": [0.5, 0.5]}, "trac.prefix_probes must be strictly increasing (sorted, no repeats)"),
     ],
 )
 def test_a_switch_of_the_wrong_type_names_the_task_and_the_switch(switches, message):
@@ -63,6 +71,10 @@ def test_well_typed_switches_are_kept():
     kept = (config.top_k, config.p_true, config.probe_variants, config.metadata_fields)
     assert kept == (3, True, ("trace",), ("level",))
     assert (_config().labels, _config(labels="math-verify").labels) == ("trac", "math-verify")
+    assert (_config().prefix_probes, _config(prefix_probes=[0.25, 0.5, 1 / 3 + 0.5]).prefix_probes) == (
+        (),
+        (0.25, 0.5, 1 / 3 + 0.5),
+    )
 
 
 class _Request:
@@ -95,3 +107,26 @@ def test_any_template_failure_is_one_error_naming_task_template_and_document(fai
     template = "{{answer}}{% if answer == '5' %}" + failing + "{% endif %}"
     message = _check(template, [{"answer": "4"}, {"answer": "5"}])
     assert f"trac.reference template {template!r} cannot be rendered" in message and error in message
+
+
+@pytest.mark.parametrize(
+    ("reference", "doc", "expected"),
+    [
+        ("{{answer.aliases}}", {"answer": {"aliases": [" 10", "10.0", "10", ""]}}, ("10", "10.0")),
+        ("{{ aliases }}", {"aliases": ["Paris"]}, "Paris"),
+        (["ten", "10"], {}, ("ten", "10")),
+        ("{{answer}} km", {"answer": ["5"]}, "['5'] km"),  # a template with text around is rendered as text
+    ],
+    ids=["list field", "one alias", "literal aliases", "text template"],
+)
+def test_a_reference_that_is_a_list_gives_its_aliases(reference, doc, expected):
+    config = TracConfig.from_gen_kwargs({"trac": {"answer_kind": "text", "reference": reference}}, "my_task")
+    assert config.render_reference(doc) == expected
+
+
+def test_a_list_reference_of_no_alias_is_refused():
+    with pytest.raises(ValueError, match="must be a string or a non-empty list of strings"):
+        TracConfig.from_gen_kwargs({"trac": {"answer_kind": "text", "reference": []}}, "my_task")
+    config = TracConfig.from_gen_kwargs({"trac": {"answer_kind": "text", "reference": "{{aliases}}"}}, "my_task")
+    with pytest.raises(ValueError, match="renders to an empty reference"):
+        config.render_reference({"aliases": ["", " "]})

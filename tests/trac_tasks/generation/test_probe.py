@@ -1,11 +1,14 @@
-"""Probe construction and parsing on real token ids of the tiny model's tokenizer (docs/method.md#the-answer-probe)."""
+"""Probe construction and parsing on real token ids of the tiny model's tokenizer (docs/method.md#the-answer-probe),
+and where a prefix probe cuts the trace (docs/method.md#prefix-probes)."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trac_tasks.generation.config import DEFAULT_CUE, TracConfig
-from trac_tasks.generation.probe import parse_probe, trace_body
+from trac_tasks.generation.probe import parse_probe, prefix_cut, trace_body
 
 
 def encode(tokenizer, text: str) -> list[int]:
@@ -75,3 +78,68 @@ def test_reference_template_is_rendered_on_the_doc():
         {"trac": {"answer_kind": "math", "reference": "{{answer.split('####')[-1].strip()}}"}}, "gsm8k"
     )
     assert config.render_reference({"answer": "work...\n#### 1,234"}) == "1,234"
+
+
+# ------------------------------------------------------------------ prefix probes: where the trace is cut
+
+STEPS = ["We", " add", " 2", ".", "5", " and", " 3", ".", " Then", " x", "\n", "y", " is", " 7", "!", " Done"]
+"""16 token pieces: "We add 2.5 and 3. Then x\\ny is 7! Done"; steps end after tokens 8 (3.), 11 (\\n), 15 (!)."""
+
+
+def pieces_decoder(pieces):
+    return lambda ids: "".join(pieces[i] for i in ids)
+
+
+@pytest.mark.parametrize(
+    ("fraction", "kept"),
+    [
+        (0.05, 0),  # n = 0: nothing kept
+        (0.25, 4),  # n = 4 ends at "2." of 2.5: a decimal point ends no step, no boundary before: n itself
+        (0.5, 8),  # n = 8 ends at "3."; the space after it is token 9's: a sentence end
+        (0.75, 11),  # n = 12: back to the newline
+        (0.9, 11),  # n = 14: "7" not yet followed by "!"
+        (0.95, 15),  # n = 15: "!" followed by " Done"
+    ],
+)
+def test_the_trace_is_cut_after_the_last_step_boundary_before_the_fraction(fraction, kept):
+    assert prefix_cut(list(range(len(STEPS))), fraction, pieces_decoder(STEPS)) == kept
+
+
+def test_the_token_position_is_the_exact_fraction_of_the_reasoning():
+    pieces = ["a"] * 100  # no boundary: the cut is n = ⌊f·R⌋, and 0.29 · 100 is 28.999… in floating point
+    assert [prefix_cut(list(range(100)), f, pieces_decoder(pieces)) for f in (0.29, 0.57, 0.99)] == [29, 57, 99]
+
+
+def reference_cut(pieces: list[str], fraction: float) -> int:
+    """docs/method.md#prefix-probes written out token by token: from token n down, the first token whose own
+    characters (within the text of the first n tokens) hold a newline, or a sentence end followed by whitespace."""
+    n = int(fraction * 1000 + 0.5) * len(pieces) // 1000
+    text, limit = "".join(pieces[: n + 1]), len("".join(pieces[:n]))
+    for c in range(n, 0, -1):
+        start, end = len("".join(pieces[: c - 1])), min(len("".join(pieces[:c])), limit)
+        for position in range(start, end):
+            char, after = text[position], text[position + 1 : position + 2]
+            if char == "\n" or (char in ".!?" and after.isspace() and after != ""):
+                return c
+    return n
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", " b", ".", "\n", " ", "3", ".5", "!", "? ", "x.", "", "\n\n"]), max_size=40),
+    st.integers(1, 999),
+)
+def test_the_cut_matches_the_rule_written_out_token_by_token(pieces, thousandths):
+    fraction = thousandths / 1000
+    assert prefix_cut(list(range(len(pieces))), fraction, pieces_decoder(pieces)) == reference_cut(pieces, fraction)
+
+
+def test_a_real_tokenizers_cut_ends_a_step(tiny_tokenizer):
+    text = "First we add 2.5 and 3.5 to get 6.\nThen we double it. The result is 12, so we are done"
+    ids = encode(tiny_tokenizer, text)
+    decode = decoder(tiny_tokenizer)
+    n = int(0.3 * len(ids))
+    assert "." not in decode(ids[:n]).replace("2.5", "") and prefix_cut(ids, 0.3, decode) == n  # no step ends yet
+    for fraction, step_end in ((0.6, "to get 6.\n"), (0.9, "we double it.")):
+        kept = prefix_cut(ids, fraction, decode)
+        assert kept <= int(fraction * len(ids)) and decode(ids[:kept]).endswith(step_end)

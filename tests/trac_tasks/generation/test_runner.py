@@ -1,13 +1,19 @@
 """The document check of the runner (trac_tasks.generation.runner.validate_documents,
-docs/guide/reliability.md#broken-task-yamls-fail-before-generation):
-the first document a TrAC template or metadata field fails on is named."""
+docs/guide/reliability.md#broken-task-yamls-fail-before-generation): the first document a TrAC template or metadata
+field fails on is named. The prefix probes' jobs and records through the runner's flow, without an engine
+(docs/method.md#prefix-probes)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from trac_tasks.generation.config import TracConfig
-from trac_tasks.generation.runner import validate_documents
+from trac_tasks.generation.chunk import ChunkState
+from trac_tasks.generation.config import DEFAULT_CUE, TracConfig
+from trac_tasks.generation.probe import prefix_cut
+from trac_tasks.generation.progress import RunProgress
+from trac_tasks.generation.runner import ProbeOutput, Trace, TracRunner, validate_documents
 
 
 class _Request:
@@ -29,3 +35,104 @@ def test_the_first_failing_document_is_named(switches, expected):
     with pytest.raises(ValueError, match="task t, ") as error:
         validate_documents([_Request(i, doc) for i, doc in enumerate(docs)], [config, config])
     assert expected in str(error.value)
+
+
+# ------------------------------------------------------------------ prefix probes (docs/method.md#prefix-probes)
+
+
+class _Sink:
+    """Collects the records of each written question."""
+
+    def __init__(self) -> None:
+        self.records: list = []
+
+    def write(self, records):
+        self.records.extend(records)
+
+
+class _Runner(TracRunner):
+    """The runner's flow without an engine: traces and probe outputs are handed in by the test."""
+
+    def execute(self, chunk):
+        raise NotImplementedError
+
+
+def _flow(tokenizer, marker: str, prompt_ids, body_ids, raw_text):
+    """One response (K = 1) with prefix probes at 0.25, 0.5 and 0.75 through the runner: its trace, then its jobs'
+    outputs in reverse order (each probe re-states 4); returns the runner's jobs and the written record."""
+    config = TracConfig.from_gen_kwargs(
+        {
+            "trac": {
+                "answer_kind": "math",
+                "reference": "{{answer}}",
+                "marker": marker,
+                "prefix_probes": [0.25, 0.5, 0.75],
+            }
+        },
+        "t",
+    )
+    request = SimpleNamespace(task_name="t", doc_id=0, doc={"answer": "4"}, repeats=1)
+    runner = _Runner(SimpleNamespace(think_end_token=None), tokenizer, "tiny", 4096, sink=_Sink())
+    runner.progress, runner.summaries = RunProgress(1, disable=True), {}
+    chunk = ChunkState([request], [0], [config])
+    trace = Trace(
+        request,
+        0,
+        config,
+        prompt_ids,
+        body_ids,
+        body_ids,
+        raw_text,
+        raw_text,
+        "length",
+        [-0.5] * len(body_ids),
+        [[-0.5]] * len(body_ids),
+        1.0,
+        0.7,
+        0.95,
+    )
+    jobs = runner.trace_finished(chunk, 0, trace)
+    answer_ids = tokenizer("4}", add_special_tokens=False).input_ids
+    for job in reversed(jobs):
+        output = ProbeOutput(
+            answer_ids, [-0.1] * len(answer_ids), [[-0.1]] * len(answer_ids), "length", len(job.prompt_ids), 32, 0.01
+        )
+        runner.job_finished(chunk, job, output, 0.01)
+    (record,) = runner.sink.records
+    return runner, jobs, record
+
+
+def test_every_fraction_gets_a_probe_of_the_trace_cut_before_it_stored_in_fraction_order(tiny_tokenizer):
+    encode = lambda text: tiny_tokenizer(text, add_special_tokens=False).input_ids  # noqa: E731
+    decode = lambda ids: tiny_tokenizer.decode(list(ids), skip_special_tokens=True)  # noqa: E731
+    text = "We add 2 and 2.\nThat makes 4. So the answer is \\boxed{4}"
+    prompt, body = encode("What is 2 + 2?"), encode(text)
+    runner, jobs, record = _flow(tiny_tokenizer, "", prompt, body, text)
+    cue = encode(DEFAULT_CUE)
+    prefix_jobs = [job for job in jobs if job.variant == "prefix"]
+    assert [job.variant for job in jobs] == ["trace", "prefix", "prefix", "prefix"]
+    for job, fraction in zip(prefix_jobs, (0.25, 0.5, 0.75), strict=True):
+        kept = prefix_cut(body, fraction, decode)
+        assert (job.fraction, job.trace_tokens, job.kind) == (fraction, kept, "decode")
+        assert job.prompt_ids == prompt + body[:kept] + cue and job.appended_text == DEFAULT_CUE
+    assert [(p.fraction, p.trace_tokens, p.answer) for p in record.prefix_probes] == [
+        (job.fraction, job.trace_tokens, "4") for job in prefix_jobs
+    ]
+    assert set(record.probes) == {"trace"}
+    share = 100 * 32 * 3 / sum(len(job.prompt_ids) for job in prefix_jobs)  # each output says 32 cached tokens
+    assert f"(prefix probes {share:.1f} %)" in runner.summaries["t"].line()
+
+
+def test_a_closed_thinking_section_is_cut_in_its_reasoning_and_the_cut_gets_the_marker(tiny_tokenizer):
+    encode = lambda text: tiny_tokenizer(text, add_special_tokens=False).input_ids  # noqa: E731
+    thinking, answer = encode("Two and two.\nThat is four.\nCheck: yes"), encode(" The answer is \\boxed{4}")
+    marker, opener = encode("</think>"), encode("<think>")
+    prompt, body = encode("What is 2 + 2?") + opener, thinking + marker + answer
+    _, jobs, record = _flow(tiny_tokenizer, "</think>", prompt, body, "")
+    decode = lambda ids: tiny_tokenizer.decode(list(ids), skip_special_tokens=True)  # noqa: E731
+    for job in jobs[1:]:  # R = the thinking tokens, not the marker and the answer after it
+        assert job.trace_tokens == prefix_cut(thinking, job.fraction, decode)
+        assert job.prompt_ids == prompt + thinking[: job.trace_tokens] + marker + encode(DEFAULT_CUE)
+        assert job.appended_text == "</think>" + DEFAULT_CUE
+    assert jobs[0].appended_text == DEFAULT_CUE  # the completed trace closed its thinking itself
+    assert len(record.prefix_probes) == 3

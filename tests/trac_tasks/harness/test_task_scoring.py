@@ -71,6 +71,7 @@ def test_the_switch_parses_every_key_and_names_the_task_in_errors():
         ({"answer_kind": "number"}, "trac.answer_kind must be one of"),
         ({"p_true": "false"}, "trac.p_true must be true or false"),
         ({"labels": "sympy"}, "trac.labels must be one of"),
+        ({"prefix_probes": [0.5, "0.75"]}, "trac.prefix_probes must be a list of numbers"),
         ("yes", "must be a JSON object"),
     ]
     for value, message in bad:
@@ -166,6 +167,18 @@ def test_the_labels_switch_travels_in_every_request_block(tasks_dir):
     task.build_all_requests(limit=1, rank=0, world_size=1)
     (instance,) = task.instances
     assert TracConfig.from_gen_kwargs(instance.args[1], "gsm8k_unit").labels == "math-verify"
+
+
+def test_the_prefix_probes_switch_travels_in_every_request_block_and_is_checked_there(tasks_dir):
+    task = _load(tasks_dir, {"prefix_probes": [0.25, 0.5]}, "gsm8k_unit")["gsm8k_unit"]
+    enable_trac_on_tasks([task])
+    task.build_all_requests(limit=1, rank=0, world_size=1)
+    (instance,) = task.instances
+    assert TracConfig.from_gen_kwargs(instance.args[1], "gsm8k_unit").prefix_probes == (0.25, 0.5)
+    unsorted = _load(tasks_dir, {"prefix_probes": [0.5, 0.25]}, "gsm8k_unit")["gsm8k_unit"]
+    enable_trac_on_tasks([unsorted])
+    with pytest.raises(ValueError, match="task gsm8k_unit: trac.prefix_probes must be strictly increasing"):
+        unsorted.build_all_requests(limit=1, rank=0, world_size=1)
 
 
 def test_requests_carry_a_per_document_trac_block_the_runner_accepts(tasks_dir):

@@ -241,7 +241,7 @@ def _questions(pair: PairRun, data: ReportData, index: int) -> dict[str, Any]:
         "agree": [_agreement(evidence["agree"]) for evidence in evidences],
         "answer": [evidence["primary_answer"] for evidence in evidences],
         "probe": [evidence["probe_answer"] for evidence in evidences],
-        "reference": [evidence["reference"] for evidence in evidences],
+        "reference": [_shown_reference(evidence["reference"]) for evidence in evidences],
         "answers": [evidence["answers"] for evidence in evidences],
         "classes": [evidence["answer_classes"] for evidence in evidences],
         "metadata": [evidence["metadata"] for evidence in evidences],
@@ -286,3 +286,8 @@ def page_data(data: ReportData, traces: Sequence[Mapping[str, Any]] = ()) -> dic
         "figures": [_figures(data, index, methods) for index in range(len(data.pairs))],
         "questions": [_questions(pair, data, index) for index, pair in enumerate(data.pairs)],
     }
+
+
+def _shown_reference(reference: str | list[str]) -> str:
+    """A question's reference as the page shows it: the aliases of a list reference joined by `` | ``."""
+    return " | ".join(reference) if isinstance(reference, list) else reference
