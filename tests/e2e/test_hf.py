@@ -4,7 +4,7 @@ The same run also covers the too-few-questions path (three questions cannot be c
 with a warning in the log, while accuracy is still reported), runs the user guide's worked example ("Adding a
 benchmark by YAML", docs/guide/running.md) exactly as written there, on its two-question JSON Lines file, sets K of
 every TrAC task with ``--gen_kwargs repeats=2`` (the local YAML says 3, the guide's template 8), and warns once about
-a task whose ``trac.marker`` the model never writes.
+a task whose ``trac.marker`` the model never writes; the local task also runs a prefix probe at half of each trace.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import pytest
 from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_guide_example, write_local_math500_task, write_variant_task
 
 from trac_metrics.records import iter_records
+from trac_tasks.generation.config import DEFAULT_CUE
+from trac_tasks.generation.probe import prefix_cut, trace_body
 
 pytestmark = pytest.mark.engine
 
@@ -26,7 +28,11 @@ MARKER_TASK = "unknown_marker_local"
 def run(tmp_path_factory, tiny_model):
     root = tmp_path_factory.mktemp("hf")
     tasks = write_local_math500_task(
-        root, N_DOCS, YAML_REPEATS, max_gen_toks=24, extra_trac="    probe_variants: [trace, teacher_forced]"
+        root,
+        N_DOCS,
+        YAML_REPEATS,
+        max_gen_toks=24,
+        extra_trac="    probe_variants: [trace, teacher_forced]\n    prefix_probes: [0.5]",
     )
     write_variant_task(tasks, MARKER_TASK, 16, trac_extra='    marker: "FINAL:"')
     write_guide_example(root, tasks)
@@ -59,6 +65,21 @@ def test_hf_records_match_the_vllm_schema_and_reuse_the_kv_cache(run):
         if record.repeat == 0:
             forced = record.probes["teacher_forced"]
             assert forced.num_cached_tokens < forced.num_prompt_tokens and len(forced.token_ids) > 0
+
+
+def test_prefix_probes_run_on_hf_after_the_cut_the_rule_gives(run, tiny_tokenizer):
+    (path,) = run.record_files()
+    cue_ids = tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids
+    decode = lambda ids: tiny_tokenizer.decode(list(ids), skip_special_tokens=True)  # noqa: E731
+    for record in iter_records(path):
+        body = trace_body(record.token_ids.tolist(), {tiny_tokenizer.eos_token_id})
+        assert record.reasoning_tokens == len(body), "no thinking section: the whole trace body is reasoning"
+        (probe,) = record.prefix_probes
+        assert (probe.variant, probe.fraction) == ("prefix", 0.5)
+        assert probe.trace_tokens == prefix_cut(body, 0.5, decode) <= len(body) // 2
+        assert probe.num_prompt_tokens == record.prompt_token_count + probe.trace_tokens + len(cue_ids)
+        assert 0 < len(probe.token_ids) <= 16
+    assert "prefix_agreement_auroc" in run.task_metrics()
 
 
 def test_too_few_questions_give_nan_metrics_with_accuracy_kept(run):
