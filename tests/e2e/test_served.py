@@ -1,10 +1,10 @@
 """End to end: the real ``lm_eval --model local-completions`` CLI against a real ``vllm serve`` (vLLM's CPU build, the
 tiny model) (docs/architecture.md#served-backend).
 
-One server (``served_model``) and one run on local rows in the MATH-500 schema with every probe variant and P(True)
-on, beside a task without TrAC switches. The server logs the token ids of every prompt it receives, so the tests
-check what was actually sent. The last test stops that server in the middle of a second run: a served model that
-goes away mid-run ends the run with a clear error after bounded retries.
+One server (``served_model``) and one run on local rows in the MATH-500 schema with every probe variant, a prefix
+probe and P(True) on, beside a task without TrAC switches. The server logs the token ids of every prompt it
+receives, so the tests check what was actually sent. The last test stops that server in the middle of a second
+run: a served model that goes away mid-run ends the run with a clear error after bounded retries.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def run(server, tmp_path_factory, tiny_model):
         N_DOCS,
         K,
         max_gen_toks=112,
-        extra_trac=f"    probe_variants: [{', '.join(sorted(VARIANTS))}]\n    p_true: true",
+        extra_trac=f"    probe_variants: [{', '.join(sorted(VARIANTS))}]\n    p_true: true\n    prefix_probes: [0.5]",
     )
     model_args = (
         f"model={tiny_model},base_url={base_url}/v1/completions,num_concurrent=4,tokenizer={tiny_model},max_length=2048"
@@ -100,6 +100,12 @@ def test_records_are_complete_and_probes_hit_the_servers_prefix_cache(records, t
         trace_probe = record.probes["trace"]
         whole_blocks = 32 * ((trace_probe.num_prompt_tokens - cue_tokens - 1) // 32)
         assert whole_blocks <= trace_probe.num_cached_tokens <= trace_probe.num_prompt_tokens
+        # the prefix probe (half the trace) shares the prompt and the kept trace with the generation: served from
+        # the cache in whole blocks too
+        (prefix_probe,) = record.prefix_probes
+        assert prefix_probe.num_prompt_tokens == record.prompt_token_count + prefix_probe.trace_tokens + cue_tokens
+        kept_blocks = 32 * ((record.prompt_token_count + prefix_probe.trace_tokens) // 32)
+        assert kept_blocks <= prefix_probe.num_cached_tokens <= prefix_probe.num_prompt_tokens
 
 
 def test_the_k_samples_of_a_question_are_drawn_with_their_own_seeds(records):
