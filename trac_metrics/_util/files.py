@@ -52,25 +52,33 @@ def _write_then_rename(target: Path, payload: bytes) -> None:
 
 
 def check_output(path: str | os.PathLike[str], option: str, expect: Literal["file", "folder"], parents: bool) -> None:
-    """Refuse, with an :class:`OutputPathError` "OPTION PATH: problem", an output path that cannot be written as
-    ``expect`` says: an existing path of the other kind, a path under a file, a missing folder above it (unless the
-    writer creates ``parents``), or a folder in which creating a file fails (read-only, no permission: tried with a
-    probe file, removed at once, as a permission check alone is wrong for root). Writes nothing that stays."""
+    """Refuse, with an :class:`OutputPathError` "OPTION PATH: problem", an output path that cannot be written
+    (:func:`output_problem`). Writes nothing that stays."""
+    problem = output_problem(path, expect, parents)
+    if problem is not None:
+        raise OutputPathError(f"{option} {Path(path)}: {problem}")
+
+
+def output_problem(path: str | os.PathLike[str], expect: Literal["file", "folder"], parents: bool) -> str | None:
+    """Why ``path`` cannot be written as ``expect`` says, or None: an existing path of the other kind, a path under
+    a file, a missing folder above it (unless the writer creates ``parents``), or a folder in which creating a file
+    fails (read-only, no permission: tried with a probe file, removed at once, as a permission check alone is wrong
+    for root). Writes nothing that stays."""
     target = Path(path)
-    where = f"{option} {target}"
     if target.exists() and target.is_dir() != (expect == "folder"):
         other = "folder" if target.is_dir() else "file"
-        raise OutputPathError(f"{where}: is a {other}, not a {expect}")
+        return f"is a {other}, not a {expect}"
     folder = target if target.is_dir() else target.parent
     while not folder.exists() and parents and folder != folder.parent:
         folder = folder.parent
     if not folder.exists():
-        raise OutputPathError(f"{where}: the folder {folder} does not exist")
+        return f"the folder {folder} does not exist"
     if not folder.is_dir():
-        raise OutputPathError(f"{where}: {folder} is a file, not a folder")
+        return f"{folder} is a file, not a folder"
     probe = folder / f".trac-write-probe.{secrets.token_hex(6)}"
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except OSError as error:
-        raise OutputPathError(f"{where}: cannot create files in {folder} ({error.strerror})") from None
+        return f"cannot create files in {folder} ({error.strerror})"
     probe.unlink(missing_ok=True)
+    return None

@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -127,7 +127,7 @@ class TracConfig:
             is_list = isinstance(value, tuple) and all(isinstance(item, str) for item in value)
             _require(name, value, is_list, "a list of strings")
         fractions = self.prefix_probes
-        numbers = isinstance(fractions, tuple) and all(map(_is_finite_number, fractions))
+        numbers = isinstance(fractions, tuple) and all(map(is_finite_number, fractions))
         _require("prefix_probes", fractions, numbers, "a list of numbers")
 
     @classmethod
@@ -161,8 +161,7 @@ class TracConfig:
         before generation refuses it)."""
         aliases = self.reference if isinstance(self.reference, tuple) else _list_value(self.reference, doc)
         if aliases is not None:
-            kept = tuple(dict.fromkeys(alias for alias in (str(item).strip() for item in aliases) if alias))
-            reference: str | tuple[str, ...] = kept if len(kept) != 1 else kept[0]
+            reference = reference_of_aliases(str(item) for item in aliases)
         else:
             reference = _render("reference", self.reference, doc)
         if not reference:
@@ -204,7 +203,14 @@ def _require(name: str, value: Any, ok: bool, expected: str) -> None:
         raise ValueError(f"trac.{name} must be {expected}, got {value!r}")
 
 
-def _is_finite_number(value: Any) -> bool:
+def reference_of_aliases(aliases: Iterable[str]) -> str | tuple[str, ...]:
+    """A reference from a list of acceptable answers: each alias stripped, empty and repeated ones dropped; one
+    alias left is the reference itself, none is ``()``."""
+    kept = tuple(dict.fromkeys(alias for alias in (item.strip() for item in aliases) if alias))
+    return kept if len(kept) != 1 else kept[0]
+
+
+def is_finite_number(value: Any) -> bool:
     """A finite int or float, not a boolean (a NaN equals nothing, not even itself)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -220,7 +226,7 @@ def _check_sampling(gen_kwargs: Mapping[str, Any]) -> None:
         value = gen_kwargs.get(name)
         if value is None:
             continue
-        if not (_is_finite_number(value) and in_range(value)):
+        if not (is_finite_number(value) and in_range(value)):
             raise ValueError(f"generation_kwargs.{name} must be {expected}, got {value!r}")
 
 

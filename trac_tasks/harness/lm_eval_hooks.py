@@ -13,12 +13,12 @@ import functools
 import inspect
 import os
 import re
-import tempfile
 from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from trac_metrics._util.files import output_problem
 from trac_tasks.harness import compat
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -319,24 +319,16 @@ def _number_requests_after_build(task: Any, dataset_indices: list[int]) -> None:
 
 def refuse_unwritable_records_dir(trac_tasks: list[str]) -> None:
     """Refuse, before any generation, a records folder that cannot be created or written (an ``--output_path`` naming
-    a file, a read-only or virtual filesystem, no permission): create the folder and a file in it now, so the first
-    write after the generation cannot fail (docs/guide/reliability.md#lm-eval-flags)."""
+    a file, a read-only or virtual filesystem, no permission; :func:`trac_metrics._util.files.output_problem`), then
+    create it, so the first write after the generation cannot fail (docs/guide/reliability.md#lm-eval-flags)."""
     directory = records_dir()
-    existing = next((path for path in (directory, *directory.parents) if path.exists()), None)
-    if existing is not None and not existing.is_dir():
+    problem = output_problem(directory, "folder", parents=True)
+    if problem is not None:
         raise ValueError(
-            f"TrAC tasks {trac_tasks} write their records to {directory}, but {existing} is a file, not a folder: "
-            "give --output_path a folder (or a results .json path inside one)"
+            f"TrAC tasks {trac_tasks} write their records to {directory}, which cannot be written: {problem}: give "
+            "--output_path a folder (or a results .json path inside one) that can be written, or set $TRAC_RECORDS_DIR"
         )
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=directory, prefix=".trac-write-check-"):
-            pass
-    except OSError as error:
-        raise ValueError(
-            f"TrAC tasks {trac_tasks} write their records to {directory}, which cannot be written "
-            f"({error.strerror or error}): give --output_path a writable folder (or set $TRAC_RECORDS_DIR)"
-        ) from None
+    directory.mkdir(parents=True, exist_ok=True)
 
 
 def refuse_unwritable_records_dir_early(tasks: Any, metadata: Any) -> None:

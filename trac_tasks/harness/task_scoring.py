@@ -21,7 +21,6 @@ Tasks that are not ``generate_until`` run unchanged with one log line; tasks tha
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -32,7 +31,13 @@ from lm_eval.api.metrics import mean
 from trac_metrics.answers import ANSWER_KINDS, extract_answer, reference_aliases
 from trac_metrics.answers.kind_inference import infer_answer_kind, task_reference
 from trac_metrics.records import LABELLERS
-from trac_tasks.generation.config import TRAC_KEY, TracConfig, decodes_greedily
+from trac_tasks.generation.config import (
+    TRAC_KEY,
+    TracConfig,
+    decodes_greedily,
+    is_finite_number,
+    reference_of_aliases,
+)
 from trac_tasks.harness.compat import LOGGER
 from trac_tasks.harness.task_functions import AllSamples, aggregate_trac, keep_all_samples
 from trac_tasks.harness.task_functions import process_results as trac_process_results
@@ -91,8 +96,8 @@ class TaskSwitch:
             "repeats": (_is_int, "an integer ≥ 1", lambda v: v >= 1),
             "max_gen_toks": (_is_int, "an integer ≥ 1", lambda v: v >= 1),
             "top_k": (_is_int, "an integer ≥ 1", lambda v: v >= 1),
-            "temperature": (_is_number, "a finite number ≥ 0", lambda v: v >= 0),
-            "top_p": (_is_number, "a number in (0, 1]", lambda v: 0 < v <= 1),
+            "temperature": (is_finite_number, "a finite number ≥ 0", lambda v: v >= 0),
+            "top_p": (is_finite_number, "a number in (0, 1]", lambda v: 0 < v <= 1),
             "p_true": (lambda v: isinstance(v, bool), "true or false", lambda v: True),
             "answer_kind": (lambda v: v in ANSWER_KINDS, f"one of {ANSWER_KINDS}", lambda v: True),
             "labels": (lambda v: v in LABELLERS, f"one of {LABELLERS}", lambda v: True),
@@ -108,7 +113,7 @@ class TaskSwitch:
                 values[name] = tuple(given)
                 continue
             if name == "prefix_probes":
-                if not (isinstance(given, list) and all(map(_is_number, given))):
+                if not (isinstance(given, list) and all(map(is_finite_number, given))):
                     raise ValueError(f"task {task_name}: --metadata trac.prefix_probes must be a list of numbers")
                 values[name] = tuple(given)
                 continue
@@ -139,10 +144,6 @@ def _for_task(value: str | Mapping[str, str] | None, task_name: str) -> str | No
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -177,8 +178,7 @@ class TaskScorer:
         aliases, stays a list of aliases)."""
         target = self.task.doc_to_target(doc)
         if isinstance(target, (list, tuple)):
-            aliases = tuple(dict.fromkeys(filter(None, (task_reference(str(alias)) for alias in target))))
-            return aliases if len(aliases) != 1 else aliases[0]
+            return reference_of_aliases(task_reference(str(alias)) for alias in target)
         if _is_int(target) and not isinstance(target, bool):
             choices = self.task.doc_to_choice(doc) if self.task.config.doc_to_choice is not None else None
             if choices is not None and 0 <= target < len(choices):
