@@ -8,6 +8,10 @@ out-of-fold scores and calibrated probabilities of correctness into its evidence
 docs/method.md#calibration-maps), so lm-eval's samples file (``--log_samples``) carries the TrAC score and
 probability, probe answer, agreement and primary answer of every document. A task none of whose primary responses
 gave an answer (accuracy 0 by construction, typically a ``trac.marker`` the model never writes) gets one warning.
+
+Each document's evidence also carries its trace probes' token counts (``probe_cache``), so the aggregation reports
+the task's probe cache share as ``probe_cached_share`` and warns when it is below 50 %
+(docs/method.md#probe-cache-share).
 """
 
 from __future__ import annotations
@@ -16,9 +20,16 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from trac_metrics.features.cache_share import ProbeCacheCounts, low_share_warning, probe_cache_counts
 from trac_metrics.features.evidence import document_accuracy, question_evidence
 from trac_metrics.heads.evaluate import evaluate_task
 from trac_tasks.generation.progress import LOGGER
+
+PROBE_CACHE_KEY = "probe_cache"
+"""Evidence key of a document's trace-probe token counts (:class:`~trac_metrics.features.cache_share.ProbeCacheCounts`),
+written by :func:`process_results` and summed by :func:`aggregate_trac`."""
+CACHED_SHARE_METRIC = "probe_cached_share"
+"""Results key of a task's probe cache share (docs/method.md#probe-cache-share)."""
 
 
 class MultiMetricResult(dict):
@@ -47,6 +58,7 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Sequence[str]]) ->
             "a --use_cache database written by a run without trac-eval"
         )
     evidence = question_evidence(records)
+    evidence[PROBE_CACHE_KEY] = probe_cache_counts(records).to_dict()
     return {**document_accuracy(evidence), "trac": evidence}
 
 
@@ -54,6 +66,7 @@ def aggregate_trac(items: Sequence[dict[str, Any]]) -> MultiMetricResult:
     """All TrAC and baseline metrics of a task (docs/method.md#selective-prediction-metrics), cross-fitted over its
     documents (docs/method.md#cross-fitting-protocol)."""
     warn_if_no_answer(items)
+    cache = task_probe_cache(items)
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         evaluation = evaluate_task(items)
@@ -61,7 +74,17 @@ def aggregate_trac(items: Sequence[dict[str, Any]]) -> MultiMetricResult:
     for position, evidence in enumerate(items):
         evidence["scores"] = {method: float(values[position]) for method, values in evaluation.scores.items()}
         evidence["p_correct"] = {method: float(values[position]) for method, values in p_correct.items()}
-    return MultiMetricResult(evaluation.metrics)
+    return MultiMetricResult({**evaluation.metrics, CACHED_SHARE_METRIC: cache.share})
+
+
+def task_probe_cache(items: Sequence[dict[str, Any]]) -> ProbeCacheCounts:
+    """The task's trace-probe token counts, summed over its documents' evidence; logs the low-share warning of
+    :func:`~trac_metrics.features.cache_share.low_share_warning` once for the task."""
+    counts = sum((ProbeCacheCounts.from_dict(evidence[PROBE_CACHE_KEY]) for evidence in items), ProbeCacheCounts())
+    message = low_share_warning(f"task {items[0]['task']}", counts) if items else None
+    if message is not None:
+        LOGGER.warning(message)
+    return counts
 
 
 def warn_if_no_answer(items: Sequence[dict[str, Any]]) -> None:

@@ -16,7 +16,7 @@ from trac_metrics._warnings import TracWarning
 from trac_metrics.methods import ACCURACY_KEYS
 from trac_metrics.reporting.summary_table import HEADLINE_METRICS, headline_keys, method_keys
 from trac_tasks.harness.lm_eval_hooks import TABLE_SWITCH, headline_view, refuse_unknown_table_switch
-from trac_tasks.harness.task_functions import aggregate_trac, process_results
+from trac_tasks.harness.task_functions import CACHED_SHARE_METRIC, aggregate_trac, process_results
 
 K, TASK = 4, "trac_demo"
 
@@ -67,7 +67,8 @@ def test_the_printed_table_of_a_trac_task_fits_on_one_screen(metrics: dict[str, 
     before = copy.deepcopy(results)
     table = lm_eval.utils.make_table(results)
     shown = printed_metrics(table)
-    assert len(shown) <= 25 and set(shown) == set(headline_keys()) - {"p_true_" + m for m in HEADLINE_METRICS}
+    expected = set(headline_keys()) - {"p_true_" + m for m in HEADLINE_METRICS} | {CACHED_SHARE_METRIC}
+    assert len(shown) <= 25 and set(shown) == expected, "the probe cache share is shown beside the headline rows"
     assert {"acc", "maj_acc", "trac_auroc", "trac_aurc", "trac_ece", "sc_modal_auroc"} <= set(shown)
     assert f"TrAC: {len(metrics) - len(shown)} more metric rows are in the results file" in table
     assert f'--metadata \'{{"{TABLE_SWITCH}": "all"}}\'' in table
@@ -98,7 +99,7 @@ def test_a_group_keeps_every_row_when_one_of_its_tasks_asks(metrics: dict[str, f
     assert headline_view(results, "groups") is None
     results["configs"][TASK]["metadata"].pop(TABLE_SWITCH)
     _, hidden = headline_view(results, "groups")
-    assert hidden == len(metrics) - len(headline_keys() & set(metrics))
+    assert hidden == len(metrics) - len(headline_keys() & set(metrics)) - 1  # the probe cache share is shown
 
 
 def test_tables_without_trac_metrics_are_left_alone() -> None:
