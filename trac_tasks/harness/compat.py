@@ -49,6 +49,10 @@ REQUIRED: dict[str, tuple[str, ...]] = {
         "lm_eval.api.task:ConfigurableTask.higher_is_better",
         "lm_eval.api.task:ConfigurableTask.doc_to_target(doc)",
         "lm_eval.api.task:ConfigurableTask.doc_to_choice(doc)",
+        "lm_eval.api.task:Task.instances",
+        "lm_eval.api.filter:FilterEnsemble(name, filters)",
+        "lm_eval.api.filter:Filter.apply(resps, docs)",
+        "lm_eval.api.instance:Instance(doc, arguments, resps, filtered_resps)",
         "lm_eval.api.metrics:mean",
     ),
     "lm_eval.models.vllm_causallms": (
@@ -112,7 +116,28 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     ),
 }
 """Per hooked lm-eval module, what its hook relies on, as ``"module:Qual.name(parameter, ...)"``. Instance attributes
-set in ``__init__`` (``VLLM.model``, ``lora_request``, ``think_end_token`` ...) cannot be checked without a model."""
+set in ``__init__`` are in :data:`INSTANCE_ATTRIBUTES`; a backend's (``VLLM.model``, ``lora_request``,
+``think_end_token`` ...) cannot be checked without a model."""
+
+INSTANCE_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    "lm_eval.evaluator": ("lm_eval.api.task:ConfigurableTask._filters",),
+}
+"""Per hooked module, the attributes of lm-eval objects its hook reads that exist only on an instance (set in
+``__init__``): a test builds a real task and checks each (the hook itself finds them missing only at run time)."""
+
+ENTRY_POINTS: dict[str, str] = {
+    "lm_eval.tasks": "lm_eval.tasks.manager:discover_plugin_task_paths",
+    "lm_eval.filters": "lm_eval.api.registry:load_plugins(group, registry)",
+    "lm_eval.aggregations": "lm_eval.api.registry:load_plugins(group, registry)",
+}
+"""The entry-point groups trac-eval declares (pyproject ``[project.entry-points."<group>"]``), each with the lm-eval
+function that reads it (lm-eval main: models, filters, metrics, aggregations; PR #4015: tasks; 0.4.13 reads none).
+Where lm-eval reads ``lm_eval.tasks``, it indexes trac-eval's tasks itself and the ``lm_eval.tasks.manager`` hook steps
+aside (:func:`trac_tasks.harness.lm_eval_hooks.index_package_tasks`); the filter ``trac_all_samples`` and the
+aggregation ``trac`` are names a task YAML can use there instead of ``!function``. No ``lm_eval.models`` or
+``lm_eval.metrics`` entry: lm-eval never lets a plugin replace a built-in model name (trac-eval extends ``vllm``,
+``hf`` and ``local-completions``, it adds no backend), and it calls no metric function for a task with its own
+``process_results`` (every TrAC task). docs/guide/reliability.md#lm-eval-releases has the compatibility table."""
 
 FAST_CAPTURE = (
     "vllm:SamplingParams(flat_logprobs, detokenize, skip_special_tokens, spaces_between_special_tokens)",
@@ -212,6 +237,11 @@ def _parameter_names(found: object) -> set[str]:
     if isinstance(found, type) and hasattr(found, "__required_keys__"):
         return set(found.__required_keys__) | set(found.__optional_keys__)
     return set(inspect.signature(found).parameters)
+
+
+def reads_entry_points(group: str) -> bool:
+    """Whether the installed lm-eval reads the entry-point group ``group`` (:data:`ENTRY_POINTS`)."""
+    return symbol_problem(ENTRY_POINTS[group]) is None
 
 
 def problems(hook: str, *, with_fallbacks: bool = False) -> list[str]:

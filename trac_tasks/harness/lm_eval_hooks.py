@@ -38,7 +38,15 @@ def index_package_tasks(manager_module: ModuleType) -> None:
 
     The folder goes first: a task of the caller's ``include_path`` with the same name takes precedence. With
     ``include_defaults=False`` only the caller's ``include_path`` is indexed, as in lm-eval: our tasks join where
-    lm-eval's defaults do (name the folder in ``include_path`` to have them anyway)."""
+    lm-eval's defaults do (name the folder in ``include_path`` to have them anyway).
+
+    Steps aside, patching nothing, where lm-eval itself indexes the folder through trac-eval's ``lm_eval.tasks``
+    entry point (:data:`trac_tasks.harness.compat.ENTRY_POINTS`; lm-eval PR #4015: after its own tasks, before
+    ``include_path``, whatever ``include_defaults`` says). An editable install's entry point names a package folder
+    without the task YAMLs (they sit beside it), so there the hook stays."""
+    if compat.reads_entry_points("lm_eval.tasks") and tasks_indexed_by_entry_point(manager_module):
+        compat.LOGGER.debug("trac-eval: lm-eval indexes %s through the lm_eval.tasks entry point", task_config_dir())
+        return
     task_manager = manager_module.TaskManager
     original_init = task_manager.__init__
     signature = inspect.signature(original_init)
@@ -64,6 +72,12 @@ def index_package_tasks(manager_module: ModuleType) -> None:
         original_init(*call.args, **call.kwargs)
 
     task_manager.__init__ = __init__
+
+
+def tasks_indexed_by_entry_point(manager_module: ModuleType) -> bool:
+    """Whether a task folder lm-eval finds through ``lm_eval.tasks`` entry points holds trac-eval's task YAMLs."""
+    ours = task_config_dir()
+    return any(ours.is_relative_to(Path(found).resolve()) for found in manager_module.discover_plugin_task_paths())
 
 
 def expand_multi_metric_aggregations(evaluator_utils: ModuleType) -> None:

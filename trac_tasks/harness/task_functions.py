@@ -47,6 +47,15 @@ def keep_all_samples(resps: Iterable[Sequence[str]], docs: Iterable[Any]) -> lis
     return [AllSamples(responses) for responses in resps]
 
 
+class KeepAllSamples:
+    """:func:`keep_all_samples` as an lm-eval filter class: the filter ``trac_all_samples`` of trac-eval's
+    ``lm_eval.filters`` entry point (``filter: [{function: trac_all_samples}]`` on an lm-eval that reads it,
+    :data:`trac_tasks.harness.compat.ENTRY_POINTS`)."""
+
+    def apply(self, resps: Iterable[Sequence[str]], docs: Iterable[Any]) -> list[AllSamples]:
+        return keep_all_samples(resps, docs)
+
+
 def process_results(doc: Mapping[str, Any], results: Sequence[Sequence[str]]) -> dict[str, Any]:
     """Per-document metrics of a TrAC task from the K responses carrying their records."""
     responses = results[0]

@@ -4,29 +4,35 @@ form, and the records folder follows lm-eval's own output path."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
 import subprocess
 import sys
 import tomllib
+from importlib.metadata import EntryPoint
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 from unittest import mock
 
 import pytest
-from lm_eval_runs import PLAIN_TASK, write_local_math500_task
+from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, write_local_math500_task
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from testenv import REPO
 
+import trac_tasks
 from trac_tasks.harness import autoload, compat
 from trac_tasks.harness.lm_eval_hooks import (
     current_output_path,
     hook_evaluator,
+    index_package_tasks,
     records_dir,
     refuse_unready_trac_tasks,
+    task_config_dir,
 )
+from trac_tasks.harness.task_functions import AllSamples, aggregate_trac
 
 pytestmark = pytest.mark.subprocess
 
@@ -75,6 +81,76 @@ def test_every_lm_eval_and_vllm_import_of_trac_tasks_is_listed():
         symbol for symbol in imported if not any(entry == symbol or entry.startswith(symbol + ".") for entry in listed)
     }
     assert imported and unlisted == set()
+
+
+def test_every_instance_attribute_the_hooks_read_is_on_a_real_task(tmp_path):
+    # a real TrAC task of the installed lm-eval: what only exists once __init__ ran fails here, not as a warning
+    from lm_eval.tasks import TaskManager
+
+    write_local_math500_task(tmp_path, n_rows=2, repeats=2, max_gen_toks=8)
+    task = TaskManager(include_path=str(tmp_path / "tasks")).load([LOCAL_TASK])["tasks"][LOCAL_TASK]
+    missing = []
+    for symbol in (symbol for symbols in compat.INSTANCE_ATTRIBUTES.values() for symbol in symbols):
+        module, qualified = symbol.split(":")
+        owner, attribute = qualified.rsplit(".", 1)
+        assert isinstance(task, getattr(importlib.import_module(module), owner)), symbol
+        missing += [] if hasattr(task, attribute) else [symbol]
+    assert set(compat.INSTANCE_ATTRIBUTES) <= set(compat.REQUIRED) and missing == []
+
+
+def test_pyproject_declares_exactly_the_entry_points_of_the_table_and_each_loads():
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
+    assert set(declared) == set(compat.ENTRY_POINTS)
+    loaded = {
+        group: {name: EntryPoint(name, value, group).load() for name, value in entries.items()}
+        for group, entries in declared.items()
+    }
+    assert loaded["lm_eval.tasks"] == {"trac-eval": trac_tasks}
+    # a wheel ships the YAMLs inside the package the tasks entry point names (hatch_build.py)
+    assert 'build_data["force_include"]["task_configs"] = "trac_tasks/task_configs"' in (
+        REPO / "hatch_build.py"
+    ).read_text(encoding="utf-8")
+    (aggregation,) = loaded["lm_eval.aggregations"].values()
+    assert aggregation is aggregate_trac
+    (filter_class,) = loaded["lm_eval.filters"].values()
+    kept = filter_class().apply([["a", "b"], ["c"]], [{}, {}])
+    assert kept == [["a", "b"], ["c"]] and all(isinstance(responses, AllSamples) for responses in kept)
+
+
+def test_the_installed_lm_eval_reads_no_entry_point_so_the_start_up_hooks_do_the_work():
+    # lm-eval 0.4.13 (the declared range) has no plugin discovery: every hook patches, none steps aside
+    assert compat.installed_version("lm_eval") == "0.4.13"
+    assert not any(map(compat.reads_entry_points, compat.ENTRY_POINTS))
+
+
+def _manager_module(monkeypatch, found: list[Path]) -> ModuleType:
+    """A stand-in ``lm_eval.tasks.manager`` of an lm-eval that reads ``lm_eval.tasks`` entry points (PR #4015)."""
+    module = ModuleType("future_manager")
+
+    def __init__(self, include_path=None, include_defaults=True):  # noqa: N807 - lm-eval's signature
+        pass
+
+    module.TaskManager = type("TaskManager", (), {"__init__": __init__})
+    module.discover_plugin_task_paths = lambda: found
+    monkeypatch.setitem(sys.modules, "future_manager", module)
+    monkeypatch.setitem(compat.ENTRY_POINTS, "lm_eval.tasks", "future_manager:discover_plugin_task_paths")
+    return module
+
+
+def test_the_task_hook_steps_aside_where_lm_eval_indexes_the_tasks_through_the_entry_point(monkeypatch):
+    ours = task_config_dir()
+    module = _manager_module(monkeypatch, [ours.parent])  # a wheel: the YAMLs inside the package folder
+    original = module.TaskManager.__init__
+    index_package_tasks(module)
+    assert module.TaskManager.__init__ is original
+
+
+def test_the_task_hook_stays_where_the_entry_point_misses_the_yamls(monkeypatch):
+    # an editable install: the entry point names the package folder, the YAMLs sit beside it
+    module = _manager_module(monkeypatch, [REPO / "trac_tasks"] if task_config_dir() == REPO / "task_configs" else [])
+    original = module.TaskManager.__init__
+    index_package_tasks(module)
+    assert module.TaskManager.__init__ is not original
 
 
 def test_symbol_problems_name_what_differs():
