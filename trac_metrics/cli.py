@@ -14,9 +14,10 @@
 
 Unusable input (a folder without TrAC records, another record schema, a question stored twice, a malformed head file
 or one that does not fit the runs, a request larger than the memory available) ends with a one-line message on
-stderr and exit status 2, and so does an output path that could not be written (checked before any work). Every file
-is written atomically (complete, or the old file left as it was), and a head file is data only: a custom
-``--equivalence`` is code and comes from the command line alone.
+stderr and exit status 2, and so does an output path that could not be written or that is one of the command's inputs
+(a record, samples or head file it reads, or its other output; checked before any work, links resolved). Every file
+is written atomically (complete, or the old file left as it was; never over a pipe or a device), and a head file is
+data only: a custom ``--equivalence`` is code and comes from the command line alone.
 """
 
 from __future__ import annotations
@@ -53,11 +54,19 @@ from trac_metrics.heads.saved_heads import (
 from trac_metrics.methods import saved_head_methods
 from trac_metrics.records import iter_records
 from trac_metrics.reporting.html import primary_trace, write_html_report
+from trac_metrics.reporting.html.prompts import readable_samples_files
 from trac_metrics.reporting.html.tokens import parse_tokenizer_specs
 from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, build_report_data
 from trac_metrics.reporting.report_writer import write_report
 from trac_metrics.reporting.rescore import changes_to_json, format_changes, rescore
-from trac_metrics.reporting.runs import Details, PairRun, check_labellers, evaluate_pairs, load_pairs
+from trac_metrics.reporting.runs import (
+    Details,
+    PairRun,
+    check_labellers,
+    evaluate_pairs,
+    find_record_files,
+    load_pairs,
+)
 from trac_metrics.reporting.summary_table import HEADLINE_TABLES, SUMMARY_TABLES, format_table, method_table
 from trac_metrics.selective import DEFAULT_ECE_BINS
 from trac_metrics.selective.bootstrap import bootstrap_memory
@@ -171,6 +180,17 @@ def _read(
     return load_pairs(paths, progress=_progress("reading records", "file"), options=options, jobs=jobs, details=details)
 
 
+def _inputs(runs: Sequence[Path], samples: bool = False) -> dict[Path, str]:
+    """The files a command reads from ``runs``, each with what it is: their record files and, with ``samples``, the
+    lm-eval samples files the HTML page reads prompts from; no output may replace one
+    (:func:`~trac_metrics._util.files.check_output`)."""
+    records = find_record_files(runs)
+    inputs = dict.fromkeys(records, "a record file this command reads")
+    if samples:
+        inputs.update(dict.fromkeys(readable_samples_files(records), "an lm-eval samples file the page reads"))
+    return inputs
+
+
 def _check_n_bins(n_bins: int, request: str) -> None:
     """Refuse a TUP J whose heads cannot be fitted in the memory available: a cf head has 2·J + 18 features (the
     names of J = 0 plus 2·J bins), at most as many missingness indicators, and an intercept."""
@@ -193,13 +213,17 @@ def _options(args: argparse.Namespace) -> EvidenceOptions:
 def _report(args: argparse.Namespace) -> None:
     if args.out is None and args.html is None:
         raise ValueError("nothing to write: give --out DIR, --html FILE or both")
-    if args.tokenizer and args.html is None:
-        raise ValueError("--tokenizer names the tokenizer of the HTML report's traces: give --html FILE too")
+    if (args.tokenizer or args.tokenizer_from_records) and args.html is None:
+        option = "--tokenizer" if args.tokenizer else "--tokenizer-from-records"
+        raise ValueError(f"{option} chooses the tokenizer of the HTML report's traces: give --html FILE too")
     tokenizers = parse_tokenizer_specs(args.tokenizer or [])
+    inputs = _inputs(args.runs, samples=args.html is not None)
     if args.out is not None:
-        check_output(args.out, "--out", "folder", parents=True)
+        other = {args.html: "the --html page"} if args.html is not None else {}
+        check_output(args.out, "--out", "folder", parents=True, inputs={**inputs, **other})
     if args.html is not None:
-        check_output(args.html, "--html", "file", parents=True)
+        other = {args.out: "the --out folder"} if args.out is not None else {}
+        check_output(args.html, "--html", "file", parents=True, inputs={**inputs, **other})
     pairs = _read(args.runs, _options(args), args.jobs, primary_trace if args.html is not None else None)
     check_labellers(pairs, allow_mixed=args.mix_labellers)
     questions = [len(pair.evidences) for pair in pairs]
@@ -220,7 +244,13 @@ def _report(args: argparse.Namespace) -> None:
     if args.out is not None:
         print(write_report(data, args.out, latex=args.latex))
     if args.html is not None:
-        size = write_html_report(data, args.html, tokenizers, progress=_progress("writing the HTML report", "pair"))
+        size = write_html_report(
+            data,
+            args.html,
+            tokenizers,
+            progress=_progress("writing the HTML report", "pair"),
+            tokenizer_from_records=args.tokenizer_from_records,
+        )
         print(f"HTML report: {args.html} ({size / 1e6:.1f} MB)")
 
 
@@ -233,7 +263,7 @@ def _rescore(args: argparse.Namespace) -> None:
 def _fit(args: argparse.Namespace) -> None:
     if args.target_risk is not None and not args.calibration:
         raise ValueError("--target-risk needs --calibration runs to choose the threshold on")
-    check_output(args.out, "--out", "file", parents=False)
+    check_output(args.out, "--out", "file", parents=False, inputs=_inputs([*args.runs, *(args.calibration or [])]))
     options = _options(args)
     training = _read(args.runs, options)
     calibration = _read(args.calibration, options) if args.calibration else []
@@ -254,7 +284,8 @@ def _fit(args: argparse.Namespace) -> None:
 
 def _score(args: argparse.Namespace) -> None:
     if args.out is not None:
-        check_output(args.out, "--out", "file", parents=False)
+        inputs = {**_inputs(args.runs), args.head: "the head file this command reads"}
+        check_output(args.out, "--out", "file", parents=False, inputs=inputs)
     head = load_head(args.head)
     options = head_options(head, args.equivalence)
     _check_n_bins(options.n_bins, f"n_bins {options.n_bins} of {args.head}")
@@ -375,8 +406,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--tokenizer",
         action="append",
         metavar="[MODEL=]PATH_OR_ID",
-        help="the tokenizer that turns a model's token ids into the HTML report's shaded tokens (default: the "
-        "model's own name, if its tokenizer is on this machine; 'none': unshaded text); repeat per model",
+        help="the tokenizer that turns a model's token ids into the HTML report's shaded tokens (default: none, "
+        "unshaded text; 'none': unshaded text for that model); repeat per model; loaded without running any code",
+    )
+    report.add_argument(
+        "--tokenizer-from-records",
+        action="store_true",
+        help="load each model's tokenizer (from this machine's files only) by the model name its records give, for "
+        "models --tokenizer does not name",
     )
     report.add_argument("--latex", action="store_true", help="also write LaTeX tables")
     report.add_argument(

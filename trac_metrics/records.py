@@ -40,8 +40,12 @@ Reading (:func:`iter_records`) checks every field against this schema, so a malf
 a crash is skipped with a warning. The arrays' values are part of the schema (:data:`_ARRAY_VALUES`): token ids are
 non-negative; ``token_logprobs`` (response and probe) and ``topk_mean_logprob`` are finite and ≤ 0; ``topk_entropy``
 is finite and ≥ 0; a probe's ``top_logprobs`` are ≤ 0, -inf being the padding of a position with fewer than k
-(never NaN or +inf). Writing (:class:`RecordWriter`) checks each record with the same reader, so a record that
-would be refused on reading is never written.
+(never NaN or +inf). Every string of a record (dictionary keys included) must be Unicode text: a lone surrogate
+(``"\\ud800"``, which JSON can spell but no UTF-8 page can hold) is refused; ``metadata``, ``timing`` and
+``decoding`` hold finite numbers only (JSON has no NaN: a record built with a non-finite metadata value, a missing
+value of its dataset, stores it as null); a ``doc_id`` is an integer or a string of at most :data:`MAX_DOC_ID_CHARS`
+characters. Writing (:class:`RecordWriter`) checks each record with the same reader, so a record that would be
+refused on reading is never written.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ import base64
 import dataclasses
 import json
 import math
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -187,13 +192,34 @@ def _is_int(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """An int or a float (not a bool) that a float can hold: an integer beyond 1.8e308 is not a number of a record."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def _short(value: Any) -> str:
     """A stored value as its JSON text, cut to 40 characters, for an error message (a stored text can be long)."""
-    text = json.dumps(value, ensure_ascii=False, default=repr, skipkeys=True)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr, skipkeys=True)
+    except (ValueError, RecursionError):  # an integer of over 4,300 digits, a value nested too deeply
+        return f"<a {type(value).__name__} too large to print>"
     return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _id_text(value: Any) -> str:
+    """A task name or document id for a one-line error message: cut to 40 characters, quoted with its line breaks and
+    other unprintable characters escaped when it has any (an integer Python refuses to print is named)."""
+    try:
+        text = str(value)
+    except ValueError:  # an integer of over 4,300 digits
+        return "<an integer too long to print>"
+    text = text if len(text) <= 40 else f"{text[:37]}..."
+    return text if text.isprintable() else repr(text)
 
 
 @dataclass(frozen=True)
@@ -218,9 +244,38 @@ _WRITTEN_WHEN_SET = ("label", "label_source", "labeller", "reasoning_tokens")
 """Fields written only when set (task-scored records, runs labelled by Math-Verify), so other records stay byte for
 byte as before."""
 _NUMBERS = _Expected(
-    "a JSON object of numbers", lambda value: isinstance(value, Mapping) and all(map(_is_number, value.values()))
+    "a JSON object of finite numbers",
+    lambda value: (
+        isinstance(value, Mapping) and all(_is_number(item) and math.isfinite(float(item)) for item in value.values())
+    ),
 )
-_DOC_ID = _Expected("an integer or a string", lambda value: isinstance(value, str) or _is_int(value))
+MAX_DOC_ID_CHARS = 1000
+"""The longest document id a record may carry, in characters (digits of an integer id): longer ones are refused when
+read, as no dataset index needs them and Python refuses to print an integer of over 4,300 digits."""
+_DOC_ID = _Expected(
+    f"an integer or a string of at most {MAX_DOC_ID_CHARS} characters",
+    lambda value: (
+        (isinstance(value, str) and len(value) <= MAX_DOC_ID_CHARS)
+        or (_is_int(value) and abs(value) < 10**MAX_DOC_ID_CHARS)
+    ),
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@dataclass(frozen=True)
+class _LongInteger:
+    """What the reader holds for a JSON integer of more than :data:`MAX_DOC_ID_CHARS` digits (Python's ``int`` refuses
+    to read one of over 4,300): a value no field accepts, so the error names the field."""
+
+    digits: int
+
+    def __repr__(self) -> str:
+        return f"an integer of {self.digits} digits"
+
+
+def _parse_int(digits: str) -> int | _LongInteger:
+    return int(digits) if len(digits) <= MAX_DOC_ID_CHARS else _LongInteger(len(digits.lstrip("-")))
+
 
 _PROBE_FIELDS = {
     "variant": _STRING,
@@ -300,8 +355,46 @@ def _read_fields(
             _check_values(value, prefix + name)
         elif not scalars[name].accepts(value):
             raise RecordFormatError(f"field {prefix + name!r} must be {scalars[name].description}, got {_short(value)}")
+        else:
+            _check_json_value(value, prefix + name, finite=name == "metadata")
         values[name] = value
     return values
+
+
+def _check_json_value(value: Any, name: str, finite: bool) -> None:
+    """Raise :class:`RecordFormatError` naming the field of the first string in ``value`` (a JSON value, walked
+    through its objects, keys included, and lists) that holds a lone surrogate, or, when ``finite``, of the first
+    number that is NaN or infinite."""
+    stack = [(name, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found:
+                raise RecordFormatError(
+                    f"field {where!r} holds a lone surrogate {found.group()!r} at character {found.start()}: not "
+                    "Unicode text"
+                )
+        elif isinstance(item, _LongInteger):
+            raise RecordFormatError(f"field {where!r} holds {item!r}: too long to be a number of a record")
+        elif finite and isinstance(item, float) and not math.isfinite(item):
+            raise RecordFormatError(f"field {where!r} must be a finite number or null, got {item}")
+        elif isinstance(item, Mapping):
+            stack.extend((where, key) for key in item)
+            stack.extend((f"{where}.{key}", entry) for key, entry in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((f"{where}.{index}", entry) for index, entry in reversed(list(enumerate(item))))
+
+
+def _finite_or_null(value: Any) -> Any:
+    """``value`` (a JSON-like value) with every non-finite float, at any depth, replaced by None (JSON's null)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {key: _finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_null(item) for item in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -407,6 +500,7 @@ class ResponseRecord:
     def __post_init__(self) -> None:
         _store_as_stored(self, _RESPONSE_ARRAYS)
         object.__setattr__(self, "prefix_probes", tuple(self.prefix_probes))
+        object.__setattr__(self, "metadata", _finite_or_null(self.metadata))
         if isinstance(self.reference, list):
             object.__setattr__(self, "reference", tuple(self.reference))
         if (self.label is None) != (self.label_source is None):
@@ -517,13 +611,13 @@ class RecordWriter:
         """
         lines = []
         for record in records:
-            line = json.dumps(record.to_dict(), ensure_ascii=False)
             try:
-                ResponseRecord.from_dict(json.loads(line))
-            except RecordFormatError as error:
+                line = json.dumps(record.to_dict(), ensure_ascii=False, allow_nan=True)
+                ResponseRecord.from_dict(json.loads(line, parse_int=_parse_int))
+            except (RecordFormatError, TypeError, ValueError, RecursionError) as error:  # also what JSON cannot hold
                 raise RecordFormatError(
-                    f"{self.path}: refused to write the record of {record.task} doc {record.doc_id} repeat "
-                    f"{record.repeat}, which could not be read back: {error}"
+                    f"{self.path}: refused to write the record of {_id_text(record.task)} doc "
+                    f"{_id_text(record.doc_id)} repeat {record.repeat}, which could not be read back: {error}"
                 ) from error
             lines.append(line + "\n")
         with self.path.open("a", encoding="utf-8") as handle:
@@ -545,8 +639,10 @@ def iter_records(path: str | Path) -> Iterator[ResponseRecord]:
             if not line.strip():
                 continue
             try:
-                payload = json.loads(line)
-            except ValueError as error:  # not JSON, or not UTF-8
+                payload = json.loads(line, parse_int=_parse_int)
+            except RecursionError:
+                raise RecordFormatError(f"{path}:{line_number}: malformed record: nested too deeply") from None
+            except ValueError as error:  # not JSON, not UTF-8, or an integer of over 4,300 digits
                 if line.endswith(b"\n"):
                     raise RecordFormatError(f"{path}:{line_number}: corrupt line, not valid JSON ({error})") from error
                 warnings.warn(
@@ -558,6 +654,8 @@ def iter_records(path: str | Path) -> Iterator[ResponseRecord]:
                 return
             try:
                 record = ResponseRecord.from_dict(payload)
+            except RecursionError:
+                raise RecordFormatError(f"{path}:{line_number}: malformed record: nested too deeply") from None
             except RecordFormatError as error:
                 kind = "" if isinstance(error, RecordSchemaError) else "malformed record: "
                 raise type(error)(f"{path}:{line_number}: {kind}{error}") from error

@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -355,6 +356,89 @@ def test_an_output_of_the_wrong_kind_is_refused_before_any_work(
         f"trac fit: --out {tmp_path / 'missing' / 'head.json'}: the folder {tmp_path / 'missing'} does not exist"
     )
     assert a_file.read_text() == "kept\n" and sorted(path.name for path in tmp_path.iterdir()) == ["a_file", "a_folder"]
+
+
+def special_file(kind: str, path: Path) -> str:
+    """Create a named pipe or a private device node (a copy of /dev/null's numbers, in a test folder; /dev is never
+    touched) at ``path``; what the refusal calls it."""
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "a named pipe"
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("creating a device node needs CAP_MKNOD")
+    return "a character device"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_pipe_or_a_device_is_refused_as_an_output_and_kept(
+    kind: str,
+    runs: dict[str, list[Path]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An output path that is a special file is refused before any work (``--html /dev/null`` as a dry run must not
+    replace the machine's /dev/null), also through a link; nothing is opened, so a pipe never blocks."""
+    refuse_any_work(monkeypatch)
+    run, target, link = runs["target"][0], tmp_path / "special", tmp_path / "link.html"
+    what = special_file(kind, target)
+    link.symlink_to(target)
+    refusal = f"is {what}, not a regular file; trac writes only regular files"
+    assert cli_error(capsys, "report", run, "--html", target) == f"trac report: --html {target}: {refusal}"
+    assert cli_error(capsys, "report", run, "--html", link) == f"trac report: --html {link}: {refusal}"
+    assert cli_error(capsys, "fit", run, "--out", target) == f"trac fit: --out {target}: {refusal}"
+    assert cli_error(capsys, "score", tmp_path / "head.json", run, "--out", target).endswith(refusal)
+    assert cli_error(capsys, "report", run, "--out", target) == (
+        f"trac report: --out {target}: is {what}, not a folder; trac writes only regular files"
+    )
+    mode = os.stat(target).st_mode
+    assert (stat.S_ISFIFO(mode) if kind == "fifo" else stat.S_ISCHR(mode)) and link.is_symlink()
+
+
+def test_an_input_of_the_command_is_refused_as_its_output(
+    runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record file, a samples file the page reads, a head file, the other output of the same command: refused as an
+    output before any work, through a symbolic or a hard link too, and left byte for byte as they were."""
+    refuse_any_work(monkeypatch)
+    run = tmp_path / "run"
+    shutil.copytree(runs["target"][0], run)
+    records = next(run.glob("trac_records/*.jsonl")).resolve()
+    samples = run / "m4" / "samples_t1_2026-01-01T00-00-00.000000.jsonl"
+    samples.parent.mkdir()
+    samples.write_text('{"doc_id": 0, "arguments": {"gen_args_0": {"arg_0": "Question 0"}}}\n')
+    head = tmp_path / "head.json"
+    head.write_text("{}\n")
+    link, hard = tmp_path / "report.html", tmp_path / "hard.html"
+    link.symlink_to(records)
+    os.link(records, hard)
+
+    def contents() -> dict[str, bytes]:
+        return {str(path): path.read_bytes() for path in [head, *run.rglob("*")] if path.is_file()}
+
+    before = contents()
+    reads = "a record file this command reads; choose another path"
+    assert (
+        cli_error(capsys, "report", run, "--html", records) == f"trac report: --html {records}: is {records}, {reads}"
+    )
+    assert cli_error(capsys, "report", run, "--html", link) == f"trac report: --html {link}: is {records}, {reads}"
+    assert cli_error(capsys, "report", run, "--html", hard) == f"trac report: --html {hard}: is {records}, {reads}"
+    assert cli_error(capsys, "report", run, "--html", samples).endswith(
+        f"is {samples}, an lm-eval samples file the page reads; choose another path"
+    )
+    assert cli_error(capsys, "fit", run, "--out", link).endswith(reads)
+    assert cli_error(capsys, "fit", runs["train"][0], "--calibration", run, "--out", records).endswith(reads)
+    assert cli_error(capsys, "score", head, run, "--out", hard).endswith(reads)
+    assert cli_error(capsys, "score", head, run, "--out", head) == (
+        f"trac score: --out {head}: is {head}, the head file this command reads; choose another path"
+    )
+    both = tmp_path / "both"
+    assert cli_error(capsys, "report", run, "--out", both, "--html", both) == (
+        f"trac report: --out {both}: is {both}, the --html page; choose another path"
+    )
+    assert contents() == before and not both.exists()
 
 
 def test_an_output_where_no_file_can_be_created_is_refused_before_any_work(

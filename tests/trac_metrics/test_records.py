@@ -41,7 +41,9 @@ from trac_metrics.records import (
     encode_array,
     iter_records,
 )
-from trac_metrics.reporting.runs import NoRecordsError, load_pairs
+from trac_metrics.reporting.html.page import json_for_script
+from trac_metrics.reporting.html.traces import primary_trace, trace_payload
+from trac_metrics.reporting.runs import NoRecordsError, decoding_label, load_pairs
 
 
 def make_record(doc_id: int = 0, repeat: int = 0, n_tokens: int = 5) -> ResponseRecord:
@@ -330,17 +332,23 @@ def with_prefix_probes(payload: dict[str, Any], *fractions: Any) -> None:
 N_TOKENS = VALID[1]["token_ids"]["shape"][0]
 
 MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
-    "decoding a list": (lambda r: set_path(r, "decoding", [0.7, 0.95]), "'decoding' must be a JSON object of numbers"),
+    "decoding a list": (
+        lambda r: set_path(r, "decoding", [0.7, 0.95]),
+        "'decoding' must be a JSON object of finite numbers",
+    ),
     "decoding of strings": (lambda r: set_path(r, "decoding.temperature", "hot"), "'decoding' must be a JSON object"),
     "metadata a list": (lambda r: set_path(r, "metadata", [1]), "'metadata' must be a JSON object, got [1]"),
     "probes a list": (lambda r: set_path(r, "probes", []), "'probes' must be a JSON object"),
     "timing of strings": (
         lambda r: set_path(r, "timing.generation_seconds", "1.5"),
-        "'timing' must be a JSON object of numbers",
+        "'timing' must be a JSON object of finite numbers",
     ),
     "repeat a string": (lambda r: set_path(r, "repeat", "0"), "'repeat' must be a non-negative integer, got \"0\""),
     "repeat a bool": (lambda r: set_path(r, "repeat", True), "'repeat' must be a non-negative integer, got true"),
-    "doc_id a float": (lambda r: set_path(r, "doc_id", 1.5), "'doc_id' must be an integer or a string, got 1.5"),
+    "doc_id a float": (
+        lambda r: set_path(r, "doc_id", 1.5),
+        "'doc_id' must be an integer or a string of at most 1000 characters, got 1.5",
+    ),
     "doc_id a list": (lambda r: set_path(r, "doc_id", [0]), "'doc_id' must be an integer or a string"),
     "unicode dtype": (lambda r: set_path(r, "token_logprobs.dtype", "<U1"), "'token_logprobs' has dtype \"<U1\""),
     "object dtype": (lambda r: set_path(r, "topk_entropy.dtype", "|O"), "'topk_entropy' has dtype \"|O\""),
@@ -399,6 +407,35 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
         lambda r: with_prefix_probes(r, None),
         "a probe of variant 'prefix' has a fraction and trace_tokens, any other probe neither",
     ),
+    # values JSON can spell but no page can show, refused when read (docs/guide/reliability.md#files-are-data)
+    "text with a lone surrogate": (
+        lambda r: set_path(r, "text", "so 12\ud800 it is"),
+        "field 'text' holds a lone surrogate '\\ud800' at character 5: not Unicode text",
+    ),
+    "probe text with a lone surrogate": (
+        lambda r: set_path(r, "probes.trace.text", "\udc0012}"),
+        "field 'probes.trace.text' holds a lone surrogate '\\udc00' at character 0",
+    ),
+    "metadata key with a lone surrogate": (
+        lambda r: set_path(r, "metadata", {"level": {"sub\ud83d": 1}}),
+        "field 'metadata.level' holds a lone surrogate '\\ud83d' at character 3",
+    ),
+    "NaN metadata": (
+        lambda r: set_path(r, "metadata", {"level": float("nan")}),
+        "field 'metadata.level' must be a finite number or null, got nan",
+    ),
+    "infinite metadata in a list": (
+        lambda r: set_path(r, "metadata", {"scores": [1.0, float("-inf")]}),
+        "field 'metadata.scores.1' must be a finite number or null, got -inf",
+    ),
+    "NaN temperature": (
+        lambda r: set_path(r, "decoding.temperature", float("nan")),
+        "'decoding' must be a JSON object of finite numbers, got {\"temperature\": NaN",
+    ),
+    "doc_id of 5,000 characters": (
+        lambda r: set_path(r, "doc_id", "7" * 5000),
+        "'doc_id' must be an integer or a string of at most 1000 characters, got \"777",
+    ),
     "trace probe with a fraction": (
         lambda r: set_path(r, "probes.trace.fraction", 0.5),
         "a probe of variant 'prefix' has a fraction and trace_tokens, any other probe neither; got variant 'trace'",
@@ -414,6 +451,18 @@ def test_a_malformed_field_is_one_line_naming_file_line_and_field(case: str, tmp
     path = write_lines(tmp_path / "run.jsonl", [VALID[0], payload, *VALID[2:]])
     message = trac_failure("evaluate", path)
     assert f"{path}:2: malformed record: " in message and expected in message, message
+
+
+@pytest.mark.parametrize(("field", "expected"), [("doc_id", "must be an integer or a string"), ("metadata", "holds")])
+def test_an_integer_of_5000_digits_is_refused_naming_its_field(field: str, expected: str, tmp_path: Path) -> None:
+    """Python refuses to read an integer of over 4,300 digits; the reader names the field that holds one."""
+    digits = "9" * 5000
+    line = json.dumps({**VALID[1], field: "DIGITS" if field == "doc_id" else {"n": "DIGITS"}})
+    path = write_lines(tmp_path / "run.jsonl", [VALID[0], line.replace('"DIGITS"', digits), *VALID[2:]])
+    message = trac_failure("evaluate", path)
+    where = "doc_id" if field == "doc_id" else "metadata.n"
+    assert f"{path}:2: malformed record: field '{where}' {expected}" in message, message
+    assert "an integer of 5000 digits" in message
 
 
 @pytest.mark.parametrize("line", ["[1, 2]", "5", '"text"', "null"])
@@ -594,6 +643,77 @@ def test_valid_records_round_trip_through_the_file(written: list[ResponseRecord]
         for back, record in zip(read, written)
         for name in ("token_ids", "token_logprobs", "topk_entropy", "topk_mean_logprob")
     )
+
+
+any_text = st.text(st.characters(exclude_categories=()), max_size=12)  # lone surrogates included
+hostile_numbers = (
+    st.floats()  # NaN and ±inf included
+    | st.integers(-(10**1100), 10**1100)
+    | st.integers(4300, 5000).map(lambda digits: -(10**digits))  # over Python's 4,300 digits: never printed
+)
+hostile_json = st.recursive(
+    st.none() | st.booleans() | hostile_numbers | any_text,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(any_text, children, max_size=3),
+    max_leaves=8,
+)
+
+
+@st.composite
+def hostile_records(draw: st.DrawFn) -> ResponseRecord:
+    """A valid record (:func:`records`) with some of its fields redrawn from what a writer might be handed: text with
+    lone surrogates, non-finite or huge numbers in metadata and timings, document ids of thousands of digits."""
+    record = draw(records())
+    redrawn = {
+        "doc_id": st.integers(-(10**1100), 10**1100)
+        | st.integers(4300, 5000).map(lambda digits: 10**digits)
+        | st.text(max_size=1100),
+        "text": any_text,
+        "answer": st.none() | any_text,
+        "reference": st.none() | any_text | st.lists(any_text, min_size=1, max_size=2),
+        "model": any_text,
+        "task": any_text,
+        "marker": st.none() | any_text,
+        "generated_text": st.none() | any_text,
+        "metadata": st.dictionaries(any_text, hostile_json, max_size=3),
+        "timing": st.dictionaries(st.sampled_from(["generation_seconds", "p_true_seconds"]), hostile_numbers),
+        "p_true": st.none() | hostile_numbers,
+    }
+    chosen = draw(st.lists(st.sampled_from(sorted(redrawn)), unique=True, min_size=1, max_size=4))
+    return replace(record, **{name: draw(redrawn[name]) for name in chosen})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hostile_records())
+def test_the_writer_never_writes_what_the_reader_or_the_page_refuses(record: ResponseRecord) -> None:
+    """Whatever a writer is handed, it refuses the record (RecordFormatError, nothing written) or writes one that the
+    reader reads back and the HTML page can encode (its JSON data and the trace of the question)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.jsonl"
+        try:
+            RecordWriter(path).write_batch([record])
+        except RecordFormatError as error:
+            assert "\n" not in str(error) and not path.exists()
+            return
+        (read,) = iter_records(path)
+    assert stored_form(read) == stored_form(replace(record, metadata=read.metadata))
+    shown = {
+        "doc": str(read.doc_id),
+        "metadata": read.metadata,
+        "pair": [read.model, read.task, decoding_label(read.decoding)],
+        "answer": [read.answer, read.reference, read.text],
+    }
+    json_for_script(shown).encode("utf-8")
+    trace = primary_trace([replace(read, repeat=0)])
+    trace_payload({"text": trace.text, "marker": trace.marker, "probe": trace.probe}, [trace.token_ids])
+
+
+def test_a_non_finite_metadata_value_is_stored_as_null(tmp_path: Path) -> None:
+    """JSON has no NaN: a dataset's missing value (NaN) in a record's metadata is written as null, and read back so."""
+    record = replace(BASE, metadata={"level": float("nan"), "scores": [1.5, float("inf")], "name": "x"})
+    RecordWriter(tmp_path / "run.jsonl").write_batch([record])
+    assert '"metadata": {"level": null, "scores": [1.5, null], "name": "x"}' in (tmp_path / "run.jsonl").read_text()
+    (read,) = iter_records(tmp_path / "run.jsonl")
+    assert read.metadata == {"level": None, "scores": [1.5, None], "name": "x"} == record.metadata
 
 
 REQUIRED = (

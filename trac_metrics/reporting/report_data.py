@@ -25,8 +25,8 @@ from trac_metrics._util.parallel import Progress
 from trac_metrics._warnings import TracWarning
 from trac_metrics.heads.calibration_maps import DEFAULT_CALIBRATION_MAP
 from trac_metrics.heads.evaluate import TaskEvaluation
-from trac_metrics.methods import Scope, head_features
-from trac_metrics.reporting.runs import PairRun, evaluate_pairs
+from trac_metrics.methods import FeatureRow, Scope, head_features
+from trac_metrics.reporting.runs import PairRun, dropped_methods, evaluate_pairs
 from trac_metrics.selective.bootstrap import (
     BootstrapResult,
     Metric,
@@ -70,6 +70,8 @@ class ReportData:
     seed: int
     calibration_map: str = DEFAULT_CALIBRATION_MAP
     ece_bins: int = selective.DEFAULT_ECE_BINS
+    notes: tuple[str, ...] = ()
+    """What every table and the page say under their own notes (:func:`report_notes`)."""
 
     @property
     def common_methods(self) -> tuple[str, ...]:
@@ -127,18 +129,40 @@ def build_report_data(
     processes (default: every CPU; the numbers do not depend on it)."""
     if not pairs:
         raise ValueError("a report needs at least one (model, task) pair")
-    evaluations = evaluate_pairs(
-        pairs,
-        heads=head_features(Scope.TASK, Scope.REPORT),
-        progress=progress,
-        jobs=jobs,
-        calibration_map=calibration_map,
-        ece_bins=ece_bins,
-    )
+    heads = head_features(Scope.TASK, Scope.REPORT)
+    notes = report_notes(pairs, heads)
+    with warnings.catch_warnings():
+        # report_notes warned once per pair, naming the pair, for every head some of its questions lack
+        warnings.filterwarnings("ignore", category=TracWarning, message=r".* head not reported: \d+ of \d+ questions")
+        evaluations = evaluate_pairs(
+            pairs, heads=heads, progress=progress, jobs=jobs, calibration_map=calibration_map, ece_bins=ece_bins
+        )
     bootstraps = bootstrap_all(
         pairs, evaluations, common_methods(evaluations), bootstrapped_metrics(ece_bins), n_resamples, seed, jobs
     )
-    return ReportData(tuple(pairs), tuple(evaluations), bootstraps, n_resamples, seed, calibration_map, ece_bins)
+    return ReportData(tuple(pairs), tuple(evaluations), bootstraps, n_resamples, seed, calibration_map, ece_bins, notes)
+
+
+def report_notes(pairs: Sequence[PairRun], heads: Mapping[str, FeatureRow]) -> tuple[str, ...]:
+    """What a report says beside every table (docs/guide/reports.md): for each pair with methods some of its
+    questions lack (:func:`~trac_metrics.reporting.runs.dropped_methods`), which and on how many questions, also
+    warned once per pair as a :class:`~trac_metrics._warnings.TracWarning`; and, when the pairs are labelled by
+    different labellers (``--mix-labellers``), the labeller of each pair."""
+    notes = []
+    for pair in pairs:
+        dropped = dropped_methods(pair, heads)
+        if dropped:
+            listed = ", ".join(f"{method} ({count} of {len(pair.evidences)})" for method, count in dropped.items())
+            note = (
+                f"{pair.name}: not reported, as some questions lack their scores (a run resumed without the switch "
+                f"that computes them?): {listed}."
+            )
+            warnings.warn(note, TracWarning, stacklevel=3)
+            notes.append(note)
+    if len({labeller for pair in pairs for labeller in pair.labellers}) > 1:
+        listed = "; ".join(f"{pair.name}: {', '.join(pair.labellers)}" for pair in pairs)
+        notes.append(f"Labellers differ between pairs (--mix-labellers): {listed}.")
+    return tuple(notes)
 
 
 def bootstrap_all(

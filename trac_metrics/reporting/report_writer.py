@@ -14,7 +14,7 @@ from trac_metrics.reporting.calibration_plots import rejection_curve_plot, relia
 from trac_metrics.reporting.leaderboard import leaderboard_tables
 from trac_metrics.reporting.plots import cost_quality_plot, risk_coverage_plot
 from trac_metrics.reporting.report_data import ReportData
-from trac_metrics.reporting.tables import ReportTable, to_latex, to_markdown, write_csv
+from trac_metrics.reporting.tables import ReportTable, to_latex, to_markdown, with_notes, write_csv
 
 FIGURES = (
     ("risk_coverage.png", "Macro risk–coverage curves", risk_coverage_plot),
@@ -35,7 +35,7 @@ def write_report(data: ReportData, out_dir: str | Path, latex: bool = False) -> 
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tables = [*leaderboard_tables(data), *all_analyses(data)]
+    tables = with_notes([*leaderboard_tables(data), *all_analyses(data)], data.notes)
     check_table_names(tables)
     for table in tables:
         write_csv(table, out / f"{table.name}.csv")

@@ -330,6 +330,24 @@ def check_labellers(pairs: Sequence[PairRun], allow_mixed: bool = False) -> None
         )
 
 
+def dropped_methods(pair: PairRun, heads: Mapping[str, FeatureRow]) -> dict[str, int]:
+    """The methods some but not all questions of ``pair`` can be scored by, each with how many of its questions lack
+    it: a baseline score a question does not have, or a head's features (of ``heads``) it does not have, as in a run
+    resumed without the ``p_true`` or ``prefix_probes`` switch. The evaluation leaves such a method out of the pair
+    (a method's metrics are defined on every question of a pair or not at all)."""
+    evidences = pair.evidences
+    lacking: dict[str, int] = {}
+    for name in dict.fromkeys(name for evidence in evidences for name in evidence["baselines"]):
+        count = sum(name not in evidence["baselines"] for evidence in evidences)
+        if count:
+            lacking[name] = count
+    for method, row_of in heads.items():
+        count = sum(row_of(evidence) is None for evidence in evidences)
+        if 0 < count < len(evidences):
+            lacking[method] = count
+    return lacking
+
+
 def evaluate_pairs(
     pairs: Sequence[PairRun],
     heads: Mapping[str, FeatureRow] | None = None,

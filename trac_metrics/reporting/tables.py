@@ -8,10 +8,11 @@ second best underlined (paper Table 1: "Best results are bold with second-best r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -37,6 +38,16 @@ class ReportTable:
 
 
 BEST, SECOND = "best", "second"
+
+
+def with_notes(tables: Sequence[ReportTable], notes: Sequence[str]) -> list[ReportTable]:
+    """``tables`` with ``notes`` (what the whole report says: methods a pair lacks, its labellers) after each one's
+    own note, so no table is read without them."""
+    if not notes:
+        return list(tables)
+    return [
+        dataclasses.replace(table, note=" ".join(part for part in (table.note, *notes) if part)) for table in tables
+    ]
 
 
 def rank_marks(table: ReportTable) -> dict[tuple[int, str], str]:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from trac_metrics._util.files import atomic_write
 from trac_metrics._util.parallel import Progress
+from trac_metrics._warnings import TracWarning
 from trac_metrics.reporting.html.page_data import page_data
 from trac_metrics.reporting.html.payloads import pair_payloads
 from trac_metrics.reporting.html.prompts import question_prompts
@@ -64,17 +66,22 @@ def render_page(data: Mapping[str, Any], traces: Sequence[Sequence[str]]) -> str
     return _SLOT.sub(lambda match: slots[match.group(1)], template)
 
 
-def _tokenizers(models: Sequence[str], specs: Mapping[str, str]) -> dict[str, tuple[Any | None, str | None, str]]:
-    """Each model's ``(tokenizer, its name, why there is none)``, each tokenizer loaded once."""
+def _tokenizers(
+    models: Sequence[str], specs: Mapping[str, str], from_records: bool
+) -> dict[str, tuple[Any | None, str | None, str]]:
+    """Each model's ``(tokenizer, its name, why there is none)``, each tokenizer loaded once; a tokenizer that is not
+    loaded is said once, as a :class:`~trac_metrics._warnings.TracWarning` (its page note says it too)."""
     loaded: dict[tuple[str, bool], tuple[Any | None, str]] = {}
     chosen = {}
     for model in models:
-        name, local_only = tokenizer_spec(model, specs)
+        name, local_only, why_not = tokenizer_spec(model, specs, from_records)
         if name is None:
-            chosen[model] = (None, None, "--tokenizer none")
+            chosen[model] = (None, None, why_not)
             continue
         if (name, local_only) not in loaded:
             loaded[name, local_only] = load_tokenizer(name, local_only)
+            if loaded[name, local_only][0] is None:
+                warnings.warn(f"traces of {model} unshaded: {loaded[name, local_only][1]}", TracWarning, stacklevel=3)
         tokenizer, why_not = loaded[name, local_only]
         chosen[model] = (tokenizer, name, why_not)
     return chosen
@@ -85,16 +92,19 @@ def write_html_report(
     path: str | os.PathLike[str],
     tokenizers: Mapping[str, str] | None = None,
     progress: Progress | None = None,
+    tokenizer_from_records: bool = False,
 ) -> int:
     """Write the HTML report of ``data`` to ``path`` (atomically, its folder created) and return its size in bytes.
 
     Traces come from the pairs' :attr:`~trac_metrics.reporting.runs.PairRun.details` (records read with
     :func:`~trac_metrics.reporting.html.traces.primary_trace`); ``tokenizers`` maps a model to the tokenizer that
-    turns its token ids into text (``""``: every model; default: each model's own name, from local files only;
-    :data:`~trac_metrics.reporting.html.tokens.NO_TOKENIZER`: none). ``progress`` wraps the stream of pairs.
+    turns its token ids into text (``""``: every model; :data:`~trac_metrics.reporting.html.tokens.NO_TOKENIZER`:
+    none); a model it does not name gets none (plain text), or with ``tokenizer_from_records`` its own name's tokenizer
+    from local files only (:func:`~trac_metrics.reporting.html.tokens.tokenizer_spec`). ``progress`` wraps the stream
+    of pairs.
     """
     traced = [pair.model for pair in data.pairs if pair.details]  # a tokenizer only where there are traces to show
-    chosen = _tokenizers(list(dict.fromkeys(traced)), tokenizers or {})
+    chosen = _tokenizers(list(dict.fromkeys(traced)), tokenizers or {}, tokenizer_from_records)
     infos, lines = [], []
     for pair in progress(data.pairs) if progress else data.pairs:
         tokenizer, name, why_not = chosen.get(pair.model, (None, None, ""))

@@ -43,7 +43,7 @@ from trac_metrics.reporting.leaderboard import (
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.runs import PairRun, decoding_label
 from trac_metrics.reporting.summary_table import HEADLINE_METRICS
-from trac_metrics.reporting.tables import ReportTable, rank_marks
+from trac_metrics.reporting.tables import ReportTable, rank_marks, with_notes
 from trac_metrics.selective import (
     HIGHER_IS_BETTER,
     METRIC_LABELS,
@@ -145,6 +145,7 @@ def _pair(data: ReportData, index: int, methods: Sequence[str]) -> dict[str, Any
         "model": pair.model,
         "task": pair.task,
         "decoding": decoding_label(pair.decoding),
+        "labellers": list(pair.labellers),
         "n": len(pair.evidences),
         "k": pair.num_samples,
         "accuracy": number(pair.accuracy),
@@ -279,7 +280,8 @@ def page_data(data: ReportData, traces: Sequence[Mapping[str, Any]] = ()) -> dic
         "headline_metrics": list(HEADLINE_METRICS),
         "methods": _methods(data),
         "leaderboard_methods": methods,
-        "tables": [table_data(table) for table in leaderboard_tables(data)],
+        "tables": [table_data(table) for table in with_notes(leaderboard_tables(data), data.notes)],
+        "notes": list(data.notes),
         "pairs": pairs,
         "macro": _macro(data, methods),
         "paired": _paired(data, methods),

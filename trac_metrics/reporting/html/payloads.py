@@ -61,14 +61,17 @@ def pair_payloads(
 ) -> tuple[dict[str, Any], list[str]]:
     """How ``pair``'s traces are shown (``mode``, ``tokenizer``, ``note``) and the page lines: the pair's piece list
     (``tokens`` mode; empty otherwise), then one line per question in document order. ``why_not`` says why there is
-    no ``tokenizer``; one that does not fit the pair's traces (:func:`tokenizer_mismatch`) is not used."""
+    no ``tokenizer``; one that does not fit every trace of the pair (:func:`tokenizer_mismatch`) is not used: the
+    pair is shown as text, never shaded with pieces the model did not write."""
     traces: tuple[PrimaryTrace, ...] = pair.details
     doc_ids = [str(evidence["doc_id"]) for evidence in pair.evidences]
     if not traces:
         lines = [_line(trace_payload(_header(None, prompts.get(doc_id)))) for doc_id in doc_ids]
         return {"mode": NONE, "tokenizer": None, "note": "the traces were not read"}, ["", *lines]
     if tokenizer is not None:
-        mismatch = tokenizer_mismatch(tokenizer, [trace.token_ids for trace in traces], traces[0].text)
+        mismatch = tokenizer_mismatch(
+            tokenizer, [trace.token_ids for trace in traces], [trace.text for trace in traces], doc_ids
+        )
         if mismatch is not None:
             tokenizer, why_not = None, f"tokenizer {tokenizer_name!r} does not fit {pair.model}: {mismatch}"
     if tokenizer is None:

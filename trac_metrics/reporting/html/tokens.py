@@ -2,12 +2,16 @@
 token ids, not token strings).
 
 Turning ids into text needs the model's tokenizer. :func:`load_tokenizer` loads one with ``transformers``, imported
-here only (never when ``trac_metrics`` is imported): the model's own name when its tokenizer is on this machine, or
-what ``trac report --tokenizer`` names. :class:`TokenPieces` decodes every distinct id once, after an anchor token
-(so a SentencePiece word keeps its leading space), and decodes runs of tokens that each hold part of one character
-(byte-level BPE splits an emoji over several tokens) together; the pieces of a trace joined are its decoded text.
-:func:`tokenizer_mismatch` refuses a tokenizer that does not reproduce the stored text: a wrong tokenizer would
-shade a made-up text.
+here only (never when ``trac_metrics`` is imported), only from a place the user chose (:func:`tokenizer_spec`): what
+``trac report --tokenizer`` names, or the model's own name from this machine's files when ``--tokenizer-from-records``
+confirms it; a record never chooses what is loaded. It is always loaded with ``trust_remote_code=False``, so
+transformers never asks on the terminal whether to run a folder's code, and a tokenizer whose config asks for its own
+code (``auto_map``) is refused with a one-line reason: the page shows that model's traces as plain text
+(docs/guide/reliability.md#files-are-data). :class:`TokenPieces` decodes every distinct id once, after an anchor
+token (so a SentencePiece word keeps its leading space), and decodes runs of tokens that each hold part of one
+character (byte-level BPE splits an emoji over several tokens) together; the pieces of a trace joined are its decoded
+text. :func:`tokenizer_mismatch` refuses a tokenizer that does not reproduce the stored text of every trace it would
+shade: a wrong tokenizer would shade a made-up text.
 """
 
 from __future__ import annotations
@@ -23,15 +27,29 @@ NO_TOKENIZER = "none"
 """``--tokenizer none``: show every trace as plain text, unshaded."""
 
 
+NOT_CHOSEN = (
+    "no tokenizer chosen (--tokenizer PATH_OR_ID names one; --tokenizer-from-records loads each model's own by the "
+    "name its records give)"
+)
+"""Why a model's traces are unshaded when the user named no tokenizer for it."""
+
+
 def load_tokenizer(name: str, local_only: bool) -> tuple[Any | None, str]:
-    """``(tokenizer, "")``, or ``(None, why)`` when ``transformers`` is missing or ``name`` does not load
-    (``local_only``: from this machine's files and cache only, no download)."""
+    """``(tokenizer, "")``, or ``(None, why)`` when ``transformers`` is missing, ``name``'s tokenizer config asks to
+    run its own code (``auto_map``: refused, nothing of it imported) or ``name`` does not load (``local_only``: from
+    this machine's files and cache only, no download). Never runs a tokenizer's code, never prompts."""
     try:
         from transformers import AutoTokenizer
+        from transformers.models.auto.tokenization_auto import get_tokenizer_config
     except ImportError:
         return None, "the transformers package is not installed"
     try:
-        return AutoTokenizer.from_pretrained(name, local_files_only=local_only), ""
+        if "auto_map" in get_tokenizer_config(name, local_files_only=local_only):
+            return None, (
+                f"the tokenizer of {name!r} asks to run its own code (auto_map in its tokenizer_config.json), which "
+                "trac never runs"
+            )
+        return AutoTokenizer.from_pretrained(name, local_files_only=local_only, trust_remote_code=False), ""
     except Exception as error:  # noqa: BLE001 - any failure to load means: show the text unshaded, and say why
         if local_only:
             return None, f"no tokenizer of {name!r} on this machine (trac report --tokenizer MODEL=PATH names one)"
@@ -39,14 +57,17 @@ def load_tokenizer(name: str, local_only: bool) -> tuple[Any | None, str]:
         return None, f"no tokenizer loads from {name!r} ({reason[:160]})"
 
 
-def tokenizer_spec(model: str, specs: Mapping[str, str]) -> tuple[str | None, bool]:
-    """The tokenizer to load for ``model`` and whether only local files may be read: ``specs[model]``, else
-    ``specs[""]`` (``--tokenizer`` given without a model), else the model's own name, locally only; None for
-    :data:`NO_TOKENIZER`."""
+def tokenizer_spec(model: str, specs: Mapping[str, str], from_records: bool = False) -> tuple[str | None, bool, str]:
+    """The tokenizer to load for ``model``, whether only local files may be read, and why there is none:
+    ``specs[model]``, else ``specs[""]`` (``--tokenizer`` given without a model), else, when ``from_records``
+    (``--tokenizer-from-records``), the model's own name, locally only; None for :data:`NO_TOKENIZER` or when the user
+    chose none (:data:`NOT_CHOSEN`)."""
     chosen = specs.get(model, specs.get(""))
     if chosen == NO_TOKENIZER:
-        return None, True
-    return (model, True) if chosen is None else (chosen, False)
+        return None, True, "--tokenizer none"
+    if chosen is None:
+        return (model, True, "") if from_records else (None, True, NOT_CHOSEN)
+    return chosen, False, ""
 
 
 def parse_tokenizer_specs(values: Sequence[str]) -> dict[str, str]:
@@ -69,18 +90,35 @@ def _squashed(text: str) -> str:
     return "".join(text.split())
 
 
-def tokenizer_mismatch(tokenizer: Any, traces: Sequence[np.ndarray], first_text: str) -> str | None:
-    """Why ``tokenizer`` is not the one that wrote the token ids of ``traces`` (an id beyond its vocabulary, or a
-    decoding of the first trace that does not hold its stored text ``first_text``, whitespace aside), or None when it
-    fits."""
+DECODE_BATCH = 64
+"""Traces decoded at once by :func:`tokenizer_mismatch` (bounds the memory of the id lists handed to the tokenizer)."""
+
+
+def tokenizer_mismatch(
+    tokenizer: Any, traces: Sequence[np.ndarray], texts: Sequence[str], names: Sequence[str] = ()
+) -> str | None:
+    """Why ``tokenizer`` is not the one that wrote the token ids of ``traces`` (an id beyond its vocabulary, or a trace
+    whose decoding does not hold its stored text ``texts[i]``, whitespace aside), or None when it fits every trace:
+    each trace is checked, so a tokenizer shades only text it reproduces. ``names`` name the traces (document ids)
+    in the reason."""
     size = len(tokenizer)
     largest = max((int(ids.max()) for ids in traces if ids.size), default=-1)
     if largest >= size:
         return f"token id {largest} is beyond its {size} tokens"
-    decoded = tokenizer.decode(traces[0].tolist(), skip_special_tokens=True, clean_up_tokenization_spaces=False)
-    if _squashed(first_text) not in _squashed(decoded):
-        return "its decoding of the token ids differs from the stored text"
-    return None
+    wrong = []
+    for start in range(0, len(traces), DECODE_BATCH):
+        batch = [ids.tolist() for ids in traces[start : start + DECODE_BATCH]]
+        decoded = tokenizer.batch_decode(batch, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        wrong += [
+            start + offset
+            for offset, (text, stored) in enumerate(zip(decoded, texts[start : start + DECODE_BATCH], strict=True))
+            if _squashed(stored) not in _squashed(text)
+        ]
+    if not wrong:
+        return None
+    first = names[wrong[0]] if names else str(wrong[0])
+    others = f" and {len(wrong) - 1} other(s)" if len(wrong) > 1 else ""
+    return f"its decoding of the token ids differs from the stored text on question {first}{others} of {len(traces)}"
 
 
 class TokenPieces:

@@ -212,12 +212,17 @@ def test_without_a_tokenizer_the_trace_is_the_stored_text_and_the_page_says_why(
     assert header["marker"] == trace.text.rfind(MARKER)
 
 
-def test_a_tokenizer_that_does_not_fit_the_records_is_not_used(tiny_tokenizer) -> None:
-    ids = np.asarray(tiny_tokenizer.encode("The answer is 12."), dtype=np.int32)
-    assert tokenizer_mismatch(tiny_tokenizer, [ids, ids[:2]], "The answer is 12.") is None
-    assert "differs from the stored text" in tokenizer_mismatch(tiny_tokenizer, [ids], "Something else entirely.")
+def test_a_tokenizer_that_does_not_fit_every_trace_is_not_used(tiny_tokenizer) -> None:
+    texts = ["The answer is 12.", "", "Then 7 it is."]
+    ids = [np.asarray(tiny_tokenizer.encode(text), dtype=np.int32) for text in texts]
+    assert tokenizer_mismatch(tiny_tokenizer, ids, texts) is None
+    # the first trace fits (an empty one fits any tokenizer): every other trace is checked too
+    wrong = ["", "Something else entirely.", "Then 7 it is.", "Nor this."]
+    assert tokenizer_mismatch(tiny_tokenizer, [ids[1], ids[0], ids[2], ids[0]], wrong, ["a", "b", "c", "d"]) == (
+        "its decoding of the token ids differs from the stored text on question b and 1 other(s) of 4"
+    )
     beyond = np.array([len(tiny_tokenizer) + 5])
-    assert tokenizer_mismatch(tiny_tokenizer, [ids, beyond], "The answer is 12.") == (
+    assert tokenizer_mismatch(tiny_tokenizer, [ids[0], beyond], texts[:2]) == (
         f"token id {len(tiny_tokenizer) + 5} is beyond its {len(tiny_tokenizer)} tokens"
     )
 
@@ -233,7 +238,7 @@ def test_the_page_says_why_a_named_tokenizer_was_not_used(capsys, tmp_path: Path
     assert shown["mode"] == "text"
     assert shown["note"] == (
         f"Traces unshaded: tokenizer {str(tiny_model)!r} does not fit m: its decoding of the token ids differs from "
-        "the stored text."
+        "the stored text on question 0 and 19 other(s) of 20."
     )
 
 
@@ -284,3 +289,125 @@ def test_trac_report_refuses_options_that_write_nothing_in_one_line(capsys, tmp_
     assert "give --html FILE too" in cli_error(capsys, "report", root, "--out", tmp_path / "o", "--tokenizer", "x")
     html = tmp_path / "r.html"
     assert "expected PATH_OR_ID" in cli_error(capsys, "report", root, "--html", html, "--tokenizer", "=x")
+
+
+# ------------------------------------------------------------------ only what the model saw, only code the user ran
+def report_page(capsys, root: Path, target: Path, *options: object) -> dict:
+    """``trac report ROOT --html TARGET OPTIONS`` in this process; the page's data."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        main(["report", str(root), "--html", str(target), "--resamples", "20", "--jobs", "1", *map(str, options)])
+    capsys.readouterr()
+    return embedded(target.read_text(encoding="utf-8"))
+
+
+def test_a_model_without_samples_file_is_shown_no_other_models_prompt(capsys, tmp_path: Path, tiny_tokenizer) -> None:
+    """Two models' records in one output folder, a samples file for one: the other's questions have no prompt (the
+    page says "prompt not stored"), never the first model's prompt of the same document id."""
+    write_tokenized_runs(tmp_path, tiny_tokenizer, ["model-a", "model-b"], ["task-x"], 6, k=2, samples_for=("model-a",))
+    output = tmp_path / "model-a"  # one lm-eval output folder holding both models' records
+    (tmp_path / "model-b" / "trac_records" / "task-x.2026-01-01T00-00-00.jsonl").rename(
+        output / "trac_records" / "task-x.2026-01-02T00-00-00.jsonl"
+    )
+    data = report_page(capsys, output, tmp_path / "report.html", "--tokenizer", "none")
+    text = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert [pair["model"] for pair in data["pairs"]] == ["model-a", "model-b"]
+    prompts = {
+        pair["model"]: [unpacked(line)[0]["prompt"] for line in trace_lines(text, index)[1:]]
+        for index, pair in enumerate(data["pairs"])
+    }
+    assert prompts["model-a"] == [prompt_of("model-a", "task-x", doc) for doc in range(6)]
+    assert prompts["model-b"] == [None] * 6
+
+
+def test_a_pair_whose_first_trace_is_empty_gets_no_made_up_shading(capsys, tmp_path: Path, tiny_model: Path) -> None:
+    """The tokenizer check covers every trace it shades: an empty first trace fits any tokenizer, the others (token
+    ids 0..T-1, not the tokens of their text) do not, so the pair is shown as plain text."""
+    root = tmp_path / "runs"
+    write_runs(root, pair_specs(["m"], ["t"], 12, seed=3), k=2, seed=1)
+    records = next(root.glob("m/trac_records/*.jsonl"))
+    lines = records.read_text().splitlines()
+    first = json.loads(lines[0])
+    empty = {"dtype": "<i4", "shape": [0], "b64": ""}
+    first.update(text="", token_ids=empty, token_logprobs={**empty, "dtype": "<f4"})
+    first.update(topk_entropy={**empty, "dtype": "<f2"}, topk_mean_logprob={**empty, "dtype": "<f2"})
+    records.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    shown = report_page(capsys, root, tmp_path / "report.html", "--tokenizer", tiny_model)["pairs"][0]["traces"]
+    assert shown["mode"] == "text"
+    assert "differs from the stored text on question 1 and 10 other(s) of 12" in shown["note"]
+
+
+def test_no_tokenizer_is_loaded_by_a_name_the_records_give_unless_asked(
+    capsys, tmp_path: Path, tiny_model: Path, tiny_tokenizer
+) -> None:
+    """Records naming a tokenizer folder as their model: without --tokenizer nothing is loaded and the page says how
+    to choose one; --tokenizer-from-records confirms the records' name."""
+    from html_report_runs import tokenized
+    from record_factory import synthetic_question
+
+    from trac_metrics.records import RecordWriter
+
+    rng = np.random.default_rng(0)
+    writer = RecordWriter(tmp_path / "out" / "trac_records" / "t.2026-01-01T00-00-00.jsonl")
+    for doc_id in range(8):
+        question = synthetic_question(rng, doc_id, doc_id % 2 == 0, k=2, task="t", model=str(tiny_model))
+        writer.write_batch([tokenized(record, tiny_tokenizer, rng) for record in question])
+    shown = report_page(capsys, tmp_path / "out", tmp_path / "plain.html")["pairs"][0]["traces"]
+    assert (
+        shown["mode"] == "text"
+        and "no tokenizer chosen" in shown["note"]
+        and "--tokenizer-from-records" in shown["note"]
+    )
+    confirmed = report_page(capsys, tmp_path / "out", tmp_path / "shaded.html", "--tokenizer-from-records")
+    assert confirmed["pairs"][0]["traces"] == {"mode": "tokens", "tokenizer": str(tiny_model), "note": ""}
+
+
+EVIL_TOKENIZER = """
+from pathlib import Path
+
+Path({marker!r}).write_text("code named by a tokenizer folder ran")
+from transformers import PreTrainedTokenizerFast
+
+
+class EvilTokenizer(PreTrainedTokenizerFast):
+    pass
+"""
+
+
+def test_a_tokenizer_that_asks_to_run_its_code_is_refused_without_a_prompt(tmp_path: Path, tiny_model: Path) -> None:
+    """A tokenizer folder whose config names its own Python code (auto_map): `trac report`, its stdin answering "y"
+    to any question, asks nothing, runs nothing (no marker file), says why in one line and shows plain text."""
+    import shutil
+    import subprocess
+    import sys
+
+    folder = tmp_path / "evil-tokenizer"
+    shutil.copytree(tiny_model, folder, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
+    marker = tmp_path / "marker.txt"
+    (folder / "evil_tokenizer.py").write_text(EVIL_TOKENIZER.format(marker=str(marker)))
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config.update(tokenizer_class="EvilTokenizer", auto_map={"AutoTokenizer": [None, "evil_tokenizer.EvilTokenizer"]})
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    root = tmp_path / "runs"
+    write_runs(root, pair_specs(["m"], ["t"], 10, seed=3), k=2, seed=1)
+    target = tmp_path / "report.html"
+    argv = ["report", root, "--html", target, "--tokenizer", folder, "--resamples", "20", "--jobs", "1"]
+    done = subprocess.run(
+        [sys.executable, "-m", "trac_metrics.cli", *map(str, argv)],
+        input="y\ny\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists(), "the tokenizer folder's code ran"
+    assert "[y/N]" not in done.stdout + done.stderr and "custom code" not in done.stdout + done.stderr
+    refusal = [line for line in done.stderr.splitlines() if "asks to run its own code" in line]
+    assert len(refusal) == 1 and str(folder) in refusal[0], done.stderr
+    shown = embedded(target.read_text(encoding="utf-8"))["pairs"][0]["traces"]
+    assert shown["mode"] == "text"
+    assert shown["note"] == (
+        f"Traces unshaded: the tokenizer of {str(folder)!r} asks to run its own code (auto_map in its "
+        "tokenizer_config.json), which trac never runs."
+    )

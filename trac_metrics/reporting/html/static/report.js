@@ -230,6 +230,7 @@
     const pairNote = h("p", { class: "note" });
     panel.append(
       h("h2", null, "Models × tasks"),
+      ...DATA.notes.map((text) => h("p", { class: "note warning", text })),
       h(
         "div",
         { class: "controls" },

@@ -1,0 +1,84 @@
+"""What a report says beside its tables (trac_metrics.reporting.report_data.report_notes): a method some questions of
+a pair lack is warned once per pair with its count and named under every table and on the page; runs labelled by
+different labellers say which pair each labeller labelled."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from record_factory import synthetic_question, with_every_input
+
+from trac_metrics._warnings import TracWarning
+from trac_metrics.records import MATH_VERIFY_LABELLER, RecordWriter
+from trac_metrics.reporting.html.page_data import page_data
+from trac_metrics.reporting.report_data import ReportData, build_report_data
+from trac_metrics.reporting.report_writer import write_report
+from trac_metrics.reporting.runs import load_pairs
+
+RESUMED = (
+    "m / resumed: not reported, as some questions lack their scores (a run resumed without the switch that computes "
+    "them?): p_true (6 of 24), answer_convergence (6 of 24), prefix_agreement (6 of 24), prefix_agreement_weighted "
+    "(6 of 24), pce_question_only (6 of 24), pce_shuffled_trace (6 of 24), pce_teacher_forced (6 of 24), trac_prefix "
+    "(6 of 24), p_true_pce (6 of 24)."
+)
+
+
+def write_pair(root: Path, task: str, switched_on: range, labeller: str | None = None) -> None:
+    """24 questions of model m on ``task``; the questions in ``switched_on`` carry P(True), the probe variants and
+    prefix probes (a run resumed without those switches for the others)."""
+    rng = np.random.default_rng(len(task))
+    writer = RecordWriter(root / task / "trac_records" / f"{task}.2026-01-01T00-00-00.jsonl")
+    for doc_id in range(24):
+        question = synthetic_question(rng, doc_id, rng.random() < 0.5, k=4, signal=0.5, task=task, model="m")
+        question = with_every_input(question, rng) if doc_id in switched_on else question
+        writer.write_batch([dataclasses.replace(record, labeller=labeller) for record in question])
+
+
+def report(root: Path, jobs: int = 1) -> tuple[ReportData, list[warnings.WarningMessage]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = build_report_data(load_pairs([root], jobs=1), n_resamples=20, jobs=jobs)
+    return data, [item for item in caught if issubclass(item.category, TracWarning)]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])  # 2: the evaluation's warnings come back from worker processes
+def test_a_method_some_questions_lack_is_warned_once_per_pair_and_noted_everywhere(tmp_path: Path, jobs: int) -> None:
+    write_pair(tmp_path, "resumed", range(18))
+    write_pair(tmp_path, "whole", range(24))
+    data, caught = report(tmp_path, jobs)
+    about_resumed = [str(item.message) for item in caught if "m / resumed" in str(item.message)]
+    assert about_resumed == [RESUMED]
+    assert not [item for item in caught if "head not reported" in str(item.message)], "each head said twice"
+    assert data.notes == (RESUMED,)
+    assert "p_true" not in data.evaluations[0].scores and "p_true" in data.evaluations[1].scores
+    write_report(data, tmp_path / "tables")
+    markdown = (tmp_path / "tables" / "leaderboard.md").read_text(encoding="utf-8")
+    tables = [section for section in markdown.split("\n## ")[1:] if not section.startswith("Figures")]
+    assert tables and all(RESUMED in section for section in tables)
+    page = page_data(data)
+    assert page["notes"] == [RESUMED] and all(RESUMED in table["note"] for table in page["tables"])
+
+
+def test_mixed_labellers_are_named_per_pair_in_every_table_and_the_page(tmp_path: Path) -> None:
+    write_pair(tmp_path, "checked", range(24))
+    write_pair(tmp_path, "verified", range(24), labeller=MATH_VERIFY_LABELLER)
+    data, _ = report(tmp_path)
+    expected = "Labellers differ between pairs (--mix-labellers): m / checked: trac; m / verified: math-verify."
+    assert data.notes == (expected,)
+    write_report(data, tmp_path / "tables")
+    markdown = (tmp_path / "tables" / "leaderboard.md").read_text(encoding="utf-8")
+    tables = [section for section in markdown.split("\n## ")[1:] if not section.startswith("Figures")]
+    assert len(tables) > 5 and all(expected in section for section in tables)
+    page = page_data(data)
+    assert [pair["labellers"] for pair in page["pairs"]] == [["trac"], ["math-verify"]]
+    assert page["notes"] == [expected] and all(expected in table["note"] for table in page["tables"])
+
+
+def test_one_labeller_and_whole_pairs_say_nothing_more(tmp_path: Path) -> None:
+    write_pair(tmp_path, "whole", range(24))
+    data, _ = report(tmp_path)
+    assert data.notes == ()
