@@ -20,8 +20,16 @@ examples per dataset grouped by transform; verdicts that changed between rounds 
 that); the slowest pairs; with ``--math-verify``, how often Math-Verify's default verdict agrees with the checker's,
 per pair kind, and the pairs where it does not. The last line printed is one JSON object.
 
+``--hard-latex`` times instead a "hard LaTeX" set (:func:`hard_latex_pairs`: the answers reasoning models write —
+nested fractions, surds, polynomials, intervals and inequalities, equations of lines, sets — each with an equivalent
+and a different form, drawn with a fixed seed) with both relations in one run: the checker (``equivalent``) and
+Math-Verify's default ``verify(parse(gold), parse(answer))``, each pass after every cache (the checker's, sympy's,
+the LaTeX parser's) is emptied; per pair the CPU time of the process (``time.process_time_ns``); printed: p50 / p90 /
+p99 / total of each and how often the verdicts agree.
+
     python benchmarks/bench_answers.py [--datasets-dir ../shared/real-data] [--rounds 3] [--datasets math500,gsm8k]
         [--show 5] [--slowest 5] [--keep-sympy-cache] [--math-verify]
+    python benchmarks/bench_answers.py --hard-latex [--pairs-per-family 20] [--seed 0]
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from math_verify import parse, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support"), str(ROOT / "tests" / "trac_metrics" / "answers")]
@@ -170,6 +179,119 @@ def slowest(pairs: dict[str, list[Pair]], micros: dict[str, list[list[float]]], 
     return sorted(timed, key=lambda entry: -entry["median_us"])[:count]
 
 
+def hard_latex_pairs(per_family: int, seed: int) -> list[tuple[str, str, str, bool]]:
+    """(family, gold, answer, intended verdict) pairs: for each family ``per_family`` drawn answers, each with one
+    equivalent and one different form."""
+    rng = np.random.default_rng(seed)
+    pairs: list[tuple[str, str, str, bool]] = []
+    for _ in range(per_family):
+        a, b, c = (int(value) for value in rng.integers(2, 30, size=3))
+        square_free = int(rng.choice([2, 3, 5, 6, 7, 10, 11, 13]))
+        pairs += [
+            ("nested fraction", rf"\frac{{1}}{{1+\frac{{1}}{{{a}}}}}", rf"\frac{{{a}}}{{{a + 1}}}", True),
+            ("nested fraction", rf"\frac{{1}}{{1+\frac{{1}}{{{a}}}}}", rf"\frac{{{a + 1}}}{{{a}}}", False),
+            ("surd", rf"{a}\sqrt{{{square_free}}}", rf"\sqrt{{{a * a * square_free}}}", True),
+            ("surd", rf"{a}\sqrt{{{square_free}}}", rf"\sqrt{{{(a * a + 1) * square_free}}}", False),
+            (
+                "surd",
+                rf"\frac{{{b}}}{{\sqrt{{{square_free}}}}}",
+                rf"\frac{{{b}\sqrt{{{square_free}}}}}{{{square_free}}}",
+                True,
+            ),
+            ("polynomial", f"(x+{a})^2", f"x^2+{2 * a}x+{a * a}", True),
+            ("polynomial", f"(x+{a})^2", f"x^2+{a}x+{a * a}", False),
+            ("rational function", rf"\frac{{x^2-{a * a}}}{{x-{a}}}", f"x+{a}", True),
+            ("interval", f"x > {a}", rf"({a}, \infty)", True),
+            ("interval", rf"x \geq {a}", rf"({a}, \infty)", False),
+            ("interval", rf"[{a}, {a + b})", rf"\left[{a},{a + b}\right)", True),
+            ("interval", rf"(-\infty, {a}] \cup [{a + b}, \infty)", rf"(-\infty, {a}) \cup [{a + b}, \infty)", False),
+            ("line", f"y = {a}x + {b}", f"{a}x - y + {b} = 0", True),
+            ("line", f"y = {a}x + {b}", f"y = {a}x - {b}", False),
+            ("set", rf"\{{{a}, {b}, \sqrt{{{square_free}}}\}}", rf"\{{\sqrt{{{square_free}}}, {b}, {a}\}}", True),
+            ("set", rf"\{{\frac{{{a}}}{{{c}}}, {b}\}}", rf"\{{{b}, \frac{{{2 * a}}}{{{2 * c}}}\}}", True),
+            ("set", rf"\{{{a}, {b}\}}", rf"\{{{a}, {b + c}\}}", False),
+            ("trigonometric", rf"\sin^2 \frac{{\pi}}{{{a + 2}}} + \cos^2 \frac{{\pi}}{{{a + 2}}}", "1", True),
+            ("trigonometric", rf"\cos\frac{{\pi}}{{3}} + \frac{{{a}}}{{2}}", rf"\frac{{{a + 1}}}{{2}}", True),
+            ("trigonometric", rf"\tan\frac{{\pi}}{{{a + 2}}}", rf"\sin\frac{{\pi}}{{{a + 2}}}", False),
+        ]
+    return pairs
+
+
+def _clear_all_caches() -> None:
+    for cache in answer_caches():
+        cache.cache_clear()
+    from latex2sympy2_extended.latex2sympy2 import latex2sympy
+    from math_verify.parser import parse_expr_cached, parse_latex_cached
+    from sympy.core.cache import clear_cache
+
+    for cached in (parse_latex_cached, parse_expr_cached, latex2sympy):
+        if callable(getattr(cached, "cache_clear", None)):
+            cached.cache_clear()
+    clear_cache()
+
+
+def _math_verify_verdict(gold: str, answer: str) -> bool:
+    return bool(verify(parse(f"${gold}$"), parse(f"${answer}$")))
+
+
+def _timed(relation: Any, pairs: list[tuple[str, str, str, bool]]) -> tuple[np.ndarray, list[bool]]:
+    """CPU milliseconds and verdict of ``relation(gold, answer)`` on every pair, after every cache is emptied."""
+    _clear_all_caches()
+    relation(*WARM_UP_PAIR)
+    millis, verdicts = [], []
+    for _, gold, answer, _ in pairs:
+        before = time.process_time_ns()
+        verdicts.append(relation(gold, answer))
+        millis.append((time.process_time_ns() - before) / 1e6)
+    return np.asarray(millis), verdicts
+
+
+def hard_latex(per_family: int, seed: int) -> dict:
+    """The checker against Math-Verify on the hard LaTeX set, in one run (module docstring)."""
+    pairs = hard_latex_pairs(per_family, seed)
+    theirs_ms, theirs = _timed(_math_verify_verdict, pairs)
+    ours_ms, ours = _timed(lambda gold, answer: equivalent(gold, answer, "math"), pairs)
+    summary = {}
+    print(f"hard LaTeX set: {len(pairs)} pairs; CPU ms per comparison")
+    print(f"{'relation':<14}{'p50':>9}{'p90':>9}{'p99':>9}{'max':>9}{'total':>10}{'intended':>10}")
+    for name, millis, verdicts in (("trac-eval", ours_ms, ours), ("Math-Verify", theirs_ms, theirs)):
+        intended = sum(v == pair[3] for v, pair in zip(verdicts, pairs, strict=True)) / len(pairs)
+        p50, p90, p99 = (float(np.percentile(millis, q)) for q in (50, 90, 99))
+        summary[name] = {
+            "p50_ms": p50,
+            "p90_ms": p90,
+            "p99_ms": p99,
+            "max_ms": float(millis.max()),
+            "total_s": float(millis.sum() / 1000),
+            "intended_verdicts": intended,
+        }
+        total = millis.sum() / 1000
+        print(f"{name:<14}{p50:>9.2f}{p90:>9.2f}{p99:>9.2f}{millis.max():>9.1f}{total:>9.2f}s{intended:>10.3f}")
+    disagreements = [
+        {"family": pair[0], "gold": pair[1], "answer": pair[2], "ours": mine, "math_verify": other}
+        for pair, mine, other in zip(pairs, ours, theirs, strict=True)
+        if mine != other
+    ]
+    for entry in disagreements:
+        print(
+            f"  differ: {entry['family']:<18} ours={entry['ours']!s:<5} MV={entry['math_verify']!s:<5} "
+            f"{entry['gold']!r} vs {entry['answer']!r}"
+        )
+    ratios = {
+        "total": summary["trac-eval"]["total_s"] / summary["Math-Verify"]["total_s"],
+        "p99": summary["trac-eval"]["p99_ms"] / summary["Math-Verify"]["p99_ms"],
+    }
+    print(f"ours / Math-Verify: total {ratios['total']:.2f}, p99 {ratios['p99']:.2f}")
+    return {
+        "benchmark": "hard_latex",
+        "pairs": len(pairs),
+        "seed": seed,
+        "timing": summary,
+        "ratios": ratios,
+        "disagreements": disagreements,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets-dir", type=Path, default=REAL_DATA)
@@ -181,7 +303,13 @@ def main() -> None:
     parser.add_argument(
         "--math-verify", action="store_true", help="also judge every pair with Math-Verify's defaults (untimed)"
     )
+    parser.add_argument("--hard-latex", action="store_true", help="time the hard LaTeX set against Math-Verify")
+    parser.add_argument("--pairs-per-family", type=int, default=20, help="drawn answers per family (--hard-latex)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the hard LaTeX set")
     args = parser.parse_args()
+    if args.hard_latex:
+        print(json.dumps(hard_latex(args.pairs_per_family, args.seed)))
+        return
     datasets = [name.strip() for name in args.datasets.split(",") if name.strip()]
     if unknown := sorted(set(datasets) - set(DATASETS)):
         parser.error(f"unknown datasets {unknown}; choose from {DATASETS}")

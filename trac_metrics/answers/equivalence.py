@@ -25,7 +25,14 @@ import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
-from trac_metrics.answers._latex import CACHE_SIZE, check_kind, check_str, names_a_quantity, relation_sides
+from trac_metrics.answers._latex import (
+    CACHE_SIZE,
+    check_kind,
+    check_str,
+    names_a_quantity,
+    relation_sides,
+    top_level_split,
+)
 from trac_metrics.answers.normalization import math_form, normalize_answer
 from trac_metrics.answers.numbers import as_number, exact_latex, number_verdict
 from trac_metrics.answers.structures import structure, structures_equivalent
@@ -130,8 +137,9 @@ def _bounded_math_equivalent(first: str, second: str) -> bool:
 
 def _named_math_equivalent(a: str | None, b: str | None) -> bool:
     """Math equivalence of two raw answers: assignments of values to two different names differ (``y = 4`` ≢
-    ``x = 4``, ``b = 7`` ≢ ``c = 7``); otherwise the values decide, so a bare value matches a named one (``x = 4`` ≡
-    ``4``)."""
+    ``x = 4``, ``b = 7`` ≢ ``c = 7``, ``x \\in [2, 9)`` ≢ ``y \\in [2, 9)``); two lists of assignments to the same
+    names compare name by name (``a_1 = 2, a_2 = 1`` ≢ ``a_1 = 1, a_2 = 2``); otherwise the values decide, so a bare
+    value matches a named one (``x = 4`` ≡ ``4``, ``x_1 = 1, x_2 = 2`` ≡ ``2, 1``)."""
     if a is None or b is None:
         return False
     check_str(a, "answer")
@@ -139,8 +147,12 @@ def _named_math_equivalent(a: str | None, b: str | None) -> bool:
     first, second = math_form(a), math_form(b)
     if first.value is None or second.value is None:
         return False
-    if first.name is not None and second.name is not None and first.name != second.name:
-        return False
+    if first.name is not None and second.name is not None:
+        if first.name != second.name:
+            return False
+        if first.by_name and second.by_name:  # two lists of assignments to the same names: name by name
+            pairs = zip(top_level_split(first.value) or [], top_level_split(second.value) or [], strict=True)
+            return all(_math_equivalent(x.strip(), y.strip()) for x, y in pairs)
     return _math_equivalent(first.value, second.value)
 
 

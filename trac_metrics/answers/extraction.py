@@ -32,6 +32,19 @@ _REASON_RE = re.compile(r",?\s+(?:because|since|as|given|due to|which|so that)\b
 _REASON_IN_WORDS_RE = re.compile(rf"{_REASON_RE.pattern}|,\s+(?!(?:and|or)\b)(?=[a-z]{{3,}})", re.IGNORECASE)
 """Where the answer of a sentence ends and its justification begins: "12 because 3*4=12", "No, because Sam lies";
 in the math kind also a comma before a word ("2, since …")."""
+_NEGATION_RE = re.compile(
+    r"(?:\b(?:not|cannot|can't|isn't|aren't|never|neither|nor|(?:less|fewer|more|greater|larger|smaller|bigger|higher"
+    r"|lower|other|different)\s+than|different\s+from|at\s+(?:least|most)|exceeds?|except)\b"
+    r"|\\(?:neq?|[lg]eq?|[lg]eqslant|[lg]t)(?![A-Za-z])|[<>≠≤≥])[\s$]*(?:be\s+|equal\s+to\s+|equals?\s+)?[\s$]*$",
+    re.IGNORECASE,
+)
+_NEGATED_START_RE = re.compile(
+    r"(?:not|cannot|never|(?:less|fewer|more|greater|larger|smaller|other)\s+than|at\s+(?:least|most))\b"
+    r"|\$?\s*(?:\\(?:neq?|[lg]eq?|[lg]t)(?![A-Za-z])|[<>≠≤≥])",
+    re.IGNORECASE,
+)
+"""A statement that does not state the value after it: a negation or a bound just before it ("is not 7", "cannot be
+7", "is less than 7", "at least 7", ``\\neq 7``)."""
 _WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _ENGLISH_WORD_RE = re.compile(r"(?<![\\A-Za-z])(?=[A-Z]?[a-z])[A-Za-z]{2,}")
 """A word of prose, not a product of symbols or a segment name: two letters or more, lowercase after the first,
@@ -94,6 +107,13 @@ def _boxes(text: str) -> list[_Box]:
     return found
 
 
+def last_box(text: str) -> str | None:
+    """The content of the last finished ``\\boxed`` / ``\\fbox`` of ``text`` (what Math-Verify's LaTeX extraction
+    reads first), or None."""
+    boxes = _boxes(text)
+    return boxes[-1].content if boxes else None
+
+
 def _last_box_is_open(text: str) -> bool:
     """Whether the last ``\\boxed`` / ``\\fbox`` of ``text`` has no finished argument: ``\\boxed{`` that never
     closes, or a bare ``\\boxed`` at the end (a response cut off while it was stating its answer)."""
@@ -139,22 +159,33 @@ def _math_group_run(text: str) -> str | None:
     return ", ".join(contents) if len(contents) > 1 else text[:end].strip()
 
 
-def _answer_in_sentence(sentence: str) -> str:
+def _negated(text: str, position: int) -> bool:
+    """Whether the statement before ``position`` (from the start of its sentence) negates or bounds the value that
+    follows: "is not 7", "cannot be 7", "is less than 7", "at least 7", ``\\neq 7`` state no value."""
+    start = max(text.rfind(stop, 0, position) for stop in (". ", "\n", "! ", "? ", ", ", "; "))
+    return _NEGATION_RE.search(text, max(start, 0), position) is not None
+
+
+def _answer_in_sentence(sentence: str) -> str | None:
     """The answer expression of a sentence that states it in words ("The largest $n$ is 34" → ``34``): what
     follows its last "is" / "are" / "equals" / "=" / colon, else its last math group, else, when it opens with a
     word, its last number ("Tom finished the race 5 minutes early" → ``5``); otherwise the sentence is the answer
-    itself ("18 dollars", "1, 2, and 3")."""
+    itself ("18 dollars", "1, 2, and 3"). None when the sentence negates or bounds the value ("is not 7", "is less
+    than 7": :func:`_negated`)."""
     if not _is_prose(sentence):
         return sentence
     verb = max(_SENTENCE_VERB_RE.finditer(sentence), key=lambda match: match.start(), default=None)
     if verb is not None and sentence[verb.end() :].strip():
         rest = sentence[verb.end() :].strip()
+        if _NEGATED_START_RE.match(rest):
+            return None
         return _math_group_run(rest) or rest
     groups = list(_DOLLAR_GROUP_RE.finditer(sentence))
-    if groups:
-        return groups[-1].group()
-    numbers = _NUMBER_RE.findall(sentence) if _LEADING_WORD_RE.match(sentence) else []
-    return numbers[-1] if numbers else sentence
+    numbers = list(_NUMBER_RE.finditer(sentence)) if _LEADING_WORD_RE.match(sentence) else []
+    value = groups[-1] if groups else numbers[-1] if numbers else None
+    if value is None:
+        return sentence
+    return None if _negated(sentence, value.start()) else value.group()
 
 
 def _math_groups(text: str) -> list[_Span]:
@@ -179,15 +210,16 @@ def _final_statement(region: str) -> str | None:
     extraction read it: the response itself when it is one line of math without words or math delimiters (``3, 5``,
     ``\\frac{1}{2}``, ``x = 2``, ``AB:CD = 2:5``); else the last math group of the response, or the final run of them
     joined by commas, "and" or "or" (``$2$ and $4$ and $6$`` → ``2, 4, 6``), unless a number follows it (numbers with
-    units: "the total is 15 apples" → ``15``)."""
+    units: "the total is 15 apples" → ``15``). None when the statement negates or bounds that value ("x cannot be
+    7", :func:`_negated`)."""
     text = region.strip()
     if text and "\n" not in text and not _ENGLISH_WORD_RE.search(text) and not _DELIMITER_RE.search(text):
         return text
     groups = _math_groups(region)
     after = groups[-1].end if groups else 0
-    numbers = _NUMBER_RE.findall(region, after)
+    numbers = list(_NUMBER_RE.finditer(region, after))
     if numbers:
-        return numbers[-1]
+        return None if _negated(region, numbers[-1].start()) else numbers[-1].group()
     if not groups:
         return None
     run = [groups[-1]]
@@ -195,7 +227,7 @@ def _final_statement(region: str) -> str | None:
         if not _GROUP_JOINER_RE.fullmatch(region, group.end, run[0].start):
             break
         run.insert(0, group)
-    return ", ".join(group.content for group in run)
+    return None if _negated(region, run[0].start) else ", ".join(group.content for group in run)
 
 
 def _is_prose(text: str) -> bool:

@@ -3,11 +3,12 @@ and as a labeller of whole responses (docs/method.md#labels): ``trac rescore RUN
 run-time switch ``labels: math-verify`` label runs the way lm-eval's Math-Verify-labelled tasks
 (``leaderboard_math_hard``, ``minerva_math``'s ``math_verify``) do.
 
-Math-Verify's default 5-second timeouts stay, but no answer waits them out for nothing: an answer over the checker's
-input caps (:func:`trac_metrics.answers.symbolic.exceeds_symbolic_caps`, docs/method.md#the-symbolic-work-budget:
-long, deeply nested, huge powers) is never parsed and equals only itself, and each distinct answer is parsed once and
-each pair verified once per process (caches), however many comparisons a question's answer classes, agreement and
-labels make.
+Math-Verify's default 5-second timeouts stay. As a relation between two extracted answers (answer classes, agreement,
+votes), an answer over the checker's input caps (:func:`trac_metrics.answers.symbolic.exceeds_symbolic_caps`,
+docs/method.md#the-symbolic-work-budget: long, deeply nested, huge powers) is never parsed and equals only itself. A
+label is Math-Verify's verdict on the whole response; the only cap is on its last box (:func:`math_verify_label`).
+Each distinct answer is parsed once and each pair verified once per process (caches), however many comparisons a
+question's answer classes, agreement and labels make.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from math_verify import parse, verify
 
 from trac_metrics.answers._latex import CACHE_SIZE, check_kind, check_str
 from trac_metrics.answers.equivalence import equivalent
-from trac_metrics.answers.extraction import extract_answer
+from trac_metrics.answers.extraction import last_box
 from trac_metrics.answers.symbolic import exceeds_symbolic_caps
 
 RESPONSE_CACHE_SIZE = 1024
@@ -67,12 +68,15 @@ def math_verify_equivalent(answer: str | None, other: str | None, kind: str = "m
 def math_verify_label(response: str, reference: str) -> bool:
     """Math-Verify's label of a whole response, as lm-eval's Math-Verify-labelled tasks compute it:
     ``verify(parse(reference), parse(response))``, the response parsed as it is written (Math-Verify's own extraction
-    finds its answer), the reference in math mode as :func:`math_verify_equivalent` gives it. A response whose final
-    answer (:func:`trac_metrics.answers.extract_answer`) is over the input caps with the reference is not parsed: it
-    is correct only when that answer is the reference itself."""
+    finds its answer, with its own limits: its 5-second timeouts), the reference in math mode as
+    :func:`math_verify_equivalent` gives it. The response is never cut or read by trac-eval's extraction first (which
+    may read another answer than Math-Verify does: a "Final answer: 13 13 13 …" after ``\\boxed{13}``). One cap is
+    added: a response whose last box (the answer Math-Verify's extraction reads first) is over the input caps with the
+    reference is not parsed (Math-Verify would wait out its timeout on it): it is correct only when that box is the
+    reference itself. Each distinct (reference, response) pair is verified once per process."""
     check_str(response, "response")
     check_str(reference, "reference")
-    answer = extract_answer(response, "math")
-    if answer is not None and exceeds_symbolic_caps(answer, reference):
-        return answer == reference
+    boxed = last_box(response)
+    if boxed is not None and exceeds_symbolic_caps(boxed, reference):
+        return boxed == reference
     return _response_verdict(_as_math_verify_input(reference), response)

@@ -15,8 +15,6 @@ from typing import NamedTuple
 from trac_metrics.answers._latex import (
     CACHE_SIZE,
     NAME,
-    SUBSCRIPT,
-    VARIABLE,
     check_kind,
     check_str,
     matching_braces,
@@ -24,6 +22,15 @@ from trac_metrics.answers._latex import (
     relation_sides,
     top_level_split,
     unwrap_commands,
+)
+from trac_metrics.answers.translation import (
+    MAGNITUDE_WORDS,
+    magnitude,
+    mixed_number,
+    python_powers,
+    thousands_groups,
+    unicode_roots,
+    upright_constants,
 )
 
 _MAX_STRUCTURED_CHARS = 1000
@@ -36,14 +43,12 @@ _UNIT_CONTENT_RE = re.compile(r"[\s~]*[A-Za-z][A-Za-z\s~./\-^{}0-9,\\]*")
 _UNIT_POWER_RE = re.compile(r"\s*(?:\^\s*\{?-?\d\}?)?\s*$")
 _UNIT_JOINER_RE = re.compile(r"(?:/|\\cdot|\\times|\s)*$")
 _MAX_UNIT_GROUPS = 4
-_NOT_UNITS = frozenset(
-    "million billion trillion thousand hundred dozen squared cubed pi or and more less times approximately about "
-    "than".split()
-)
-"""Words after a number that change its value or hedge it: never dropped as a unit (``5 million`` ≠ 5). The word
-"percent" is a percent sign, dropped like ``\\%`` (``15 percent`` → ``15``)."""
+_NOT_UNITS = MAGNITUDE_WORDS | frozenset("squared cubed pi or and more less times approximately about than".split())
+"""Words after a number that change its value or hedge it: never dropped as a unit (``5 million`` is 5000000,
+:mod:`trac_metrics.answers.translation`). The word "percent" is a percent sign, dropped like ``\\%`` (``15 percent``
+→ ``15``)."""
 _WHOLE_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_UNICODE_MATH = {"−": "-", "π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "√": "\\sqrt", "±": "\\pm "}
+_UNICODE_MATH = {"−": "-", "π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "±": "\\pm "}
 _LEFT_RIGHT_RE = re.compile(r"\\(?:left|right)(?:\.|(?![A-Za-z]))")
 _SPACING_RE = re.compile(r"(\\\\)|\\[,;: ]|\\q?quad(?![A-Za-z])|~|\\displaystyle(?![A-Za-z])")  # 1: row break
 _DEGREE_RE = re.compile(
@@ -54,8 +59,13 @@ _DEGREE_RE = re.compile(
 _TIGHT_COMMA_RE = re.compile(r",\s*\\!\s*")
 """A thousands comma with TeX's negative thin space after it, spaced or not (``12,\\!345``, ``12,\\! 345``)."""
 _LIST_WORD_RE = re.compile(r"\s*,?\s*(?<![A-Za-z\\])(?:and|or)(?![A-Za-z])\s*")
-_MEMBERSHIP_RE = re.compile(rf"\s*{NAME}\s*\\in(?![A-Za-z])(.+)", re.DOTALL)
-_LABELLED_ROOT_RE = re.compile(rf"\s*({VARIABLE})\s*({SUBSCRIPT})\s*=(.+)", re.DOTALL)
+_MEMBERSHIP_RE = re.compile(rf"\s*({NAME})\s*\\in(?![A-Za-z])(.+)", re.DOTALL)
+_LESS = r"(?:<=|\\leq?(?![A-Za-z])|\\leqslant|≤|<)"
+_GREATER = r"(?:>=|\\geq?(?![A-Za-z])|\\geqslant|≥|>)"
+_BOUND = r"((?:[^<>=≤≥\\]|\\(?!(?:le|ge)(?:q|qslant)?(?![A-Za-z]))[A-Za-z]++|\\[^A-Za-z])*+)"
+"""A side of an inequality: anything but a comparison (each command read whole, so matching stays linear)."""
+_INEQUALITY_RE = re.compile(rf"\s*({NAME})\s*({_LESS}|{_GREATER})\s*{_BOUND}\s*")
+_BOUNDED_RE = re.compile(rf"\s*{_BOUND}\s*({_LESS})\s*({NAME})\s*({_LESS})\s*{_BOUND}\s*")
 _ANGLE_MEASURE_RE = re.compile(r"(?<![A-Za-z])m(?=\\angle)")
 _ONE_TOKEN_SUBSCRIPT_RE = re.compile(r"_\{([A-Za-z0-9])\}")
 _COMMAND_RE = re.compile(r"\\[A-Za-z]+")
@@ -121,14 +131,19 @@ def _drop_trailing_unit(text: str) -> str:
 
 
 def _drop_spaces(text: str) -> str:
-    """Remove whitespace, except the one space that separates a command from a following letter (``\\pi r``)."""
+    """Remove whitespace, except the one space that separates a command from a following letter (``\\pi r``) and the
+    one between two numbers side by side (``2 4`` stays two numbers; the groups of a thousands separator, ``1 000``,
+    are joined first)."""
 
-    def keep_command_boundary(match: re.Match[str]) -> str:
+    def keep_boundary(match: re.Match[str]) -> str:
         command = match.group(1) or ""
         following = match.string[match.end() : match.end() + 1]
-        return command + " " if command and following.isalpha() else command
+        if command:
+            return command + " " if following.isalpha() else command
+        preceding = match.string[match.start() - 1 : match.start()]
+        return " " if preceding.isdigit() and following.isdigit() else ""
 
-    return _SPACES_RE.sub(keep_command_boundary, text)
+    return _SPACES_RE.sub(keep_boundary, thousands_groups(text))
 
 
 def canonical_decimal(text: str) -> str:
@@ -148,10 +163,13 @@ def has_free_letters(text: str) -> bool:
 
 class MathForm(NamedTuple):
     """A normalized math answer: its canonical string, and the canonical name an assignment of a value gives that
-    value to (``y = 4`` → ``4`` named ``y``; None for anything else)."""
+    value to (``y = 4`` → ``4`` named ``y``; ``x \\in [0, 1)`` → ``[0,1)`` named ``x``; a list of assignments
+    ``y = 3, x = 2`` → ``2,3`` named ``x,y``, its values in the order of their sorted names, ``by_name`` set; None for
+    anything else)."""
 
     value: str | None
     name: str | None = None
+    by_name: bool = False
 
 
 def canonical_name(left: str) -> str:
@@ -164,26 +182,51 @@ def canonical_name(left: str) -> str:
 def _value_of_assignment(text: str) -> tuple[str | None, str]:
     """(name, value) of an assignment of a value (a named quantity on the left, no variable on the right): ``x = 5``
     → (``x``, ``5``), ``(m, n) = (5, 1)`` → (``(m,n)``, ``(5, 1)``), ``AB:CD = 2:5`` → (``AB:CD``, ``2:5``); a
-    membership states its set, unnamed: ``x \\in [0, 1)`` → (None, ``[0, 1)``). ``y = 2x + 1`` stays a relation:
-    equivalence compares it as one (docs/method.md#answer-equivalence)."""
+    membership states its set and keeps its name: ``x \\in [0, 1)`` → (``x``, ``[0, 1)``). ``y = 2x + 1`` stays a
+    relation: equivalence compares it as one (docs/method.md#answer-equivalence)."""
     membership = _MEMBERSHIP_RE.fullmatch(text)
-    if membership is not None and "=" not in membership.group(1):
-        return None, membership.group(1).strip()
+    if membership is not None and "=" not in membership.group(2):
+        return canonical_name(membership.group(1)), membership.group(2).strip()
     sides = relation_sides(text)
     if sides is None or not names_a_quantity(sides[0]) or has_free_letters(sides[1]):
         return None, text
     return canonical_name(sides[0]), sides[1]
 
 
-def _values_of_labelled_roots(text: str) -> str:
-    """``x_1 = \\sqrt{2}, x_2 = -\\sqrt{2}`` → ``\\sqrt{2}, -\\sqrt{2}``: a list giving values to indexed names of
-    one variable lists the roots of an equation, a set whose labels carry no meaning (``x = 2, y = 3`` keeps its
-    names)."""
+def _interval_of_inequality(text: str) -> tuple[str, str] | None:
+    """(name, interval) of one variable bounded by constants: ``x \\geq 3`` → (``x``, ``[3,\\infty)``), ``1 < x \\leq
+    2`` → (``x``, ``(1,2]``); the interval of its solutions, as Math-Verify reads an inequality (on its gold side)."""
+    single, double = _INEQUALITY_RE.fullmatch(text), _BOUNDED_RE.fullmatch(text)
+    if single is not None and single.group(3).strip() and not has_free_letters(single.group(3)):
+        name, operator, bound = single.group(1), single.group(2), single.group(3).strip()
+        closed = "=" in operator or "q" in operator or operator in "≤≥" or operator in ("\\le", "\\ge")
+        if re.fullmatch(_LESS, operator):
+            return canonical_name(name), f"(-\\infty,{bound}" + ("]" if closed else ")")
+        return canonical_name(name), ("[" if closed else "(") + f"{bound},\\infty)"
+    if double is not None and all(b.strip() and not has_free_letters(b) for b in (double.group(1), double.group(5))):
+        low, high = double.group(1).strip(), double.group(5).strip()
+        left = "(" if double.group(2) in ("<",) else "["
+        right = ")" if double.group(4) in ("<",) else "]"
+        return canonical_name(double.group(3)), f"{left}{low},{high}{right}"
+    return None
+
+
+def _assignment_list(text: str) -> tuple[str, str] | None:
+    """(names, values) of a list of at least two assignments of values to distinct names (``x_1 = \\sqrt{2}, x_2 =
+    -\\sqrt{2}``, ``y = 3, x = 2``): the names sorted and joined by commas, the values in the same order, so two
+    such lists are compared name by name (``a_1 = 2, a_2 = 1`` ≢ ``a_1 = 1, a_2 = 2``; ``x_1 = 1`` … ≢ ``y_1 = 1``
+    …); None for anything else."""
     parts = top_level_split(text) or []
-    roots = [_LABELLED_ROOT_RE.fullmatch(part) for part in parts]
-    if len(roots) < 2 or any(root is None for root in roots) or len({root.group(1) for root in roots}) != 1:
-        return text
-    return ", ".join(root.group(3).strip() for root in roots)
+    if len(parts) < 2:
+        return None
+    assigned = {}
+    for part in parts:
+        name, value = _value_of_assignment(part.strip())
+        if name is None or name in assigned or "," in name:
+            return None
+        assigned[name] = value.strip()
+    names = sorted(assigned)
+    return ",".join(names), ", ".join(assigned[name] for name in names)
 
 
 def _result_of_arithmetic_chain(text: str) -> str:
@@ -216,21 +259,25 @@ def math_form(answer: str) -> MathForm:
     """The normalized math answer and the name it is assigned to (docs/method.md#answer-normalization)."""
     if len(answer) > _MAX_STRUCTURED_CHARS:
         return MathForm(_normalize_long(answer))
-    text = _strip_markup(answer)
+    text = unicode_roots(_strip_markup(python_powers(answer)))
     for symbol, latex in _UNICODE_MATH.items():
         text = text.replace(symbol, latex)
     text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     text = _LEFT_RIGHT_RE.sub("", _TIGHT_COMMA_RE.sub(",", text)).replace("\\!", "")
     text = _SPACING_RE.sub(lambda match: match.group(1) or " ", text)
-    text = _DEGREE_RE.sub("", text)
+    text = _DEGREE_RE.sub("", upright_constants(text))
     text = text.replace("\\%", "").replace("%", "").replace("{,}", ",").strip().rstrip(".")
     text = unwrap_commands(_drop_trailing_unit(text), _TEXT_COMMAND_RE)
     text = text.strip().rstrip(".").strip()
+    text = magnitude(text, _is_unit) or text
+    assignments = None
     if "," in text or " " in text:
-        text = _values_of_labelled_roots(_LIST_WORD_RE.sub(", ", text).strip(", "))
-    name, text = _value_of_assignment(text)
+        text = _LIST_WORD_RE.sub(", ", text).strip(", ")
+        assignments = _assignment_list(text)
+    name, text = assignments or _interval_of_inequality(text) or _value_of_assignment(text)
     text = _result_of_arithmetic_chain(text)
     text = text.removeprefix("+").strip()
+    text = mixed_number(text) or text
     unit = _NUMBER_WITH_UNIT_RE.fullmatch(text)
     if unit is not None and _is_unit(text[unit.end(1) :]):
         text = unit.group(1)
@@ -240,7 +287,9 @@ def math_form(answer: str) -> MathForm:
     text = _FRAC_HALF_SHORTHAND_RE.sub(r"\\frac\1{\2}", text)
     text = _SQRT_SHORTHAND_RE.sub(r"\\sqrt{\1}", text)
     value = canonical_decimal(text) or None
-    return MathForm(value, name if value is not None else None)
+    if value is None:
+        return MathForm(None)
+    return MathForm(value, name, assignments is not None)
 
 
 def _plain_text(answer: str) -> str:

@@ -107,9 +107,9 @@ def structures_equivalent(first: Structure, second: Structure, element_equivalen
     left, right = _distinct(left, element_equivalent), _distinct(right, element_equivalent)
     if len(left) != len(right):
         return False
-    unmatched = list(right)
-    for x in left:
-        index = next((i for i, y in enumerate(unmatched) if x == y or element_equivalent(x, y, symbolic)), None)
+    unmatched = [y for y in right if y not in left]  # equal strings match first: a permuted set costs no symbolic work
+    for x in (x for x in left if x not in right):
+        index = next((i for i, y in enumerate(unmatched) if element_equivalent(x, y, symbolic)), None)
         if index is None:
             return False
         del unmatched[index]

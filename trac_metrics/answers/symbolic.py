@@ -28,20 +28,42 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from math_verify import LatexExtractionConfig, parse, verify
-from sympy import Basic, Expr, Float, MatrixBase, Poly, Rational, cancel
-from sympy.core.relational import Equality
+from sympy import (
+    Basic,
+    Derivative,
+    Expr,
+    Float,
+    Integral,
+    Interval,
+    Limit,
+    MatrixBase,
+    Poly,
+    Product,
+    Rational,
+    S,
+    Set,
+    Sum,
+    Union,
+    cancel,
+)
+from sympy.core.evalf import PrecisionExhausted
+from sympy.core.function import AppliedUndef
+from sympy.core.relational import Equality, Relational
+from sympy.logic.boolalg import Boolean
 from sympy.polys.polyerrors import PolynomialError
 
 from trac_metrics._util.limits import CpuLimitExceeded, WorkLimitExceeded, uncounted, work_limit
 from trac_metrics._warnings import TracWarning
 from trac_metrics.answers._latex import CACHE_SIZE
 from trac_metrics.answers.numbers import Number, decimal_expresses
+from trac_metrics.answers.plain_math import read_plain
+from trac_metrics.answers.structures import structure
 
 MAX_SYMBOLIC_CHARS = 300
 MAX_SYMBOLIC_DEPTH = 8
 """Deepest nesting of brackets (``()``, ``[]``, ``{}``; ``\\left(`` is one) that reaches sympy: real references
 nest at most 4 deep, and parsing an answer nested 8 deep takes about half a second."""
-SYMBOLIC_WORK_BUDGET = 2_000_000
+SYMBOLIC_WORK_BUDGET = 15_000
 """Python calls one comparison may make after parsing: 1.6 to 3.2 s of CPU time where it was tuned (traced), over
 twenty times what the costliest equivalence of the test suites and the real-data rewrites makes (78,000)."""
 SYMBOLIC_CPU_LIMIT_S = 60.0
@@ -50,6 +72,13 @@ _MAX_EXPONENT_DIGITS = 4
 _MAX_LITERAL_DIGITS = 30
 _MAX_LOGARITHM_PAIR_DIGITS = 6
 _EVALUATION_DIGITS = 40
+_MAX_WORKING_DIGITS = 1000
+"""Working precision a constant's evaluation may climb to (``\\sin(2^{999})`` needs about 340 digits)."""
+_AGREEING_DIGITS_TOLERANCE = Rational(1, 10**30)
+"""Two constants whose 40-digit values agree to 30 significant digits are equal."""
+IDENTITY_POINTS = (Rational(29, 41), Rational(-53, 37), Rational(113, 39))
+"""Where two expressions in variables are evaluated (the k-th variable, in name order, at k times the point)."""
+_UNEVALUATED = (Integral, Sum, Product, Derivative, Limit, AppliedUndef)
 
 _SUBSCRIPT_RE = re.compile(r"_\{[^{}]*\}|_[A-Za-z0-9]")
 _TEXT_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
@@ -61,6 +90,9 @@ _COMBINATORIAL_RE = re.compile(r"!|\\binom|\\choose|\\dbinom|\\tbinom")
 _COMBINATORIAL_RISK_RE = re.compile(rf"\d{{{_MAX_EXPONENT_DIGITS + 1},}}|\^|!\s*!")
 _LOGARITHM_RE = re.compile(r"\\(?:log|ln|lg)(?![A-Za-z])")
 _DIGIT_RE = re.compile(r"\d")
+_UNION_RE = re.compile(r"\\cup(?![A-Za-z])")
+_NUMBERS_SIDE_BY_SIDE_RE = re.compile(r"\d \d")
+"""Two numbers normalization kept apart (``2 4``): an answer the LaTeX parser would join into one number."""
 _OPENING, _CLOSING = frozenset("([{"), frozenset(")]}")
 
 
@@ -111,9 +143,11 @@ def exceeds_symbolic_caps(first: str, second: str = "") -> bool:
 
 def too_costly_for_sympy(first: str, second: str) -> bool:
     """Pairs the symbolic step skips: over the input caps (:func:`exceeds_symbolic_caps`), or meaningless to sympy
-    (words read as products of symbols; a subscripted name such as ``A_{PQR}`` is a symbol)."""
+    (words read as products of symbols, a subscripted name such as ``A_{PQR}`` being a symbol; numbers side by side,
+    ``2 4``, which its parser would join into one)."""
     return exceeds_symbolic_caps(first, second) or any(
-        _TEXT_WORD_RE.search(_SUBSCRIPT_RE.sub("", text)) for text in (first, second)
+        _TEXT_WORD_RE.search(_SUBSCRIPT_RE.sub("", text)) or _NUMBERS_SIDE_BY_SIDE_RE.search(text)
+        for text in (first, second)
     )
 
 
@@ -147,18 +181,160 @@ def parsed(text: str) -> tuple[object, ...]:
         return tuple(_exact_floats(item) for item in result)
 
 
+def _constant(found: tuple[object, ...]) -> Expr | None:
+    """The one constant expression (no variable) Math-Verify reads from an answer; None for anything else (an
+    unevaluated sum, integral, limit …: its value is Math-Verify's to find, within the work budget)."""
+    if not found or not isinstance(found[0], Expr) or isinstance(found[0], Relational):
+        return None
+    return found[0] if found[0].is_number and not found[0].has(*_UNEVALUATED) else None
+
+
+def _value(constant: Expr) -> Expr | None:
+    """The value of a constant to ``_EVALUATION_DIGITS`` significant digits, every digit guaranteed (sympy's strict
+    evaluation, working precision up to ``_MAX_WORKING_DIGITS``); None when that precision does not reach them (a
+    value that may be zero, ``\\sqrt{2}+\\sqrt{3}-\\sqrt{5+2\\sqrt{6}}``) or the value is not a finite number."""
+    try:
+        value = constant.evalf(_EVALUATION_DIGITS, strict=True, maxn=_MAX_WORKING_DIGITS)
+    except (PrecisionExhausted, ValueError, TypeError, ArithmeticError):
+        return None
+    return value if value.is_finite and value.is_number else None
+
+
+def constant_verdict(first: tuple[object, ...], second: tuple[object, ...]) -> bool | None:
+    """Two constant expressions by their exact values (docs/method.md#answer-equivalence): two rationals (integers,
+    fractions, ``\\frac{1}{2^{64}}``, ``\\frac{1}{52!}``) exactly; other constants (surds, π, logarithms) by their
+    values to 40 significant digits, relative to their size, never an absolute tolerance (``\\frac{1}{10^{20}}`` ≢
+    ``\\frac{2}{10^{20}}``). None (undecided: Math-Verify decides) when either side is no single constant or its value
+    cannot be computed to those digits."""
+    left, right = _constant(first), _constant(second)
+    if left is None or right is None:
+        return None
+    if isinstance(left, Rational) and isinstance(right, Rational):
+        return bool(left == right)
+    left_value, right_value = _value(left), _value(right)
+    if left_value is None or right_value is None:
+        return None
+    scale = max(abs(left_value), abs(right_value))
+    return bool(abs(left_value - right_value) <= scale * _AGREEING_DIGITS_TOLERANCE)
+
+
+def rational_function_verdict(first: object, second: object) -> bool | None:
+    """Two rational functions of their variables (polynomials, ``\\frac{x^2-1}{x-1}``; constant coefficients) are
+    equal exactly when their difference cancels to zero (``\\frac{x^2-36}{x-6}`` ≡ ``x+6``, ``(x+3)^2`` ≢
+    ``x^2+3x+9``), decided without Math-Verify's simplification; None for anything else."""
+    if not all(isinstance(item, Expr) and not isinstance(item, Boolean) for item in (first, second)):
+        return None
+    symbols = sorted(first.free_symbols | second.free_symbols, key=str)  # type: ignore[union-attr]
+    if not symbols or not all(item.is_rational_function(*symbols) for item in (first, second)):  # type: ignore[union-attr]
+        return None
+    return cancel(first - second) == 0  # type: ignore[operator]
+
+
+def identity_verdict(first: object, second: object) -> bool | None:
+    """Two expressions in variables built from elementary functions (``\\sin^2 y+\\cos^2 y`` and ``1``, ``\\tan v``
+    and ``\\frac{\\sin v}{\\cos v}``): the same function when their values agree (to 30 significant digits, as two
+    constants) at each of ``IDENTITY_POINTS``, different when they differ at one; None when a value cannot be computed
+    (a point outside the domain, an unevaluated integral, sum or function of no known kind)."""
+    if not all(isinstance(item, Expr) and not isinstance(item, Boolean) for item in (first, second)):
+        return None
+    symbols = sorted(first.free_symbols | second.free_symbols, key=str)  # type: ignore[union-attr]
+    if not symbols or any(item.has(*_UNEVALUATED) for item in (first, second)):  # type: ignore[union-attr]
+        return None
+    for point in IDENTITY_POINTS:
+        values = dict(zip(symbols, (point * (index + 1) for index, _ in enumerate(symbols)), strict=True))
+        verdict = constant_verdict((first.subs(values),), (second.subs(values),))  # type: ignore[union-attr]
+        if not verdict:
+            return verdict
+    return True
+
+
+def _interval_against_value(first: object, second: object) -> bool:
+    """An interval (or union of intervals) on one side and a value (an expression, no set, no relation) on the other:
+    never equal, decided without Math-Verify's search through both readings."""
+    return any(
+        isinstance(one, (Interval, Union)) and isinstance(other, Expr) and not isinstance(other, Boolean)
+        for one, other in ((first, second), (second, first))
+    )
+
+
+def _holds_relation(item: object) -> bool:
+    return isinstance(item, Boolean) or (isinstance(item, Basic) and bool(item.atoms(Relational)))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def algebra(text: str) -> tuple[object, ...]:
+    """The expression of a normalized answer for the exact steps (values, rational functions, relations): plain
+    algebra read fast (:func:`trac_metrics.answers.plain_math.read_plain`), else Math-Verify's parse. Uncounted and
+    cached per answer, as parsing is."""
+    with uncounted():
+        plain = read_plain(text)
+        return (_exact_floats(plain),) if plain is not None else parsed(text)
+
+
+def _endpoint(text: str) -> Expr | None:
+    """An interval's end: ``\\infty`` / ``-\\infty`` or a real constant; None for anything else."""
+    if text.lstrip("+") == "\\infty":
+        return S.Infinity
+    if text == "-\\infty":
+        return S.NegativeInfinity
+    found = algebra(text)
+    value = found[0] if found else None
+    return value if isinstance(value, Expr) and value.is_number and value.is_real else None
+
+
+def _union_of_intervals(text: str) -> Set | None:
+    """The set a union of intervals with constant ends writes (``(-\\infty, 6] \\cup [30, \\infty)``), in sympy's
+    canonical form (overlapping and touching intervals merged); None for anything else."""
+    parts = _UNION_RE.split(text)
+    intervals = []
+    for part in parts:
+        found = structure(part.strip())
+        if found is None or found.kind not in ("()", "[]", "[)", "(]") or len(found.elements) != 2:
+            return None
+        low, high = (_endpoint(element.strip()) for element in found.elements)
+        if low is None or high is None:
+            return None
+        intervals.append(Interval(low, high, found.kind[0] == "(", found.kind[1] == ")"))
+    return Union(*intervals)
+
+
+def union_verdict(first: str, second: str) -> bool | None:
+    """Two unions of intervals (or a union and an interval) with constant ends are equal exactly when they are the
+    same set (``[0, 1] \\cup [1, 2]`` ≡ ``[0, 2]``, ``(-\\infty, 6] \\cup [30, \\infty)`` ≢ ``(-\\infty, 6) \\cup
+    [30, \\infty)``); None when neither is a union or either has another form."""
+    if not (_UNION_RE.search(first) or _UNION_RE.search(second)):
+        return None
+    sets = [_union_of_intervals(text) for text in (first, second)]
+    return None if sets[0] is None or sets[1] is None else bool(sets[0] == sets[1])
+
+
 def symbolically_equal(first: str, second: str) -> bool:
     """Math-Verify in either direction: its ``verify(gold, prediction)`` is not symmetric (it reads an inequality as
     the interval of its solutions only on the gold side, ``x \\geq 3`` ≡ ``[3, \\infty)``), and this relation has no
-    gold side."""
+    gold side; the second direction is only tried when a relation is in the pair, where the directions differ.
+    Two constants are decided first by their values (:func:`constant_verdict`): Math-Verify compares them
+    to 15 decimal places after the point, which makes all tiny values equal."""
     if too_costly_for_sympy(first, second):
         return False
-    parsed_first, parsed_second = list(parsed(first)), list(parsed(second))
-    if not parsed_first or not parsed_second:
+    verdict = union_verdict(first, second)
+    if verdict is not None:
+        return verdict
+    first_algebra, second_algebra = algebra(first), algebra(second)
+    if not first_algebra or not second_algebra:
         return False
-    return verify(parsed_first, parsed_second, timeout_seconds=None) or verify(
-        parsed_second, parsed_first, timeout_seconds=None
-    )
+    verdict = constant_verdict(first_algebra, second_algebra)
+    for exact_step in (rational_function_verdict, identity_verdict):
+        if verdict is None:
+            verdict = exact_step(first_algebra[0], second_algebra[0])
+    if verdict is not None:
+        return verdict
+    parsed_first, parsed_second = list(parsed(first)), list(parsed(second))
+    if not parsed_first or not parsed_second or _interval_against_value(parsed_first[0], parsed_second[0]):
+        return False
+    if verify(parsed_first, parsed_second, timeout_seconds=None):
+        return True
+    asymmetric = any(_holds_relation(item) for item in parsed_first[:1] + parsed_second[:1])
+    return asymmetric and verify(parsed_second, parsed_first, timeout_seconds=None)
 
 
 def decimal_matches_constant(decimal: Number, expression: str) -> bool | None:
@@ -167,7 +343,7 @@ def decimal_matches_constant(decimal: Number, expression: str) -> bool | None:
     is not a real constant (it has a variable, or Math-Verify reads no single expression)."""
     if too_costly_for_sympy(expression, ""):
         return None
-    candidates = [item for item in parsed(expression) if isinstance(item, Expr)]
+    candidates = [item for item in algebra(expression) if isinstance(item, Expr)]
     if not candidates or not candidates[0].is_number:
         return None
     value = candidates[0].evalf(_EVALUATION_DIGITS)
@@ -178,7 +354,7 @@ def decimal_matches_constant(decimal: Number, expression: str) -> bool | None:
 
 def _equation(text: str) -> Expr | None:
     """``left − right`` of an equation Math-Verify reads from ``text``; None for anything else."""
-    found = parsed(text)
+    found = algebra(text)
     if not found or not isinstance(found[0], Equality):
         return None
     return found[0].lhs - found[0].rhs
@@ -231,7 +407,17 @@ def within_budget(compare: Callable[[str, str], bool], first: str, second: str) 
         )
         return False
     except WorkLimitExceeded:
+        _UNDECIDED[0] += 1
         return False
+
+
+_UNDECIDED = [0]
+
+
+def undecided_comparisons() -> int:
+    """How many comparisons of this process ran out of their work budget (undecided, counted as not equivalent);
+    each distinct pair is compared once (its verdict is cached)."""
+    return _UNDECIDED[0]
 
 
 @functools.cache

@@ -140,9 +140,10 @@ EQUIVALENCE = [
     ("x_{1} = 4", "x_1 = 4", "math", True),
     (r"m\angle B = 40", r"\angle B = 40", "math", True),
     ("x = 1,000", "1000", "math", True),
-    # labelled roots are the set of their values; other names stay names
+    # labelled roots match their values in any order; two lists of assignments compare name by name
     (r"x_1 = \sqrt{2}, \quad x_2 = -\sqrt{2}", r"-\sqrt2, \sqrt2", "math", True),
-    (r"x_1 = \sqrt{2}, x_2 = -\sqrt{2}", r"x_1 = -\sqrt{2}, x_2 = \sqrt{2}", "math", True),
+    (r"x_1 = \sqrt{2}, x_2 = -\sqrt{2}", r"x_1 = -\sqrt{2}, x_2 = \sqrt{2}", "math", False),
+    (r"x_1 = \sqrt{2}, x_2 = -\sqrt{2}", r"x_2 = -\sqrt{2}, x_1 = \sqrt{2}", "math", True),
     (r"x_1 = \sqrt{2}, x_2 = -\sqrt{2}", r"\sqrt2", "math", False),
     # an e-notation number is a number on the symbolic side too, not Euler's e
     ("2e - 1", "2e-1", "math", False),

@@ -80,13 +80,13 @@ NORMALIZATION = [
     (r"\angle A = 30^\circ", "math", "30"),
     ("n! = 120", "math", "120"),
     (r"\sum_{k=1}^{10} k", "math", r"\sum_{k=1}^{10}k"),
-    ("x >= 3", "math", "x>=3"),
+    ("x >= 3", "math", "[3,\\infty)"),
     # units: compound, with powers, after a degree sign; words that change the number stay
     (r"9.8 \mathrm{~m}/\mathrm{s}^{2}", "math", "9.8"),
     (r"5\,\mathrm{cm^2}", "math", "5"),
     (r"25^{\circ}\text{C}", "math", "25"),
-    ("5 million", "math", "5million"),
-    (r"5\text{ million}", "math", "5million"),
+    ("5 million", "math", "5000000"),
+    (r"5\text{ million}", "math", "5000000"),
     # TeX shorthands take one token: \sqrt23 is 3√2; Euler's e before a spaced operator is no e-notation
     (r"\sqrt23", "math", r"\sqrt{2}3"),
     ("2e - 1", "math", r"2\cdot e-1"),
@@ -95,7 +95,7 @@ NORMALIZATION = [
     (r"28\text{ percent}", "math", "28"),
     (r"x_1 = \sqrt{2}, \quad x_2 = -\sqrt{2}", "math", r"\sqrt{2},-\sqrt{2}"),
     (r"x_{1} = 3 \text{ and } x_{2} = 5", "math", "3,5"),
-    ("x = 2, y = 3", "math", "x=2,y=3"),
+    ("x = 2, y = 3", "math", "2,3"),
 ]
 
 

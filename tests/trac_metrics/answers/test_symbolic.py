@@ -60,7 +60,9 @@ def test_a_comparison_over_its_work_budget_is_not_equivalent(monkeypatch: pytest
     a, b, _ = SLOW_BUT_LEGIT_PAIRS[0]
     equivalence._bounded_math_equivalent.cache_clear()
     monkeypatch.setattr(symbolic, "SYMBOLIC_WORK_BUDGET", 1000)
+    undecided = symbolic.undecided_comparisons()
     assert not equivalent(a, b)
+    assert symbolic.undecided_comparisons() == undecided + 1  # undecided, counted
     equivalence._bounded_math_equivalent.cache_clear()
     monkeypatch.undo()
     assert equivalent(a, b)
