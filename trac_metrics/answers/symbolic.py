@@ -9,11 +9,15 @@ so they are switched off and the work is bounded here instead, by rules that giv
   ``MAX_SYMBOLIC_DEPTH`` (parsing time grows steeply with nesting) and pairs that could hang inside one C call (huge
   powers, factorials or binomials of large numbers, logarithms next to long numbers) never reach sympy, nor do
   word-like answers (:func:`too_costly_for_sympy`);
+- exact steps before Math-Verify (:func:`union_verdict`, :func:`constant_verdict`, :func:`rational_function_verdict`,
+  :func:`identity_verdict`), on plain algebra read fast (:mod:`trac_metrics.answers.plain_math`), decide most pairs
+  in a few thousand calls;
 - a work budget (:func:`within_budget`): a comparison may make ``SYMBOLIC_WORK_BUDGET`` Python calls after parsing
-  (:func:`trac_metrics._util.limits.work_limit`); one that runs out counts as not equivalent. Parsing is not counted:
+  (:func:`trac_metrics._util.limits.work_limit`); one that runs out is undecided and counts as not equivalent
+  (:func:`undecided_comparisons` counts them). Parsing is not counted:
   its results are cached per answer (a count must not depend on which answers were parsed before) and its cost is
   bounded by the input caps;
-- a CPU-time safety net of ``SYMBOLIC_CPU_LIMIT_S`` seconds, twenty times what the budget takes, for a call that is
+- a CPU-time safety net of ``SYMBOLIC_CPU_LIMIT_S`` seconds, far above what the budget takes, for a call that is
   slow by itself; it also counts as not equivalent, with a warning that this verdict may depend on the machine.
 """
 
@@ -64,10 +68,10 @@ MAX_SYMBOLIC_DEPTH = 8
 """Deepest nesting of brackets (``()``, ``[]``, ``{}``; ``\\left(`` is one) that reaches sympy: real references
 nest at most 4 deep, and parsing an answer nested 8 deep takes about half a second."""
 SYMBOLIC_WORK_BUDGET = 15_000
-"""Python calls one comparison may make after parsing: 1.6 to 3.2 s of CPU time where it was tuned (traced), over
-twenty times what the costliest equivalence of the test suites and the real-data rewrites makes (78,000)."""
+"""Python calls one comparison may make after parsing: about 15 to 30 ms of CPU time where it was tuned (traced); the
+costliest equivalences of the test suites and the real-data rewrites make about 13,000."""
 SYMBOLIC_CPU_LIMIT_S = 60.0
-"""The CPU-time safety net of a comparison (seconds of its thread's CPU time): twenty times what the budget takes."""
+"""The CPU-time safety net of a comparison (seconds of its thread's CPU time): far above what the budget takes."""
 _MAX_EXPONENT_DIGITS = 4
 _MAX_LITERAL_DIGITS = 30
 _MAX_LOGARITHM_PAIR_DIGITS = 6
