@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
+from trac_metrics.features.cache_share import ProbeCacheCounts, format_share, probe_cache_counts
 from trac_metrics.records import ResponseRecord
 
 LOGGER = logging.getLogger("lm_eval.trac_eval")
@@ -65,9 +66,7 @@ class TaskSummary:
     questions: int = 0
     samples: int = 0
     trace_tokens: int = 0
-    probe_prompt_tokens: int = 0
-    probe_cached_tokens: int = 0
-    probe_cache_known: bool = False
+    probe_cache: ProbeCacheCounts = field(default_factory=ProbeCacheCounts)
     prefix_prompt_tokens: int = 0
     prefix_cached_tokens: int = 0
     generation_seconds: float = 0.0
@@ -76,6 +75,7 @@ class TaskSummary:
     def add_question(self, records: list[ResponseRecord], path: Path) -> None:
         self.path = path
         self.questions += 1
+        self.probe_cache += probe_cache_counts(records)
         for record in records:
             self.samples += 1
             self.trace_tokens += record.num_tokens
@@ -87,19 +87,10 @@ class TaskSummary:
                 if probe.num_cached_tokens is not None:
                     self.prefix_prompt_tokens += probe.num_prompt_tokens
                     self.prefix_cached_tokens += probe.num_cached_tokens
-            trace_probe = record.probes.get("trace")
-            if trace_probe is not None and trace_probe.num_cached_tokens is not None:
-                self.probe_cache_known = True
-                self.probe_prompt_tokens += trace_probe.num_prompt_tokens
-                self.probe_cached_tokens += trace_probe.num_cached_tokens
 
     def line(self) -> str:
         mean_tokens = self.trace_tokens / self.samples if self.samples else float("nan")
-        share = (
-            f"{100 * self.probe_cached_tokens / self.probe_prompt_tokens:.1f} %"
-            if self.probe_cache_known and self.probe_prompt_tokens
-            else "not reported"
-        )
+        share = format_share(self.probe_cache)  # docs/method.md#probe-cache-share
         if self.prefix_prompt_tokens:  # docs/method.md#prefix-probes
             share += f" (prefix probes {100 * self.prefix_cached_tokens / self.prefix_prompt_tokens:.1f} %)"
         return (

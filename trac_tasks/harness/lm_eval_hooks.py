@@ -13,6 +13,7 @@ import functools
 import inspect
 import os
 import re
+import warnings
 from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
@@ -69,9 +70,31 @@ def index_package_tasks(manager_module: ModuleType) -> None:
         if not any(Path(path).resolve() == ours for path in paths):
             paths.insert(0, ours)
         call.arguments["include_path"] = paths
-        original_init(*call.args, **call.kwargs)
+        call_keeping_warnings(original_init, *call.args, **call.kwargs)
 
     task_manager.__init__ = __init__
+
+
+def call_keeping_warnings(function: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """Call lm-eval's ``function`` from one of our wrappers so that a warning it attributes to its caller
+    (``stacklevel=2``, as lm-eval's deprecation warnings do) names the wrapper's caller, as it would without the
+    wrapper: a user's script still sees them. Every other warning keeps the place it names. For quick calls only (the
+    warnings are re-issued when the call returns or raises)."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            return function(*args, **kwargs)
+    finally:  # outside the catching context: the user's warning filters decide
+        _reissue(caught)
+
+
+def _reissue(caught: list[warnings.WarningMessage]) -> None:
+    for warning in caught:
+        if warning.filename == __file__:  # lm-eval pointed at our wrapper: name its caller instead
+            warnings.warn(warning.message, warning.category, stacklevel=4)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
 
 
 def tasks_indexed_by_entry_point(manager_module: ModuleType) -> bool:

@@ -122,3 +122,26 @@ def test_an_unknown_table_switch_is_refused_before_generation() -> None:
     refuse_unknown_table_switch({"a": task(), "b": task(**{TABLE_SWITCH: "all"}), "c": task(trac_table="headline")})
     with pytest.raises(ValueError, match="task t: metadata trac_table='every' must be one of headline, all"):
         refuse_unknown_table_switch({"group": {"a": task(trac_table="every")}})
+
+
+def test_lm_evals_own_warnings_still_name_the_callers_line() -> None:
+    """docs/architecture.md#lm-eval-patches: a warning lm-eval attributes to its caller (``stacklevel=2``, its
+    deprecation warnings) names the line of the user's code that called it, not our wrapper around ``TaskManager``
+    (a DeprecationWarning shows by default only when it names ``__main__``)."""
+    import lm_eval.tasks
+
+    from trac_tasks.harness import lm_eval_hooks
+
+    wrapper = lm_eval.tasks.TaskManager.__init__
+    assert wrapper.__code__.co_filename == lm_eval_hooks.__file__, "the start-up hook wraps it"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lm_eval.tasks.TaskManager(verbosity="INFO")  # deprecated argument: lm-eval warns with stacklevel=2
+    (deprecation,) = [warning for warning in caught if "verbosity" in str(warning.message)]
+    assert deprecation.category is DeprecationWarning
+    assert (deprecation.filename, deprecation.lineno) == (__file__, _line_of("TaskManager(verbosity="))
+
+
+def _line_of(text: str) -> int:
+    lines = open(__file__, encoding="utf-8").read().splitlines()
+    return next(number for number, line in enumerate(lines, 1) if text in line and "_line_of" not in line)
