@@ -1,7 +1,8 @@
 """``trac``: command-line access to TrAC results without rerunning a model.
 
 - ``trac summary OUT_DIR [--all]``: accuracy and the headline TrAC / baseline metrics (``--all``: every metric) of
-  every task in the newest lm-eval results file under ``OUT_DIR`` (what ``lm_eval ... --output_path OUT_DIR`` wrote).
+  every task in the newest lm-eval results file under ``OUT_DIR`` (what ``lm_eval ... --output_path OUT_DIR`` wrote),
+  with the end-of-thinking marker and the probe cache share of the task's newest records.
 - ``trac evaluate RECORDS.jsonl ...``: recompute labels, features and every metric from stored TrAC records
   (``<OUT_DIR>/trac_records/*.jsonl``) with the installed answer normalizer; no model, no lm-eval run.
 - ``trac report RUN_DIR... --out DIR``: the paper's tables and figures over every (model, task) pair of the runs;
@@ -23,6 +24,7 @@ data only: a custom ``--equivalence`` is code and comes from the command line al
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
@@ -37,6 +39,7 @@ from trac_metrics._util.files import atomic_write, check_output
 from trac_metrics._util.limits import require_memory
 from trac_metrics.answers import ANSWER_KINDS
 from trac_metrics.features import LOW_THRESHOLD, N_BINS, TAIL_WINDOW
+from trac_metrics.features.cache_share import ProbeCacheCounts, low_share_warning, probe_cache_counts
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, task_accuracy
 from trac_metrics.heads import newton_memory
 from trac_metrics.heads.calibration_maps import CALIBRATION_MAPS, DEFAULT_CALIBRATION_MAP
@@ -67,7 +70,13 @@ from trac_metrics.reporting.runs import (
     find_record_files,
     load_pairs,
 )
-from trac_metrics.reporting.summary_table import HEADLINE_TABLES, SUMMARY_TABLES, format_table, method_table
+from trac_metrics.reporting.summary_table import (
+    HEADLINE_TABLES,
+    SUMMARY_TABLES,
+    format_table,
+    method_table,
+    probe_cache_line,
+)
 from trac_metrics.selective import DEFAULT_ECE_BINS
 from trac_metrics.selective.bootstrap import bootstrap_memory
 
@@ -95,19 +104,26 @@ def _task_block(task: str, metrics: dict[str, float], tables: Tables = SUMMARY_T
     return f"{task}: {accuracy}\n{shown}"
 
 
-def _marker_note(out_dir: Path, task: str) -> str:
-    """The end-of-thinking marker the task's newest records say the run used."""
+def _record_notes(out_dir: Path, task: str) -> str:
+    """What the task's newest records say about the run: the end-of-thinking marker it used, its probe cache share
+    (docs/method.md#probe-cache-share) and, below 50 %, the warning naming the likely causes."""
     files = sorted(out_dir.rglob(f"trac_records/{task}.*.jsonl"), key=lambda path: path.stat().st_mtime)
-    first = next(iter_records(files[-1]), None) if files else None
+    records = iter_records(files[-1]) if files else iter(())
+    first = next(records, None)
+    counts = probe_cache_counts(itertools.chain([first], records)) if first is not None else ProbeCacheCounts()
     if first is None or first.marker is None:
-        return "end-of-thinking marker: not recorded"
-    return f"end-of-thinking marker: {first.marker!r}" if first.marker else "end-of-thinking marker: none"
+        marker = "end-of-thinking marker: not recorded"
+    else:
+        marker = f"end-of-thinking marker: {first.marker!r}" if first.marker else "end-of-thinking marker: none"
+    warning = low_share_warning(f"task {task}", counts)
+    return "\n".join([marker, probe_cache_line(counts), *([warning] if warning else [])])
 
 
 def summary(out_dir: Path, tables: Tables = SUMMARY_TABLES) -> str:
     """Every TrAC task of the newest results file under ``out_dir``: accuracy, the method × metric ``tables`` (default
     every metric; ``trac summary`` without ``--all`` shows
-    :data:`~trac_metrics.reporting.summary_table.HEADLINE_TABLES`) and the end-of-thinking marker its records name."""
+    :data:`~trac_metrics.reporting.summary_table.HEADLINE_TABLES`), the end-of-thinking marker its records name and
+    their probe cache share."""
     path = newest_results_file(out_dir)
     try:
         payload = json.loads(path.read_text())
@@ -122,7 +138,7 @@ def summary(out_dir: Path, tables: Tables = SUMMARY_TABLES) -> str:
             key.split(",")[0]: value for key, value in values.items() if "," in key and isinstance(value, (int, float))
         }
         if "trac_auroc" in metrics:
-            blocks.append(f"\n{_task_block(task, metrics, tables)}\n{_marker_note(out_dir, task)}")
+            blocks.append(f"\n{_task_block(task, metrics, tables)}\n{_record_notes(out_dir, task)}")
     if len(blocks) == 1:
         raise ValueError(f"{path} holds no TrAC task")
     return "\n".join(blocks)

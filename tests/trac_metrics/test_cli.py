@@ -4,6 +4,7 @@ status 2."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -11,11 +12,13 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 from full_disk import fill_disk_after, folder_bytes
+from record_factory import synthetic_question
 from run_factory import PairSpec, pair_specs, write_runs
 
 from trac_metrics import cli, selective
@@ -25,7 +28,7 @@ from trac_metrics.cli import main
 from trac_metrics.heads import FittedHead
 from trac_metrics.heads.calibration_maps import CalibrationMap
 from trac_metrics.heads.saved_heads import feature_rows
-from trac_metrics.records import iter_records
+from trac_metrics.records import RecordWriter, ResponseRecord, iter_records
 from trac_metrics.reporting.runs import evaluate_pairs, load_pairs
 from trac_metrics.selective.bootstrap import bootstrap_memory
 
@@ -226,6 +229,68 @@ def test_summary_and_evaluate_errors_are_one_line(tmp_path: Path, capsys: pytest
     empty = tmp_path / "t1.2026-01-01T00-00-00.jsonl"
     empty.write_text("")
     assert str(empty) in cli_error(capsys, "evaluate", empty)
+
+
+def with_cached_tokens(records: list[ResponseRecord], cached: Callable[[int], int | None]) -> list[ResponseRecord]:
+    """The records with each trace probe's cached-token count replaced by ``cached(its prompt tokens)``."""
+    return [
+        dataclasses.replace(
+            record,
+            probes={"trace": dataclasses.replace(probe, num_cached_tokens=cached(probe.num_prompt_tokens))},
+        )
+        for record in records
+        for probe in [record.probes["trace"]]
+    ]
+
+
+def test_summary_shows_each_tasks_probe_cache_share_from_its_newest_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(7)
+    cached_by_task = {
+        "t_high": lambda prompt: prompt - 4,  # all but the cue: served from the cache
+        "t_low": lambda prompt: prompt // 5,
+        "t_none": lambda prompt: None,  # an engine that reports no count
+    }
+    for task, cached in cached_by_task.items():
+        records = [
+            record
+            for doc_id in range(6)
+            for record in with_cached_tokens(synthetic_question(rng, doc_id, doc_id % 2 == 0, task=task), cached)
+        ]
+        RecordWriter(tmp_path / "trac_records" / f"{task}.2026-01-02T00-00-00.jsonl").write_batch(records)
+    # an older run of t_high with nothing cached: the summary reads the newest records only
+    older = tmp_path / "trac_records" / "t_high.2026-01-01T00-00-00.jsonl"
+    RecordWriter(older).write_batch(with_cached_tokens(synthetic_question(rng, 0, True, task="t_high"), lambda _: 0))
+    os.utime(older, (1_000_000, 1_000_000))
+    results = tmp_path / "model" / "results_2026-01-02T00-00-00.json"
+    results.parent.mkdir()
+    keys = {"acc,none": 0.5, "trac_auroc,none": 0.6}
+    results.write_text(json.dumps({"results": {task: keys for task in cached_by_task}}))
+
+    text = run_cli(capsys, "summary", tmp_path)
+    blocks = {block.split(":")[0]: block for block in text.split("\n\n")[1:]}
+    assert sorted(blocks) == sorted(cached_by_task)
+
+    def expected(task: str) -> str:
+        probes = [
+            record.probes["trace"]
+            for record in iter_records(tmp_path / "trac_records" / f"{task}.2026-01-02T00-00-00.jsonl")
+        ]
+        cached = sum(probe.num_cached_tokens for probe in probes)
+        prompt = sum(probe.num_prompt_tokens for probe in probes)
+        return f"{100 * cached / prompt:.1f} % ({cached} of {prompt} prompt tokens over {len(probes)} probes)"
+
+    high, low = expected("t_high"), expected("t_low")
+    assert float(high.split(" %")[0]) > 90 and float(low.split(" %")[0]) == pytest.approx(20, abs=0.6)
+    assert f"end-of-thinking marker: not recorded\nprobe cache share: {high}" in blocks["t_high"]
+    assert "served from the prefix cache" not in blocks["t_high"]
+    (warning,) = [line for line in blocks["t_low"].splitlines() if line.startswith("trac-eval:")]
+    assert f"probe cache share: {low}\n{warning}" in blocks["t_low"]
+    assert warning.startswith(f"trac-eval: task t_low: only {low.split(' (')[0]} of the trace probes' prompt tokens")
+    assert "enable_prefix_caching=False" in warning and "hybrid-attention model" in warning
+    assert "probe cache share: not reported (24 probes without a cached-token count)" in blocks["t_none"]
+    assert "trac-eval:" not in blocks["t_none"]
 
 
 @pytest.mark.parametrize("option", ["--resamples", "--jobs", "--n-bins", "--tail-window"])

@@ -6,7 +6,8 @@
 :func:`load_pairs` streams every file once, turns each question into its evidence dict
 (:func:`trac_metrics.features.evidence.question_evidence`) as soon as its K records have been read (records carry K),
 and keeps only those small dicts and the timing sums: the per-token arrays of a question are dropped when it is
-complete, so memory grows with the number of questions, not with the number of generated tokens. A question with
+complete, so memory grows with the number of questions, not with the number of generated tokens. The trace probes'
+token counts are summed on the way (:attr:`PairRun.probe_cache`, docs/method.md#probe-cache-share). A question with
 fewer records than its K (a run cut short) is dropped with a warning: see :func:`load_pairs`. A caller that needs
 more of each question than its evidence (the HTML report's primary trace) passes a ``details`` function of the
 question's records; its small result is kept beside the evidence, computed in the same single pass.
@@ -31,6 +32,7 @@ import numpy as np
 
 from trac_metrics._util.parallel import Progress, parallel_map
 from trac_metrics._warnings import TracWarning
+from trac_metrics.features.cache_share import ProbeCacheCounts, probe_cache_counts
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence
 from trac_metrics.heads.calibration_maps import DEFAULT_CALIBRATION_MAP
 from trac_metrics.heads.evaluate import TaskEvaluation, evaluate_task
@@ -53,7 +55,8 @@ class PairRun:
     responses: ``generation`` (all K samples), ``probe_<variant>`` (primary responses only, so that per-question
     costs compare; ``probe_prefix`` sums a primary's prefix probes) and ``p_true``; ``primary_responses`` and
     ``responses`` count what was summed. ``details`` holds, in the order of ``evidences``, what the ``details``
-    function given to :func:`load_pairs` returned for each question (empty when none was given).
+    function given to :func:`load_pairs` returned for each question (empty when none was given). ``probe_cache``
+    sums the trace probes' token counts of all its responses (docs/method.md#probe-cache-share).
     """
 
     model: str
@@ -64,6 +67,7 @@ class PairRun:
     responses: int = 0
     sources: tuple[Path, ...] = ()
     details: tuple[Any, ...] = ()
+    probe_cache: ProbeCacheCounts = ProbeCacheCounts()
 
     @property
     def name(self) -> str:
@@ -175,6 +179,7 @@ class _PairAccumulator:
         self.origin: dict[str, Path] = {}
         self.seconds: dict[str, float] = defaultdict(float)
         self.responses = 0
+        self.probe_cache = ProbeCacheCounts()
         self.sources: list[Path] = []
 
     def _add_timing(self, record: ResponseRecord) -> None:
@@ -194,12 +199,13 @@ class _PairAccumulator:
                 self.seconds[f"probe_{probe.variant}"] += float(probe.seconds)
 
     def add_question(self, records: list[ResponseRecord], path: Path) -> None:
-        """Add one complete question: its evidence, its details (when asked for) and the engine seconds of its
-        responses."""
+        """Add one complete question: its evidence, its details (when asked for), the engine seconds of its
+        responses and their trace probes' token counts."""
         doc_id = str(records[0].doc_id)
         self._add(doc_id, question_evidence(records, self.options), path)
         if self.keep is not None:
             self.details[doc_id] = self.keep(records)
+        self.probe_cache += probe_cache_counts(records)
         for record in records:
             self._add_timing(record)
 
@@ -216,13 +222,15 @@ class _PairAccumulator:
             self.sources.append(path)
 
     def merge(self, other: _PairAccumulator) -> None:
-        """Add the questions, timings and sources of ``other`` (the same pair read from another file)."""
+        """Add the questions, timings, probe token counts and sources of ``other`` (the same pair read from another
+        file)."""
         for doc_id, evidence in other.evidences.items():
             self._add(doc_id, evidence, other.origin[doc_id])
         self.details.update(other.details)
         for key, value in other.seconds.items():
             self.seconds[key] += value
         self.responses += other.responses
+        self.probe_cache += other.probe_cache
 
 
 def load_pairs(
@@ -307,6 +315,7 @@ def _finish(key: PairKey, accumulator: _PairAccumulator) -> PairRun:
         responses=accumulator.responses,
         sources=tuple(accumulator.sources),
         details=tuple(kept[str(evidence["doc_id"])] for evidence in ordered) if kept else (),
+        probe_cache=accumulator.probe_cache,
     )
 
 

@@ -1,5 +1,7 @@
 """One task's metrics as method × metric tables: what ``trac summary`` and ``trac evaluate`` print
-(docs/method.md#metric-names): the ranking metrics (selective prediction and rejection) and the calibration metrics.
+(docs/method.md#metric-names): the ranking metrics (selective prediction and rejection) and the calibration metrics;
+and the probe cache share line ``trac summary`` and the HTML report show per task (:func:`probe_cache_line`,
+docs/method.md#probe-cache-share).
 
 The headline view (:data:`HEADLINE_METRICS` of every method for ``trac summary``; of :data:`HEADLINE_METHODS` only in
 the console table lm-eval prints, :func:`headline_keys`) fits on one screen; every metric stays in lm-eval's results
@@ -13,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from trac_metrics.features.cache_share import ProbeCacheCounts, format_share
 from trac_metrics.methods import ACCURACY_KEYS, all_methods, task_methods
 from trac_metrics.selective import CALIBRATION_METRIC_NAMES, METRIC_NAMES, RANKING_METRIC_NAMES
 
@@ -80,3 +83,13 @@ def format_table(table: pd.DataFrame) -> str:
         cells = [f"{value:.4f}" if not math.isnan(value) else "nan" for value in row]
         lines.append(" | ".join(f"{cell:>14}" for cell in [method, *cells]))
     return "\n".join(lines)
+
+
+def probe_cache_line(counts: ProbeCacheCounts) -> str:
+    """``probe cache share: 91.3 % (N of M prompt tokens over P probes)`` (docs/method.md#probe-cache-share), naming
+    the probes whose engine gave no cached count; ``probe cache share: not reported (...)`` when none gave one."""
+    unreported = f"{counts.unreported} probes without a cached-token count" if counts.unreported else ""
+    if counts.reported == 0:
+        return f"probe cache share: not reported ({unreported or 'no trace probes'})"
+    counted = f"{counts.cached_tokens} of {counts.prompt_tokens} prompt tokens over {counts.reported} probes"
+    return f"probe cache share: {format_share(counts)} ({counted}{'; ' + unreported if unreported else ''})"

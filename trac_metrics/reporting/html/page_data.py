@@ -8,9 +8,10 @@ number; the page's script only lays the numbers out, sorts and filters them.
   .leaderboard_tables`), cell by cell with their best / second marks;
 - ``pairs``: each (model, task, decoding) pair with its accuracy and every leaderboard method's metrics, and the 95 %
   hierarchical-bootstrap interval of its headline metrics over that pair's questions alone
-  (docs/method.md#hierarchical-bootstrap with one pair); ``macro``: the pair-equal macro of each with the report's
-  interval; ``paired``: every leaderboard method against every other as reference, for the headline metrics
-  (docs/method.md#paired-differences);
+  (docs/method.md#hierarchical-bootstrap with one pair), and its probe cache share for the page's header
+  (docs/method.md#probe-cache-share: the share, the line ``trac summary`` prints, the warning below 50 %); ``macro``:
+  the pair-equal macro of each with the report's interval; ``paired``: every leaderboard method against every other
+  as reference, for the headline metrics (docs/method.md#paired-differences);
 - ``figures``: per pair and method, the expected risk at every coverage k/N
   (docs/method.md#risk-coverage-curve-and-aurc) and the reliability bins of its probability of correctness
   (docs/method.md#figures);
@@ -31,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from trac_metrics._warnings import TracWarning
+from trac_metrics.features.cache_share import low_share_warning
 from trac_metrics.features.evidence import task_accuracy
 from trac_metrics.methods import all_methods
 from trac_metrics.reporting.leaderboard import (
@@ -42,7 +44,7 @@ from trac_metrics.reporting.leaderboard import (
 )
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.runs import PairRun, decoding_label
-from trac_metrics.reporting.summary_table import HEADLINE_METRICS
+from trac_metrics.reporting.summary_table import HEADLINE_METRICS, probe_cache_line
 from trac_metrics.reporting.tables import ReportTable, rank_marks, with_notes
 from trac_metrics.selective import (
     HIGHER_IS_BETTER,
@@ -155,6 +157,11 @@ def _pair(data: ReportData, index: int, methods: Sequence[str]) -> dict[str, Any
             for metric in METRIC_NAMES
         },
         "intervals": _pair_intervals(data, index, methods),
+        "probe_cache": {
+            "share": number(pair.probe_cache.share),
+            "line": probe_cache_line(pair.probe_cache),
+            "warning": low_share_warning(pair.name, pair.probe_cache),
+        },
     }
 
 

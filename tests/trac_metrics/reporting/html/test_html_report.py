@@ -103,6 +103,52 @@ def test_every_pair_shows_its_accuracy_and_the_metrics_lm_eval_reported(report) 
     assert page["macro"]["auroc"]["trac"]["interval"] == list(data.ci("trac", "auroc"))
 
 
+def cache_share_by_hand(records: list) -> tuple[float, str]:
+    """The share of ``records``' trace-probe prompt tokens served from the cache and ``trac summary``'s line of it."""
+    probes = [record.probes["trace"] for record in records]
+    cached, prompt = sum(probe.num_cached_tokens for probe in probes), sum(probe.num_prompt_tokens for probe in probes)
+    counted = f"{cached} of {prompt} prompt tokens over {len(probes)} probes"
+    return cached / prompt, f"probe cache share: {100 * cached / prompt:.1f} % ({counted})"
+
+
+def test_every_pair_shows_its_probe_cache_share(report, runs: Path) -> None:
+    _, out, _ = report
+    text = (out / "report.html").read_text(encoding="utf-8")
+    page = embedded(text)
+    assert [(pair["model"], pair["task"]) for pair in page["pairs"]] == [(m, t) for m in MODELS for t in TASKS]
+    for pair in page["pairs"]:
+        records = iter_records(next((runs / pair["model"] / "trac_records").glob(f"{pair['task']}.*.jsonl")))
+        share, line = cache_share_by_hand(list(records))
+        assert pair["probe_cache"] == {"share": pytest.approx(share, rel=1e-12), "line": line, "warning": None}
+    assert len({pair["probe_cache"]["line"] for pair in page["pairs"]}) == len(page["pairs"])
+    assert '<ul id="report-cache"></ul>' in text
+
+
+def test_a_pair_below_half_cached_carries_the_warning_and_one_without_counts_says_not_reported(
+    capsys, tmp_path: Path
+) -> None:
+    root = tmp_path / "runs"
+    write_runs(root, pair_specs(["low", "unreported"], ["t"], 12, seed=3), k=2, seed=1)
+    for model, cached in (("low", 10), ("unreported", None)):
+        records = next((root / model / "trac_records").glob("*.jsonl"))
+        rows = [json.loads(line) for line in records.read_text().splitlines()]
+        for row in rows:
+            row["probes"]["trace"]["num_cached_tokens"] = cached
+        records.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    low, unreported = report_page(capsys, root, tmp_path / "report.html", "--tokenizer", "none")["pairs"]
+    share, line = cache_share_by_hand(list(iter_records(next((root / "low" / "trac_records").glob("*.jsonl")))))
+    assert low["probe_cache"]["line"] == line and low["probe_cache"]["share"] == pytest.approx(share, rel=1e-12)
+    assert share < 0.1
+    share = low["probe_cache"]["line"].split(": ")[1].split(" (")[0]
+    assert low["probe_cache"]["warning"].startswith(f"trac-eval: low / t: only {share} of the trace probes' prompt")
+    assert "enable_prefix_caching=False" in low["probe_cache"]["warning"]
+    assert unreported["probe_cache"] == {
+        "share": None,
+        "line": "probe cache share: not reported (24 probes without a cached-token count)",
+        "warning": None,
+    }
+
+
 @pytest.mark.parametrize("method", ["trac", "mean_logprob", "sc_modal"])
 def test_the_confidently_wrong_questions_are_those_the_records_give(report, runs: Path, method: str) -> None:
     data, out, _ = report

@@ -1,9 +1,10 @@
 """The HTML report in a real browser: Debian's Chromium, headless, driven by Playwright, with the network blocked.
 
 The page ``trac report --html`` writes for two models × two tasks opens from file:// with no console error and no
-request; its leaderboard is ``trac report``'s table; sorting, the "confidently wrong" filter, a question's trace,
-probe answer and scores, the side-by-side view and the figures show what the records hold. A screenshot of an opened
-question is saved (and, with ``TRAC_UPDATE_SCREENSHOTS=1``, written to ``docs/images/html_report.png``).
+request; its header shows each pair's probe cache share; its leaderboard is ``trac report``'s table; sorting, the
+"confidently wrong" filter, a question's trace, probe answer and scores, the side-by-side view and the figures show
+what the records hold. A screenshot of an opened question is saved (and, with ``TRAC_UPDATE_SCREENSHOTS=1``,
+written to ``docs/images/html_report.png``).
 
 Chromium must be installed (``scripts/setup_env.sh``: ``apt-get install chromium``); without it these tests fail.
 """
@@ -28,6 +29,7 @@ from trac_metrics._warnings import TracWarning
 from trac_metrics.cli import main
 from trac_metrics.records import iter_records
 from trac_metrics.reporting.runs import evaluate_pairs, load_pairs
+from trac_metrics.reporting.summary_table import probe_cache_line
 from trac_metrics.selective import reliability_bins
 
 pytestmark = pytest.mark.xdist_group("html_report_browser")  # one worker, one browser for the whole module
@@ -98,10 +100,14 @@ def cells(page: Page, selector: str) -> list[list[str | None]]:
     )
 
 
-def test_the_page_opens_offline_with_its_leaderboard(page: Page) -> None:
+def test_the_page_opens_offline_with_its_leaderboard(page: Page, written: dict) -> None:
     assert page.title() == "TrAC report"
     assert page.eval_on_selector("#tabs button[aria-selected=true]", "button => button.dataset.tab") == "leaderboard"
     assert "4 (model, task) pair(s), 2 model(s), 2 task(s), 120 questions" in page.inner_text("#report-summary")
+    # the header: each pair's probe cache share (its numbers are checked against the records without a browser)
+    assert page.eval_on_selector_all("#report-cache li", "items => items.map(item => item.innerText)") == [
+        f"{pair.model} / {pair.task} (T=0.7→greedy): {probe_cache_line(pair.probe_cache)}" for pair in written["pairs"]
+    ]
 
 
 def test_the_leaderboard_rows_and_values_are_trac_reports_table(page: Page, written: dict) -> None:

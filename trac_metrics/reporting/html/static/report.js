@@ -717,6 +717,17 @@
     `${unique(PAIRS.map((pair) => pair.task)).length} task(s), ${PAIRS.reduce((sum, pair) => sum + pair.n, 0)} questions. ` +
     `Bootstrap: ${settings.resamples} hierarchical resamples, seed ${settings.seed}; calibration: ` +
     `${settings.calibration_map} maps, ECE over ${settings.ece_bins} bins.`;
+  // Each pair's probe cache share, as `trac summary` prints it; below 50 % its warning, opened on demand.
+  document.getElementById("report-cache").append(
+    ...PAIRS.map((pair) =>
+      h(
+        "li",
+        { class: pair.probe_cache.warning ? "warning" : null },
+        `${modelName(pair.model)} / ${pair.task} (${pair.decoding}): ${pair.probe_cache.line}`,
+        pair.probe_cache.warning && h("details", null, h("summary", { text: "below 50 %: likely causes" }), h("p", { class: "note", text: pair.probe_cache.warning })),
+      ),
+    ),
+  );
   openTab("leaderboard");
   report.openTab = openTab;
   report.readyAt = performance.now();
