@@ -137,7 +137,7 @@ aside (:func:`trac_tasks.harness.lm_eval_hooks.index_package_tasks`); the filter
 aggregation ``trac`` are names a task YAML can use there instead of ``!function``. No ``lm_eval.models`` or
 ``lm_eval.metrics`` entry: lm-eval never lets a plugin replace a built-in model name (trac-eval extends ``vllm``,
 ``hf`` and ``local-completions``, it adds no backend), and it calls no metric function for a task with its own
-``process_results`` (every TrAC task). docs/guide/reliability.md#it-never-breaks-lm-eval."""
+``process_results`` (every TrAC task). docs/guide/reliability.md#lm-eval-releases has the compatibility table."""
 
 FAST_CAPTURE = (
     "vllm:SamplingParams(flat_logprobs, detokenize, skip_special_tokens, spaces_between_special_tokens)",
