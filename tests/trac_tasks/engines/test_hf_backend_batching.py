@@ -1,0 +1,102 @@
+"""The HF backend's batched path on the CPU (docs/architecture.md#hf-backend): with ``--batch_size`` N > 1 no KV cache
+outlives the ``generate`` call that made it, however many long traces a chunk holds; with ``--batch_size 1`` every
+trace keeps its cache until its chunk's probes are done. A small randomly initialised Llama (with the tiny model's
+tokenizer) makes long traces quickly: it rarely writes an end token."""
+
+from __future__ import annotations
+
+import weakref
+
+import pytest
+
+from trac_metrics.records import iter_records
+
+N_DOCS, K, MAX_GEN_TOKS = 6, 2, 40
+TRAC = {"answer_kind": "math", "reference": "4", "probe_variants": ["trace", "teacher_forced"], "p_true": True}
+
+
+@pytest.fixture(scope="module")
+def random_llama(tmp_path_factory, tiny_tokenizer):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tiny_tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        eos_token_id=tiny_tokenizer.eos_token_id,
+        pad_token_id=tiny_tokenizer.pad_token_id,
+    )
+    folder = tmp_path_factory.mktemp("random_llama")
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tiny_tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _requests():
+    from lm_eval.api.instance import Instance
+
+    requests = []
+    for doc_id in range(N_DOCS):
+        prompt = "Add the numbers. " * (1 + 8 * (doc_id % 3)) + f"What is {doc_id} + 4?\n"  # lengths 1x to 17x
+        instance = Instance(
+            "generate_until",
+            {"q": doc_id},
+            (prompt, {"until": [], "do_sample": False, "max_gen_toks": MAX_GEN_TOKS, "trac": TRAC}),
+            idx=0,
+            metadata=("batching", doc_id, K),
+        )
+        instance.repeats = K
+        requests.extend([instance] * K)
+    return requests
+
+
+def _run(random_llama, tmp_path, monkeypatch, batch_size):
+    """One run of the HF runner at ``batch_size``: its records, the most KV caches alive at any forward pass, the
+    model object."""
+    from lm_eval.models.huggingface import HFLM
+
+    from trac_tasks.engines.hf_backend import HfTracRunner
+
+    monkeypatch.setenv("TRAC_RECORDS_DIR", str(tmp_path))
+    lm = HFLM(pretrained=str(random_llama), device="cpu", dtype="float32", batch_size=batch_size, max_length=1024)
+    peak, seen = [0], weakref.WeakSet()
+
+    def count_caches(module, args, kwargs):
+        """Every cache is handed to the model at each step it is used: those seen and still alive are live."""
+        if kwargs.get("past_key_values") is not None:
+            seen.add(kwargs["past_key_values"])
+        peak[0] = max(peak[0], len(seen))
+
+    handle = lm.model.register_forward_pre_hook(count_caches, with_kwargs=True)
+    try:
+        HfTracRunner(lm).run(_requests(), disable_tqdm=True)
+    finally:
+        handle.remove()
+    (path,) = tmp_path.glob("batching.*.jsonl")
+    return list(iter_records(path)), peak[0], lm
+
+
+@pytest.mark.parametrize("batch_size", [1, 4])
+def test_live_caches_are_bounded_by_one_batch(random_llama, tmp_path, monkeypatch, batch_size):
+    records, peak, lm = _run(random_llama, tmp_path, monkeypatch, batch_size)
+    assert sorted((str(record.doc_id), record.repeat) for record in records) == [
+        (str(doc), repeat) for doc in range(N_DOCS) for repeat in range(K)
+    ]
+    long_traces = [record for record in records if record.num_tokens == MAX_GEN_TOKS]
+    assert len(long_traces) >= N_DOCS, "the chunk must hold many traces run to the token limit"
+    if batch_size == 1:
+        # every trace of the chunk (all N_DOCS * K requests) keeps its cache until the chunk's probes are done
+        assert peak == N_DOCS * K
+    else:
+        assert peak <= 1, f"{peak} KV caches alive at once with --batch_size {batch_size}"
+    prompts = {str(doc): request.args[0] for doc, request in enumerate(_requests()[::K])}
+    for record in records:
+        # the prompt as lm-eval encodes it alone: no padding counted, none in the generated tokens' logprobs
+        assert record.prompt_token_count == len(lm.tok_encode(prompts[str(record.doc_id)]))
+        assert len(record.token_logprobs) == record.num_tokens == len(record.token_ids)
