@@ -100,6 +100,7 @@ class HfTracRunner(BatchTracRunner):
             pad_token_id=self.pad_id,
             return_dict_in_generate=True,
             output_logits=True,
+            use_cache=True,
         )
 
     def _applied_decoding(self, kwargs: dict[str, Any]) -> dict[str, float]:
@@ -258,7 +259,6 @@ class HfTracRunner(BatchTracRunner):
                 attention_mask=mask,
                 past_key_values=cache,
                 generation_config=self._greedy_config(PROBE_MAX_TOKENS),
-                use_cache=True,
             )
         decoded = output.sequences[0, len(job.prompt_ids) :].tolist()
         if cache is not None:
@@ -282,7 +282,6 @@ class HfTracRunner(BatchTracRunner):
                 attention_mask=mask,
                 generation_config=self._greedy_config(PROBE_MAX_TOKENS),
                 stopping_criteria=StoppingCriteriaList([stops]),
-                use_cache=True,
             )
         decoded_rows = cut_rows(output.sequences, width, stops.lengths)
         logprobs = row_logprobs(output.logits, decoded_rows, [traces[job.index].config.top_k for job in jobs])
