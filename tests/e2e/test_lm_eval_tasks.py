@@ -19,20 +19,20 @@ from pathlib import Path
 import lm_eval.tasks
 import pytest
 import yaml
+from easy_rows import easy_rows, render
 from lm_eval_runs import LmEvalRun, lm_eval_command
 from testenv import REPO, engine_env
 
 from trac_metrics.cli import main as trac_main
 from trac_metrics.records import iter_records
-from trac_tasks.data.demo_data import demo_rows, render
 from trac_tasks.generation.config import DEFAULT_CUE
 from trac_tasks.generation.probe import prefix_cut, trace_body
 
 pytestmark = pytest.mark.engine
 
 LM_EVAL_TASKS = Path(lm_eval.tasks.__file__).parent
-GSM8K_ROWS = demo_rows()[:24]
-"""The demo's questions, which the tiny model gets right at times, written below in GSM8K's schema."""
+GSM8K_ROWS = easy_rows()[:24]
+"""Easy arithmetic questions, which the tiny model gets right at times, written below in GSM8K's schema."""
 GSM8K, MINERVA, GPQA, LOGLIKELIHOOD = "gsm8k_local", "minerva_math500_local", "gpqa_local", "mc_loglikelihood_local"
 GENERATIVE = (GSM8K, MINERVA, GPQA)
 LABEL_FILTERS = {GSM8K: "flexible-extract", GPQA: "flexible-extract", MINERVA: "none"}
@@ -44,7 +44,8 @@ DEMO, FRACTIONS = "trac_demo_prefix_probes", [0.25, 0.5, 0.75]
 
 
 def _write_demo_with_prefix_probes(tasks: Path) -> None:
-    """:data:`DEMO`: ``trac_demo.yaml`` included, its ``generation_kwargs`` as they are plus ``prefix_probes``."""
+    """:data:`DEMO`: ``trac_demo.yaml`` included, its ``generation_kwargs`` as they are plus ``prefix_probes``, on the
+    easy rows (the bundled questions are the tiny reasoner's, beyond what SmolLM2 answers)."""
 
     class Loader(yaml.SafeLoader):
         """Reads lm-eval's ``!function`` tags as their text."""
@@ -53,7 +54,13 @@ def _write_demo_with_prefix_probes(tasks: Path) -> None:
     demo = REPO / "task_configs" / "trac_demo.yaml"
     kwargs = yaml.load(demo.read_text(), Loader)["generation_kwargs"]  # noqa: S506 - a safe loader with one tag
     kwargs["trac"]["prefix_probes"] = FRACTIONS
-    (tasks / f"{DEMO}.yaml").write_text(f"include: {demo}\ntask: {DEMO}\ngeneration_kwargs: {json.dumps(kwargs)}\n")
+    kwargs["trac"]["metadata_fields"] = ["subject", "level"]  # the fields the easy rows have
+    rows = tasks.parent / "easy_rows.jsonl"
+    rows.write_text(render(easy_rows()), encoding="utf-8")
+    (tasks / f"{DEMO}.yaml").write_text(
+        f"include: {demo}\ntask: {DEMO}\ndataset_kwargs:\n  data_file: {rows}\n"
+        f"generation_kwargs: {json.dumps(kwargs)}\n"
+    )
 
 
 def _write_tasks(root: Path) -> Path:
@@ -71,7 +78,7 @@ def _write_tasks(root: Path) -> Path:
     files = {"gsm8k.jsonl": gsm8k, "gpqa.jsonl": gpqa}
     for name, rows in files.items():
         (root / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
-    (root / "math500.jsonl").write_text(render(demo_rows()[:N_DOCS]))
+    (root / "math500.jsonl").write_text(render(easy_rows()[:N_DOCS]))
     tasks = root / "tasks"
     tasks.mkdir()
     local = {
@@ -261,7 +268,7 @@ def test_every_demo_record_holds_its_prefix_probes_served_from_the_prefix_cache(
     its trace body, the EOS dropped), as prompt + kept trace + cue, submitted as its trace finishes: every whole
     32-token block of prompt + kept trace is still cached, only the last partial block and the cue are computed."""
     records = _records(runs["k4"], DEMO)
-    assert len(records) == len(demo_rows()) * K
+    assert len(records) == len(easy_rows()) * K
     cue = len(tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids)
     decode = lambda ids: tiny_tokenizer.decode(list(ids), skip_special_tokens=True)  # noqa: E731
     for record in records:

@@ -10,9 +10,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from easy_rows import easy_rows, render
 from testenv import REPO, engine_env
 
-from trac_tasks.data.demo_data import demo_rows, render
 from trac_tasks.harness.lm_eval_hooks import task_config_dir
 
 LOCAL_TASK = "trac_math500_local"
@@ -33,7 +33,7 @@ def write_local_math500_task(root: Path, n_rows: int, repeats: int, max_gen_toks
     """A task folder whose YAML includes the real ``trac_math500.yaml`` and only swaps the hub data for a local file
     of ``n_rows`` rows in the hub dataset's exact schema (problem, solution, answer, subject, level, unique_id)."""
     data = root / "math500_local.jsonl"
-    data.write_text(render(demo_rows()[:n_rows]), encoding="utf-8")
+    data.write_text(render(easy_rows()[:n_rows]), encoding="utf-8")
     tasks = root / "tasks"
     tasks.mkdir()
     (tasks / f"{LOCAL_TASK}.yaml").write_text(
@@ -132,7 +132,7 @@ def write_variant_task(
     data = ""
     if n_rows is not None:
         path = tasks.parent / f"{name}.jsonl"
-        path.write_text(render(demo_rows()[:n_rows]), encoding="utf-8")
+        path.write_text(render(easy_rows()[:n_rows]), encoding="utf-8")
         data = f"dataset_kwargs:\n  data_file: {path}"
     (tasks / f"{name}.yaml").write_text(
         f"""
@@ -196,7 +196,7 @@ def run_lm_eval(
 THINKING_TASKS = ("trac_demo", LOCAL_TASK, CLOSED_TASK)
 """The thinking model's shared run: the bundled demo task, traces left open (the local rows) and closed at once."""
 THINKING_LIMIT, THINKING_K, THINKING_MAX_GEN_TOKS = 2, 2, 24
-THINKING_DEMO_REPEATS = 4  # trac_demo's K
+THINKING_DEMO_REPEATS = 8  # trac_demo's K
 DETOKENIZING = (
     "import sys; import trac_tasks.engines.vllm_backend as backend; "
     "backend.fast_capture_supported = lambda: False; "  # a vLLM release without the fast output path
@@ -232,6 +232,8 @@ def thinking_run(root: Path, tasks_dir: Path, model: Path, fast: bool) -> LmEval
         str(THINKING_LIMIT),
         "--apply_chat_template",
         "--log_samples",
+        "--gen_kwargs",
+        f"max_gen_toks={THINKING_MAX_GEN_TOKS}",  # trac_demo's too: SmolLM2 in bfloat16 is slow on long traces
         tasks=",".join(THINKING_TASKS),
     )
     if not fast:

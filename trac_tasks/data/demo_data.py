@@ -1,50 +1,62 @@
-"""Generator of the bundled offline demo set ``trac_tasks/data/trac_demo.jsonl`` (MATH-500 schema).
+"""Generator of the bundled held-out question sets of the tiny reasoner (MATH-500 schema):
+``trac_tasks/data/trac_arith.jsonl`` (500 questions, the ``trac_arith`` task) and ``trac_tasks/data/trac_demo.jsonl``
+(its first 100, the ``trac_demo`` task that ``scripts/demo.sh`` runs).
 
-Deterministic: ``python -m trac_tasks.data.demo_data`` rewrites the file byte for byte (a test checks it). The mix of
-one-step sums (a tiny model often gets them right) and multi-step word problems (it usually does not) gives both
-correct and incorrect answers, which cross-fitting needs.
+The questions come from :mod:`trac_tasks.data.arithmetic_problems`, drawn only from its held-out buckets (the tiny
+reasoner never trained on them), with every setting of the difficulty dial in turn (1-5 operations, operands of 1-2
+digits, 0-2 distractor sentences) in a seeded order, so that any prefix of the set mixes easy and hard questions.
+Deterministic: ``python -m trac_tasks.data.demo_data`` rewrites both files byte for byte (a test checks it).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
 
+from trac_tasks.data.arithmetic_problems import Difficulty, Problem, held_out_problems
 from trac_tasks.data.dataset_loaders import DATA_DIR
 
+ARITH_FILE = DATA_DIR / "trac_arith.jsonl"
 DEMO_FILE = DATA_DIR / "trac_demo.jsonl"
-N_PROBLEMS = 40
+N_ARITH, N_DEMO = 500, 100
 SEED = 2026
+DIAL = [
+    Difficulty(steps, digits, distractors)
+    for steps, digits, distractors in itertools.product(range(1, 6), range(1, 3), range(3))
+]
 
 
-def _problem(rng: random.Random, index: int) -> dict[str, object]:
-    a, b, c = rng.randint(2, 9), rng.randint(2, 9), rng.randint(2, 6)
-    if index % 2 == 0:
-        problem, answer, level = f"What is {a} + {b}?", a + b, 1
-    elif index % 4 == 1:
-        problem = f"Tom has {a} boxes with {b} apples in each box. He eats {c} apples. How many apples are left?"
-        answer, level = a * b - c, 2
-    else:
-        problem = (
-            f"A shop sells pens at {a} dollars each and notebooks at {b} dollars each. "
-            f"Ana buys {c} pens and {c + 1} notebooks. How many dollars does she spend?"
-        )
-        answer, level = a * c + b * (c + 1), 3
+def _row(problem: Problem, index: int) -> dict[str, object]:
+    difficulty = problem.difficulty
     return {
-        "problem": problem,
-        "solution": f"The answer is $\\boxed{{{answer}}}$.",
-        "answer": str(answer),
+        "problem": problem.question,
+        "solution": f"{problem.trace}\nThe answer is $\\boxed{{{problem.answer}}}$.",
+        "answer": str(problem.answer),
         "subject": "Arithmetic",
-        "level": level,
-        "unique_id": f"demo/{index:03d}.json",
+        "level": difficulty.steps,
+        "digits": difficulty.max_digits,
+        "distractors": difficulty.distractors,
+        "unique_id": f"arith/{index:03d}.json",
     }
 
 
-def demo_rows() -> list[dict[str, object]]:
-    """The demo problems, identical on every call."""
+def arith_rows() -> list[dict[str, object]]:
+    """The 500 held-out questions, identical on every call."""
     rng = random.Random(SEED)
-    return [_problem(rng, index) for index in range(N_PROBLEMS)]
+    difficulties = []
+    while len(difficulties) < N_ARITH:
+        round_ = list(DIAL)
+        rng.shuffle(round_)
+        difficulties.extend(round_)
+    problems = held_out_problems(SEED, difficulties[:N_ARITH])
+    return [_row(problem, index) for index, problem in enumerate(problems)]
+
+
+def demo_rows() -> list[dict[str, object]]:
+    """The demo's questions: the first 100 of :func:`arith_rows`."""
+    return arith_rows()[:N_DEMO]
 
 
 def render(rows: list[dict[str, object]]) -> str:
@@ -52,5 +64,7 @@ def render(rows: list[dict[str, object]]) -> str:
 
 
 if __name__ == "__main__":
-    Path(DEMO_FILE).write_text(render(demo_rows()), encoding="utf-8")
-    print(DEMO_FILE)
+    rows = arith_rows()
+    Path(ARITH_FILE).write_text(render(rows), encoding="utf-8")
+    Path(DEMO_FILE).write_text(render(rows[:N_DEMO]), encoding="utf-8")
+    print(ARITH_FILE, DEMO_FILE)

@@ -1,0 +1,111 @@
+"""The embedded default end to end: the tiny reasoner on the bundled ``trac_demo`` task through the real
+``lm_eval --model vllm`` CLI, as ``scripts/demo.sh`` runs it (100 held-out questions, K = 8, the CPU's dtype).
+
+Its accuracy lies in the band the model card states, its replies are in the thinking format with ``</think>`` read
+as a special token from the token ids, its wrong answers come from a slip in the trace, the probe is served from the
+prefix cache, and TrAC's metrics are finite."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from lm_eval_runs import LmEvalRun, run_lm_eval
+from transformers import AutoTokenizer
+
+from trac_metrics.answers.equivalence import matches_reference
+from trac_metrics.features.cache_share import probe_cache_counts
+from trac_metrics.records import iter_records
+from trac_tasks.data.arithmetic_problems import grade
+from trac_tasks.data.demo_data import N_DEMO
+from trac_tasks.data.tiny_reasoner import cpu_dtype, reasoner_path
+
+pytestmark = pytest.mark.engine
+
+K = 8
+LOW_SHARE_TEXT = "of the trace probes' prompt tokens were served from the prefix cache"  # the low-share warning
+ACCURACY_BAND = (0.4, 0.8)  # the model card's band for sampled (T = 0.7) answers to held-out questions
+
+
+def _demo(root, prefix_caching: bool, *extra: str) -> LmEvalRun:
+    """``lm_eval --tasks trac_demo --model vllm`` on the tiny reasoner with ``scripts/demo.sh``'s model arguments."""
+    model_args = (
+        f"pretrained={reasoner_path()},dtype={cpu_dtype()},max_model_len=1024,"
+        f"enable_prefix_caching={prefix_caching},block_size=32,enforce_eager=True,distributed_executor_backend=uni,"
+        "seed=1234"
+    )
+    return run_lm_eval(root, root, model_args, "vllm", *extra, tasks="trac_demo")
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> LmEvalRun:
+    return _demo(tmp_path_factory.mktemp("tiny_reasoner"), True)
+
+
+@pytest.fixture(scope="module")
+def records(demo_run) -> list:
+    return [record for path in demo_run.record_files("trac_demo") for record in iter_records(path)]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return AutoTokenizer.from_pretrained(reasoner_path())
+
+
+def _right(record) -> bool:
+    """The record's label (docs/method.md#labels): its answer matches the reference."""
+    return matches_reference(record.answer, record.reference, record.answer_kind)
+
+
+def test_the_demo_answers_in_the_model_cards_band(demo_run, records):
+    results = demo_run.results()["results"]["trac_demo"]
+    assert ACCURACY_BAND[0] <= results["acc,none"] <= ACCURACY_BAND[1], results["acc,none"]
+    assert len(records) == N_DEMO * K
+    primaries = [record for record in records if record.repeat == 0]
+    assert results["acc,none"] == pytest.approx(sum(map(_right, primaries)) / N_DEMO)
+    for key in ("trac_auroc", "trac_aurc", "trac_ece", "tup_auroc", "sc_modal_auroc"):
+        assert math.isfinite(results[f"{key},none"]), key
+
+
+def test_end_of_thinking_is_the_special_token_in_every_trace_that_has_one(demo_run, records, tokenizer):
+    marker_id = tokenizer.convert_tokens_to_ids("</think>")
+    assert marker_id in tokenizer.all_special_ids
+    assert "end-of-thinking marker '</think>'" in demo_run.log
+    closed = [record for record in records if marker_id in record.token_ids.tolist()]
+    assert len(closed) >= 0.95 * len(records), "nearly every reply closes its thinking section"
+    for record in closed:
+        assert record.marker == "</think>"
+        after = tokenizer.decode(record.token_ids.tolist()[record.token_ids.tolist().index(marker_id) + 1 :])
+        assert record.answer is not None and record.answer in after, "the answer is read after the marker"
+        assert record.reasoning_tokens < record.num_tokens
+        assert record.probes["trace"].appended_text == "\n\nThe final answer is \\boxed{"
+
+
+def test_wrong_answers_come_from_a_slip_in_the_trace(records, tokenizer):
+    """Honest mistakes: a wrong reply is well formed, states the value its trace reached, and its trace holds a wrong
+    operation (an arithmetic slip carried to the answer), not a formatting failure."""
+    wrong = [record for record in records if not _right(record)]
+    assert wrong
+    verdicts = [grade(int(record.reference), tokenizer.decode(record.token_ids.tolist())) for record in wrong]
+    well_formed = [verdict for verdict in verdicts if verdict.well_formed]
+    assert len(well_formed) >= 0.95 * len(wrong)
+    assert sum(verdict.answer_from_trace for verdict in well_formed) >= 0.9 * len(well_formed)
+    assert sum(verdict.first_slip is not None for verdict in well_formed) >= 0.6 * len(well_formed)
+
+
+def test_traces_carry_the_computation_and_the_probe_is_served_from_the_cache(demo_run, records):
+    """docs/method.md#probe-cache-share: the results key is the records' share; 32-token blocks serve most of it."""
+    hardest = [record.reasoning_tokens for record in records if record.metadata["level"] == 5]
+    assert sorted(hardest)[len(hardest) // 2] >= 100, "the 5-step questions' traces are at least 100 tokens long"
+    share = demo_run.results()["results"]["trac_demo"]["probe_cached_share,none"]
+    assert share == pytest.approx(probe_cache_counts(records).share, abs=1e-12)
+    assert share >= 0.8, share
+    assert "probe_cached_share" in demo_run.log and LOW_SHARE_TEXT not in demo_run.log
+
+
+def test_a_run_without_prefix_caching_warns_and_reports_a_share_of_zero(tmp_path):
+    run = _demo(tmp_path, False, "--limit", "3")
+    assert run.results()["results"]["trac_demo"]["probe_cached_share,none"] == 0.0
+    warnings = [line for line in run.log.splitlines() if LOW_SHARE_TEXT in line]
+    assert len(warnings) == 1 and "enable_prefix_caching=False" in run.log, run.log[-3000:]
+    assert "probe prompts served from the prefix cache 0.0 %" in run.log
