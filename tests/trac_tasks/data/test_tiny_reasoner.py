@@ -45,4 +45,4 @@ def test_greedy_accuracy_on_the_demo_questions_is_what_training_recorded():
     states: greedy decoding by transformers in float32 on the CPU."""
     folder = reasoner_path()
     recorded = json.loads((folder / CARD_FIELDS).read_text())["greedy_demo_accuracy"]
-    assert greedy_accuracy(folder, demo_rows()) == pytest.approx(recorded, abs=0.02)
+    assert greedy_accuracy(folder, demo_rows()) == pytest.approx(recorded, abs=0.03)  # the model card's tolerance
