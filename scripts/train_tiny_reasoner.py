@@ -23,27 +23,35 @@ import sys
 import time
 from pathlib import Path
 
+import jinja2
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from trac_tasks.data import tiny_reasoner  # noqa: E402
 from trac_tasks.data.arithmetic_problems import INSTRUCTION, training_problems  # noqa: E402
 from trac_tasks.data.demo_data import demo_rows  # noqa: E402
+from trac_tasks.generation.config import DEFAULT_CUE  # noqa: E402
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
 CHAT_TEMPLATE = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
-RESTATEMENT = "\n\nThe final answer is \\boxed{{{answer}}}"  # after a share of the replies: what TrAC's cue asks for
+_TEMPLATE = jinja2.Template(CHAT_TEMPLATE)
 RESTATED_SHARE = 0.1
 HEAD_DIM = 32  # one of the head sizes vLLM's CPU attention accepts (32, 64, 80, ...)
 
 
+def restatement(answer: int) -> str:
+    """What a share of the replies continue with: TrAC's probe cue (docs/method.md#probe-prompt) and the answer."""
+    return f"{DEFAULT_CUE}{answer}}}"
+
+
 def chat_text(question: str, response: str) -> tuple[str, str]:
-    """(prompt as the chat template renders it with the generation prompt, reply ending in ``<|im_end|>``)."""
-    prompt = f"<|im_start|>user\n{INSTRUCTION}{question}<|im_end|>\n<|im_start|>assistant\n"
-    return prompt, response + "<|im_end|>"
+    """(prompt as :data:`CHAT_TEMPLATE` renders it with the generation prompt, reply ending in ``<|im_end|>``)."""
+    messages = [{"role": "user", "content": INSTRUCTION + question}]
+    return _TEMPLATE.render(messages=messages, add_generation_prompt=True), response + "<|im_end|>"
 
 
 def build_tokenizer(seed: int, vocab_size: int):
@@ -57,7 +65,7 @@ def build_tokenizer(seed: int, vocab_size: int):
     )
     tokenizer.decoder = decoders.ByteLevel()
     corpus = [
-        "".join(chat_text(p.question, p.response + RESTATEMENT.format(answer=p.answer)))
+        "".join(chat_text(p.question, p.response + restatement(p.answer)))
         for p in itertools.islice(training_problems(seed + 1), 20_000)
     ]
     trainer = trainers.BpeTrainer(
@@ -105,10 +113,8 @@ def batches(tokenizer, seed: int, batch_size: int, pool: int = 16):
     while True:
         rows = []
         for problem in itertools.islice(stream, batch_size * pool):
-            reply = problem.response + (
-                RESTATEMENT.format(answer=problem.answer) if rng.random() < RESTATED_SHARE else ""
-            )
-            prompt, reply = chat_text(problem.question, reply)
+            restated = restatement(problem.answer) if rng.random() < RESTATED_SHARE else ""
+            prompt, reply = chat_text(problem.question, problem.response + restated)
             prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
             reply_ids = tokenizer(reply, add_special_tokens=False)["input_ids"]
             rows.append((prompt_ids + reply_ids, len(prompt_ids)))
@@ -168,21 +174,15 @@ def train(args) -> None:
             )
     elapsed = time.time() - start
     out = Path(args.out)
-    tiny_reasoner.save_model(model.eval().to("cpu"), tokenizer, out, _settings(args, n_params, elapsed))
-    accuracy = tiny_reasoner.greedy_accuracy(out, demo_rows())
-    tiny_reasoner.save_training_record(out, {**_settings(args, n_params, elapsed), "greedy_demo_accuracy": accuracy})
-    print(f"saved to {out} after {elapsed:.0f} s of training; greedy accuracy on the 100 demo questions {accuracy:.2f}")
-
-
-def _settings(args, n_params: int, elapsed: float) -> dict:
-    """What the model card's figures come from: every setting, the size and the training time."""
-    return {**vars(args), "parameters": n_params, "train_seconds": round(elapsed), "torch": _torch_version()}
-
-
-def _torch_version() -> str:
-    import torch
-
-    return torch.__version__
+    # what the model card's figures come from: every setting, the size, the training time, then the greedy accuracy
+    training = {**vars(args), "parameters": n_params, "train_seconds": round(elapsed), "torch": torch.__version__}
+    tiny_reasoner.save_model(model.eval().to("cpu"), tokenizer, out, training)
+    training["greedy_demo_accuracy"] = tiny_reasoner.greedy_accuracy(out, demo_rows())
+    tiny_reasoner.save_training_record(out, training)
+    print(
+        f"saved to {out} after {elapsed:.0f} s of training; greedy accuracy on the 100 demo questions "
+        f"{training['greedy_demo_accuracy']:.2f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

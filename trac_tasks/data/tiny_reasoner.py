@@ -57,21 +57,15 @@ def save_training_record(folder: Path, training: dict) -> None:
     (folder / CARD_FIELDS).write_text(json.dumps(training, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def replies(folder: Path, questions: list[str], temperature: float = 0.0, seed: int = 0, batch: int = 50) -> list[str]:
-    """Replies of the model in ``folder`` to ``questions`` (with the tasks' instruction, through its chat template) by
-    transformers on the CPU in float32: greedy when ``temperature`` is 0, else sampled with top-p 0.95, seeded.
-    Special tokens kept; each reply cut at the end-of-turn token."""
+def greedy_replies(folder: Path, questions: list[str], batch: int = 50) -> list[str]:
+    """Greedy replies of the model in ``folder`` to ``questions`` (with the tasks' instruction, through its chat
+    template) by transformers on the CPU in float32, ``batch`` at a time; special tokens kept, each reply cut at the
+    end-of-turn token."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder, padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-    sampling = (
-        {"do_sample": True, "temperature": temperature, "top_p": 0.95, "top_k": 0}
-        if temperature
-        else {"do_sample": False}
-    )
-    torch.manual_seed(seed)
     texts = []
     for start in range(0, len(questions), batch):
         prompts = [
@@ -82,7 +76,7 @@ def replies(folder: Path, questions: list[str], temperature: float = 0.0, seed: 
         ]
         inputs = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.no_grad():
-            generated = model.generate(**inputs, max_new_tokens=MAX_REPLY_TOKENS, **sampling)
+            generated = model.generate(**inputs, max_new_tokens=MAX_REPLY_TOKENS, do_sample=False)
         texts += tokenizer.batch_decode(generated[:, inputs["input_ids"].shape[1] :], skip_special_tokens=False)
     return [text.split(tokenizer.eos_token)[0] for text in texts]
 
@@ -90,7 +84,7 @@ def replies(folder: Path, questions: list[str], temperature: float = 0.0, seed: 
 def greedy_accuracy(folder: Path, rows: list[dict]) -> float:
     """Share of ``rows`` (``problem``, ``answer``: the demo set's schema) the model answers right, decoding greedily
     (deterministic: the figure a rebuild of the weights must reproduce)."""
-    texts = replies(folder, [row["problem"] for row in rows])
+    texts = greedy_replies(folder, [row["problem"] for row in rows])
     return sum(grade(int(row["answer"]), text).correct for row, text in zip(rows, texts, strict=True)) / len(rows)
 
 
