@@ -34,9 +34,8 @@ def _child(dtype: str) -> dict[str, float]:
     from vllm import LLM, SamplingParams
 
     sys.path.insert(0, str(REPO))
-    from trac_tasks.data.arithmetic_problems import INSTRUCTION
     from trac_tasks.data.demo_data import demo_rows
-    from trac_tasks.data.tiny_reasoner import reasoner_path
+    from trac_tasks.data.tiny_reasoner import chat_prompts, reasoner_path
 
     a, b = torch.randn(64, 576, dtype=getattr(torch, dtype)), torch.randn(576, 1536, dtype=getattr(torch, dtype))
     linear = []
@@ -53,13 +52,7 @@ def _child(dtype: str) -> dict[str, float]:
         seed=1234,
         block_size=32,
     )
-    tokenizer = llm.get_tokenizer()
-    prompts = [
-        tokenizer.apply_chat_template(
-            [{"role": "user", "content": INSTRUCTION + row["problem"]}], tokenize=False, add_generation_prompt=True
-        )
-        for row in demo_rows()
-    ]
+    prompts = chat_prompts(llm.get_tokenizer(), [row["problem"] for row in demo_rows()])
     sampling = SamplingParams(n=8, temperature=0.7, top_p=0.95, max_tokens=512)
     start = time.perf_counter()
     outputs = llm.generate(prompts, sampling, use_tqdm=False)

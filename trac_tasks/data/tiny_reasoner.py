@@ -57,6 +57,17 @@ def save_training_record(folder: Path, training: dict) -> None:
     (folder / CARD_FIELDS).write_text(json.dumps(training, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
+def chat_prompts(tokenizer, questions: list[str]) -> list[str]:
+    """The prompts the tasks give: the instruction and each question as the user's turn, through the tokenizer's chat
+    template with the generation prompt (as ``--apply_chat_template`` renders them)."""
+    return [
+        tokenizer.apply_chat_template(
+            [{"role": "user", "content": INSTRUCTION + question}], tokenize=False, add_generation_prompt=True
+        )
+        for question in questions
+    ]
+
+
 def greedy_replies(folder: Path, questions: list[str], batch: int = 50) -> list[str]:
     """Greedy replies of the model in ``folder`` to ``questions`` (with the tasks' instruction, through its chat
     template) by transformers on the CPU in float32, ``batch`` at a time; special tokens kept, each reply cut at the
@@ -68,12 +79,7 @@ def greedy_replies(folder: Path, questions: list[str], batch: int = 50) -> list[
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     texts = []
     for start in range(0, len(questions), batch):
-        prompts = [
-            tokenizer.apply_chat_template(
-                [{"role": "user", "content": INSTRUCTION + question}], tokenize=False, add_generation_prompt=True
-            )
-            for question in questions[start : start + batch]
-        ]
+        prompts = chat_prompts(tokenizer, questions[start : start + batch])
         inputs = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.no_grad():
             generated = model.generate(**inputs, max_new_tokens=MAX_REPLY_TOKENS, do_sample=False)
