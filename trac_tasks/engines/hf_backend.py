@@ -247,19 +247,11 @@ class HfTracRunner(BatchTracRunner):
 
     def _cached_probe(self, trace: Trace, job: ProbeJob) -> ProbeOutput:
         """One probe on its trace's own cache, cropped to the prefix it shares with the probe prompt."""
-        import torch
 
         prefix = self._caches[id(trace)]
         cache, shared = prefix.reuse_for(job.prompt_ids)
-        ids, mask = left_padded([job.prompt_ids], self.pad_id, self.lm.device)
         started = time.perf_counter()
-        with torch.no_grad():
-            output = self.lm.model.generate(
-                input_ids=ids,
-                attention_mask=mask,
-                past_key_values=cache,
-                generation_config=self._greedy_config(PROBE_MAX_TOKENS),
-            )
+        output = self._generate_probes([job], past_key_values=cache)
         decoded = output.sequences[0, len(job.prompt_ids) :].tolist()
         if cache is not None:
             prefix.held_ids = (job.prompt_ids + decoded)[:-1]
@@ -269,20 +261,12 @@ class HfTracRunner(BatchTracRunner):
     def _probe_batch(self, traces: Sequence[Trace], jobs: Sequence[ProbeJob]) -> list[ProbeOutput]:
         """Greedy probes of several traces in one ``generate`` call on left-padded prompts, computed in full (no
         trace cache is kept when generation ran in batches); each row is cut at its first end id."""
-        import torch
         from transformers import StoppingCriteriaList
 
-        ids, mask = left_padded([job.prompt_ids for job in jobs], self.pad_id, self.lm.device)
-        width = ids.shape[1]
+        width = max(len(job.prompt_ids) for job in jobs)
         stops = RowStops([], self.end_ids, width, len(jobs))
         started = time.perf_counter()
-        with torch.no_grad():
-            output = self.lm.model.generate(
-                input_ids=ids,
-                attention_mask=mask,
-                generation_config=self._greedy_config(PROBE_MAX_TOKENS),
-                stopping_criteria=StoppingCriteriaList([stops]),
-            )
+        output = self._generate_probes(jobs, stopping_criteria=StoppingCriteriaList([stops]))
         decoded_rows = cut_rows(output.sequences, width, stops.lengths)
         logprobs = row_logprobs(output.logits, decoded_rows, [traces[job.index].config.top_k for job in jobs])
         share = (time.perf_counter() - started) / len(jobs)
@@ -290,6 +274,17 @@ class HfTracRunner(BatchTracRunner):
             self._probe_output(job, decoded, chosen, top, 0, share)
             for job, decoded, (chosen, top) in zip(jobs, decoded_rows, logprobs, strict=True)
         ]
+
+    def _generate_probes(self, jobs: Sequence[ProbeJob], **extra: Any) -> Any:
+        """Greedy decoding of up to PROBE_MAX_TOKENS tokens after the jobs' left-padded prompts (``extra``: a trace's
+        cache, per-row stops)."""
+        import torch
+
+        ids, mask = left_padded([job.prompt_ids for job in jobs], self.pad_id, self.lm.device)
+        with torch.no_grad():
+            return self.lm.model.generate(
+                input_ids=ids, attention_mask=mask, generation_config=self._greedy_config(PROBE_MAX_TOKENS), **extra
+            )
 
     def _probe_output(
         self,
