@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from trac_metrics.records import ResponseRecord
+from trac_metrics.records import ProbeRecord, ResponseRecord
 
 LOW_SHARE = 0.5
 """A task whose trace probes had less than this share of their prompt tokens served from the cache gets a warning."""
@@ -62,11 +62,17 @@ _FIELDS = tuple(field.name for field in fields(ProbeCacheCounts))
 def probe_cache_counts(records: Iterable[ResponseRecord]) -> ProbeCacheCounts:
     """The summed trace-probe token counts of ``records`` (a record without a trace probe, one skipped because its
     prompt exceeded the context, adds nothing)."""
+    return _counts(record.probes["trace"] for record in records if "trace" in record.probes)
+
+
+def prefix_probe_cache_counts(records: Iterable[ResponseRecord]) -> ProbeCacheCounts:
+    """The same counts over the records' prefix probes (docs/method.md#prefix-probes)."""
+    return _counts(probe for record in records for probe in record.prefix_probes)
+
+
+def _counts(probes: Iterable[ProbeRecord]) -> ProbeCacheCounts:
     cached = prompt = reported = unreported = 0
-    for record in records:
-        probe = record.probes.get("trace")
-        if probe is None:
-            continue
+    for probe in probes:
         if probe.num_cached_tokens is None:
             unreported += 1
             continue

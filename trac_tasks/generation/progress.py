@@ -15,7 +15,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from trac_metrics.features.cache_share import ProbeCacheCounts, format_share, probe_cache_counts
+from trac_metrics.features.cache_share import (
+    ProbeCacheCounts,
+    format_share,
+    prefix_probe_cache_counts,
+    probe_cache_counts,
+)
 from trac_metrics.records import ResponseRecord
 
 LOGGER = logging.getLogger("lm_eval.trac_eval")
@@ -67,8 +72,7 @@ class TaskSummary:
     samples: int = 0
     trace_tokens: int = 0
     probe_cache: ProbeCacheCounts = field(default_factory=ProbeCacheCounts)
-    prefix_prompt_tokens: int = 0
-    prefix_cached_tokens: int = 0
+    prefix_probe_cache: ProbeCacheCounts = field(default_factory=ProbeCacheCounts)
     generation_seconds: float = 0.0
     probe_seconds: float = 0.0
 
@@ -76,6 +80,7 @@ class TaskSummary:
         self.path = path
         self.questions += 1
         self.probe_cache += probe_cache_counts(records)
+        self.prefix_probe_cache += prefix_probe_cache_counts(records)
         for record in records:
             self.samples += 1
             self.trace_tokens += record.num_tokens
@@ -83,16 +88,12 @@ class TaskSummary:
             self.probe_seconds += float(record.timing.get("p_true_seconds") or 0.0)
             for probe in (*record.probes.values(), *record.prefix_probes):
                 self.probe_seconds += float(probe.seconds or 0.0)
-            for probe in record.prefix_probes:
-                if probe.num_cached_tokens is not None:
-                    self.prefix_prompt_tokens += probe.num_prompt_tokens
-                    self.prefix_cached_tokens += probe.num_cached_tokens
 
     def line(self) -> str:
         mean_tokens = self.trace_tokens / self.samples if self.samples else float("nan")
         share = format_share(self.probe_cache)  # docs/method.md#probe-cache-share
-        if self.prefix_prompt_tokens:  # docs/method.md#prefix-probes
-            share += f" (prefix probes {100 * self.prefix_cached_tokens / self.prefix_prompt_tokens:.1f} %)"
+        if self.prefix_probe_cache.prompt_tokens:  # docs/method.md#prefix-probes
+            share += f" (prefix probes {format_share(self.prefix_probe_cache)})"
         return (
             f"trac-eval: task {self.task}: {self.questions} questions, {self.samples} samples, mean trace "
             f"{mean_tokens:.0f} tokens, probe prompts served from the prefix cache {share}, engine seconds "
