@@ -15,16 +15,17 @@ import math
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.heads.evaluate import TaskEvaluation
-from trac_metrics.methods import get, leaderboard_rows
+from trac_metrics.methods import Family, get, leaderboard_rows
 from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, ReportData
 from trac_metrics.reporting.runs import PairRun
-from trac_metrics.reporting.tables import ReportTable
+from trac_metrics.reporting.tables import ReportTable, rank_marks
 from trac_metrics.selective import (
     CALIBRATION_METRIC_NAMES,
     DEFAULT_COVERAGES,
@@ -396,6 +397,160 @@ def calibration_table(data: ReportData, level: float = 0.95) -> ReportTable:
     )
 
 
+SC_REFERENCE = "sc_modal"
+"""The ranked summary's default reference: SC@K on the modal answer (docs/method.md#paired-differences)."""
+
+
+@dataclass(frozen=True)
+class RankedRow:
+    """One method of :func:`ranked_summary`: its pair-equal macro with the bootstrap interval, its best / second mark
+    (None for neither), and the paired difference to the reference (:func:`paired_row`; None for the reference
+    itself)."""
+
+    method: str
+    label: str
+    block: str
+    value: float
+    lo: float
+    hi: float
+    mark: str | None
+    difference: dict[str, float] | None
+
+
+@dataclass(frozen=True)
+class RankedSummary:
+    """The leaderboard methods ranked by the macro of ``metric`` (best first; NaN last), against ``reference``
+    (None when no method can be one)."""
+
+    metric: str
+    reference: str | None
+    level: float
+    n_resamples: int
+    rows: tuple[RankedRow, ...]
+
+    @property
+    def higher(self) -> bool:
+        return HIGHER_IS_BETTER[self.metric]
+
+
+def default_reference(data: ReportData, metric: str) -> str | None:
+    """SC@K (modal answer) when it has an interval (evaluated on every pair), else the single-trace baseline (not a
+    learned head) with the best macro of ``metric`` among those that have one; None when there is neither."""
+    if metric not in data.bootstraps:
+        return None
+    common = data.bootstraps[metric].methods
+    if SC_REFERENCE in common:
+        return SC_REFERENCE
+    baselines = [
+        (macro, method)
+        for _, method in leaderboard_methods(data)
+        if method in common
+        and get(method).family is Family.SINGLE_TRACE
+        and not math.isnan(macro := data.macro(method, metric))
+    ]
+    if not baselines:
+        return None
+    sign = 1.0 if HIGHER_IS_BETTER[metric] else -1.0
+    return max(baselines, key=lambda found: sign * found[0])[1]
+
+
+def ranked_summary(
+    data: ReportData, metric: str = "auroc", reference: str | None = None, level: float = 0.95
+) -> RankedSummary:
+    """Who wins and by how much: every leaderboard method's macro of ``metric`` with its interval, ranked (ties keep
+    the paper's row order), best and second marked as in every table (:func:`~trac_metrics.reporting.tables
+    .rank_marks`), and its paired difference to ``reference`` (default: :func:`default_reference`) with interval and
+    one-sided p. What the ``ranked_summary`` table of ``trac report`` and the HTML page's summary both show."""
+    if metric not in data.bootstraps:
+        raise ValueError(f"ranked summary: {metric!r} is not bootstrapped; choose one of {sorted(data.bootstraps)}")
+    reference = reference or default_reference(data, metric)
+    k = k_label(data.pairs)
+    higher = HIGHER_IS_BETTER[metric]
+    listed = leaderboard_methods(data)
+    values = {method: data.macro(method, metric) for _, method in listed}
+
+    def rank_key(row: tuple[str, str]) -> tuple[bool, float]:
+        value = values[row[1]]
+        return (math.isnan(value), 0.0 if math.isnan(value) else (-value if higher else value))
+
+    ordered = sorted(listed, key=rank_key)
+    frame = pd.DataFrame({"value": [values[method] for _, method in ordered]})
+    marks = rank_marks(ReportTable("ranked", "", frame, {"value": higher}))
+    rows = []
+    with _nan_samples_in_note():
+        for position, (block, method) in enumerate(ordered):
+            lo, hi = data.ci(method, metric, level)
+            difference = None
+            if reference is not None and method != reference:
+                difference = paired_row(data, method, reference, metric, level)
+            rows.append(
+                RankedRow(
+                    method,
+                    method_label(method, k),
+                    block,
+                    values[method],
+                    lo,
+                    hi,
+                    marks.get((position, "value")),
+                    difference,
+                )
+            )
+    return RankedSummary(metric, reference, level, data.n_resamples, tuple(rows))
+
+
+def format_p(p: float, n_resamples: int) -> str:
+    """A bootstrap p-value as the report writes it: ``p < 0.001`` below the finest step the resamples can show
+    (1 / resamples, at least 0.001), else ``p = 0.012``; ``p = nan`` when there is none."""
+    if math.isnan(p):
+        return "p = nan"
+    floor = max(1.0 / n_resamples, 0.001)
+    return f"p < {floor:.3g}" if p < floor else f"p = {p:.3f}"
+
+
+def ranked_table(summary: RankedSummary) -> ReportTable:
+    """:func:`ranked_summary` as a report table (``ranked_summary.csv``): rank, method, macro, interval, difference
+    to the reference with its interval and p, and the pairs compared."""
+    label = METRIC_LABELS[summary.metric]
+    reference = next((row.label for row in summary.rows if row.method == summary.reference), None)
+    empty = dict.fromkeys(("difference", "lo", "hi", "p"), math.nan) | {"pairs": 0}
+    differences = [row.difference or empty for row in summary.rows]
+    frame = pd.DataFrame(
+        {
+            f"macro {label}": [row.value for row in summary.rows],
+            f"{label} lo": [row.lo for row in summary.rows],
+            f"{label} hi": [row.hi for row in summary.rows],
+            "difference": [found["difference"] for found in differences],
+            "difference lo": [found["lo"] for found in differences],
+            "difference hi": [found["hi"] for found in differences],
+            "p": [found["p"] for found in differences],
+            "pairs": [int(found["pairs"]) for found in differences],
+        },
+        index=pd.MultiIndex.from_tuples(
+            [(position + 1, row.label) for position, row in enumerate(summary.rows)], names=["rank", "method"]
+        ),
+    )
+    direction = "higher" if summary.higher else "lower"
+    note = _notes(
+        f"Leaderboard methods ranked by the pair-equal macro {label} ({direction} is better; best in bold, second "
+        f"underlined), with its {summary.level:.0%} hierarchical-bootstrap interval.",
+        f"difference: the method's macro minus {reference}'s, with the {summary.level:.0%} interval of the paired "
+        f"differences over the same {summary.n_resamples} resamples and the one-sided p (share of resamples where the "
+        "method is not better); pairs: pairs where both are defined."
+        if reference
+        else "No reference: neither SC@K nor a single-trace baseline is evaluated on every pair.",
+    )
+    title = f"Ranked by macro {label}" + (f", against {reference}" if reference else "")
+    return ReportTable("ranked_summary", title, frame, {f"macro {label}": summary.higher}, note)
+
+
 def leaderboard_tables(data: ReportData) -> list[ReportTable]:
-    """The five leaderboard tables, in report order."""
-    return [main_table(data), ci_table(data), calibration_table(data), paired_table(data), per_pair_table(data)]
+    """The leaderboard tables, in report order: Table 1, the ranked summary (AUROC against the default reference),
+    intervals, calibration and rejection, paired differences, per pair."""
+    return [
+        main_table(data),
+        ranked_table(ranked_summary(data)),
+        ci_table(data),
+        calibration_table(data),
+        paired_table(data),
+        per_pair_table(data),
+    ]

@@ -20,11 +20,15 @@ from trac_metrics.reporting import leaderboard
 from trac_metrics.reporting.leaderboard import (
     COMPARISONS,
     ci_table,
+    format_p,
     k_label,
     main_table,
     method_label,
+    paired_row,
     paired_table,
     per_pair_table,
+    ranked_summary,
+    ranked_table,
 )
 from trac_metrics.reporting.report_data import ReportData, build_report_data
 from trac_metrics.reporting.runs import load_pairs
@@ -217,6 +221,47 @@ def test_paired_differences_match_independent_resamples_and_per_pair_wins(data, 
             not_better = differences <= 0 if higher else differences >= 0
             assert row["p"] == pytest.approx(not_better.mean())
     assert "negative favours the first method" in table.note
+
+
+@pytest.mark.parametrize("metric", ["auroc", "aurc"])
+def test_the_ranked_summary_ranks_by_the_macro_against_sc_at_k(data, metric):
+    summary = ranked_summary(data, metric)
+    higher = metric == "auroc"
+    values = [row.value for row in summary.rows]
+    assert values == sorted(values, reverse=higher) and len(set(values)) > 2
+    assert {row.method for row in summary.rows} == {method for _, method in leaderboard.leaderboard_methods(data)}
+    assert summary.reference == "sc_modal"
+    for row in summary.rows:
+        assert row.value == data.macro(row.method, metric)
+        assert (row.lo, row.hi) == data.ci(row.method, metric)
+        if row.method == "sc_modal":
+            assert row.difference is None
+        else:
+            assert row.difference == pytest.approx(paired_row(data, row.method, "sc_modal", metric), nan_ok=True)
+    assert [row.mark for row in summary.rows[:3]] == ["best", "second", None]
+    table = ranked_table(summary)
+    label = selective.METRIC_LABELS[metric]
+    assert list(table.frame.index) == [(rank, row.label) for rank, row in enumerate(summary.rows, start=1)]
+    assert table.frame[f"macro {label}"].tolist() == values
+    assert table.title == f"Ranked by macro {label}, against SC@{K} (modal answer)"
+
+
+def test_without_sc_at_k_the_reference_is_the_best_single_trace_baseline(data, monkeypatch):
+    monkeypatch.setattr(leaderboard, "SC_REFERENCE", "not_a_method")
+    baselines = ("mean_logprob", "self_certainty", "deepconf_bottom", "selfdoubt", "trace_length")
+    best = max(baselines, key=lambda method: data.macro(method, "auroc"))
+    assert ranked_summary(data).reference == best
+    assert ranked_summary(data, "aurc").reference == min(baselines, key=lambda method: data.macro(method, "aurc"))
+    with pytest.raises(ValueError, match="'smece' is not bootstrapped"):
+        ranked_summary(data, "smece")
+
+
+def test_a_p_value_is_written_down_to_the_step_the_resamples_can_show():
+    assert format_p(0.0, 2000) == "p < 0.001"
+    assert format_p(0.0, 50) == "p < 0.02"
+    assert format_p(0.0004, 2000) == "p < 0.001"
+    assert format_p(0.0125, 2000) == "p = 0.013"
+    assert format_p(math.nan, 2000) == "p = nan"
 
 
 def test_per_pair_table_lists_every_pair_with_its_own_numbers(data, pairs, independent):

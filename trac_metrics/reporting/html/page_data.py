@@ -12,6 +12,9 @@ number; the page's script only lays the numbers out, sorts and filters them.
   (docs/method.md#probe-cache-share: the share, the line ``trac summary`` prints, the warning below 50 %); ``macro``:
   the pair-equal macro of each with the report's interval; ``paired``: every leaderboard method against every other
   as reference, for the headline metrics (docs/method.md#paired-differences);
+- ``ranked``: per bootstrapped metric, the leaderboard methods ranked by its macro with intervals, marks and the
+  difference to the default reference (:func:`~trac_metrics.reporting.leaderboard.ranked_summary`, the
+  ``ranked_summary`` table of ``trac report`` for AUROC);
 - ``figures``: per pair and method, the expected risk at every coverage k/N
   (docs/method.md#risk-coverage-curve-and-aurc) and the reliability bins of its probability of correctness
   (docs/method.md#figures);
@@ -36,11 +39,14 @@ from trac_metrics.features.cache_share import low_share_warning
 from trac_metrics.features.evidence import task_accuracy
 from trac_metrics.methods import all_methods
 from trac_metrics.reporting.leaderboard import (
+    RankedSummary,
+    format_p,
     k_label,
     leaderboard_methods,
     leaderboard_tables,
     method_label,
     paired_row,
+    ranked_summary,
 )
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.runs import PairRun, decoding_label
@@ -208,6 +214,37 @@ def _paired(data: ReportData, methods: Sequence[str]) -> dict[str, dict[str, dic
         }
 
 
+def ranked_data(summary: RankedSummary) -> dict[str, Any]:
+    """:func:`~trac_metrics.reporting.leaderboard.ranked_summary` for the page: the rows in rank order, each with its
+    macro, interval, mark and difference to the reference (its p also as ``trac report`` words it)."""
+    rows = []
+    for row in summary.rows:
+        difference = row.difference
+        rows.append(
+            {
+                "method": row.method,
+                "label": row.label,
+                "block": row.block,
+                "value": number(row.value),
+                "interval": [number(row.lo), number(row.hi)],
+                "mark": row.mark,
+                "difference": None
+                if difference is None
+                else {
+                    "value": number(difference["difference"]),
+                    "interval": [number(difference["lo"]), number(difference["hi"])],
+                    "p": number(difference["p"]),
+                    "p_text": format_p(difference["p"], summary.n_resamples),
+                    "wins": difference["wins"],
+                    "ties": difference["ties"],
+                    "losses": difference["losses"],
+                    "pairs": difference["pairs"],
+                },
+            }
+        )
+    return {"metric": summary.metric, "higher": summary.higher, "reference": summary.reference, "rows": rows}
+
+
 def _figures(data: ReportData, index: int, methods: Sequence[str]) -> dict[str, Any]:
     """The risk at every coverage k/N (k = 1..N) and the reliability bins of each method the pair has."""
     evaluation = data.evaluations[index]
@@ -292,6 +329,7 @@ def page_data(data: ReportData, traces: Sequence[Mapping[str, Any]] = ()) -> dic
         "pairs": pairs,
         "macro": _macro(data, methods),
         "paired": _paired(data, methods),
+        "ranked": {metric: ranked_data(ranked_summary(data, metric, level=LEVEL)) for metric in data.bootstraps},
         "figures": [_figures(data, index, methods) for index in range(len(data.pairs))],
         "questions": [_questions(pair, data, index) for index, pair in enumerate(data.pairs)],
     }

@@ -16,6 +16,7 @@ import os
 import shutil
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ from testenv import REPO
 from trac_metrics._warnings import TracWarning
 from trac_metrics.cli import main
 from trac_metrics.records import iter_records
+from trac_metrics.reporting.leaderboard import format_p
 from trac_metrics.reporting.runs import evaluate_pairs, load_pairs
 from trac_metrics.reporting.summary_table import probe_cache_line
 from trac_metrics.selective import reliability_bins
@@ -64,31 +66,54 @@ def written(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer, tiny_model
 
 
 @pytest.fixture(scope="module")
-def context() -> Iterator[BrowserContext]:
+def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).is_file():
         pytest.fail(f"Chromium is not installed at {CHROMIUM}: run scripts/setup_env.sh (apt-get install chromium)")
     with sync_playwright() as playwright:
-        browser: Browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        context = browser.new_context(offline=True, viewport={"width": 1440, "height": 960})
-        yield context
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
         browser.close()
 
 
-@pytest.fixture
-def page(context: BrowserContext, written: dict) -> Iterator[Page]:
-    """The report opened from file://; after the test, no console error and no request but the file itself."""
+@pytest.fixture(scope="module")
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    context = browser.new_context(offline=True, viewport={"width": 1440, "height": 960})
+    yield context
+    context.close()
+
+
+@contextmanager
+def opened(context: BrowserContext, url: str, file: Path) -> Iterator[Page]:
+    """``url`` (the report's file:// address, perhaps with a state in its hash) opened and drawn; on leaving, no
+    console error and no request but the file itself."""
     page = context.new_page()
     errors: list[str] = []
     requests: list[str] = []
     page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    page.on("request", lambda request: requests.append(request.url))
-    page.goto(written["html"].as_uri())
+    page.on("request", lambda request: requests.append(request.url.split("#")[0]))
+    page.goto(url)
     page.wait_for_selector(READY, state="attached")
     yield page
     page.close()
     assert errors == []
-    assert requests == [written["html"].as_uri()]
+    assert set(requests) == {file.as_uri()}
+
+
+@pytest.fixture
+def page(context: BrowserContext, written: dict) -> Iterator[Page]:
+    """The report opened from file:// at 1440 px."""
+    with opened(context, written["html"].as_uri(), written["html"]) as page:
+        yield page
+
+
+@pytest.fixture
+def phone(browser: Browser, written: dict) -> Iterator[Page]:
+    """The report opened from file:// on a 390 px wide screen."""
+    context = browser.new_context(offline=True, viewport={"width": 390, "height": 844})
+    with opened(context, written["html"].as_uri(), written["html"]) as page:
+        yield page
+    context.close()
 
 
 def cells(page: Page, selector: str) -> list[list[str | None]]:
@@ -118,6 +143,85 @@ def test_the_leaderboard_rows_and_values_are_trac_reports_table(page: Page, writ
     np.testing.assert_allclose(values, expected.iloc[:, 2:].to_numpy(dtype=float), rtol=1e-12, equal_nan=True)
     headers = page.eval_on_selector_all("#table-leaderboard thead th", "cells => cells.map(cell => cell.textContent)")
     assert headers == list(expected.columns)
+
+
+def floats(values: list[str | None]) -> list[float]:
+    return [math.nan if value in (None, "") else float(value) for value in values]
+
+
+def test_the_ranked_summary_comes_first_and_is_trac_reports_ranked_table(page: Page, written: dict) -> None:
+    assert page.eval_on_selector("#panel-leaderboard h2", "heading => heading.textContent") == "Who wins, by how much"
+    expected = pd.read_csv(written["tables"] / "ranked_summary.csv")
+    shown = page.eval_on_selector_all(
+        "#ranked-summary tbody tr",
+        """rows => rows.map(row => {
+            const value = row.querySelector('td.value'), difference = row.querySelector('td.difference');
+            return [row.querySelector('th.method').firstChild.textContent,
+                    value.dataset.value, value.dataset.lo, value.dataset.hi,
+                    difference.dataset.value ?? null, difference.dataset.lo ?? null, difference.dataset.hi ?? null,
+                    row.querySelector('td.p').textContent, row.querySelector('.badge.mark')?.textContent ?? ''];
+        })""",
+    )
+    assert [row[0] for row in shown] == expected["method"].tolist()
+    numbers = ["macro AUROC", "AUROC lo", "AUROC hi", "difference", "difference lo", "difference hi"]
+    np.testing.assert_allclose(
+        np.array([floats(row[1:7]) for row in shown]), expected[numbers].to_numpy(float), rtol=1e-12, equal_nan=True
+    )
+    assert [row[7] for row in shown] == ["" if math.isnan(p) else format_p(p, 50) for p in expected["p"]]
+    macro = expected["macro AUROC"].to_numpy()
+    assert list(macro) == sorted(macro, reverse=True)
+    assert [row[8] for row in shown][:2] == ["best", "2nd"] and macro[0] > macro[1] > macro[2]
+    # the Markdown leaderboard lists the same methods in the same order
+    markdown = (written["tables"] / "leaderboard.md").read_text().split("## Ranked by macro AUROC")[1].split("##")[0]
+    listed = [
+        line.split("|")[2].strip() for line in markdown.splitlines() if line.startswith("| ") and "rank" not in line
+    ]
+    assert listed == expected["method"].tolist()
+    # ranked by a lower-is-better metric: ascending, one whisker per method
+    page.select_option("#ranked-metric", "aurc")
+    aurc = floats(page.eval_on_selector_all("#ranked-summary td.value", "cells => cells.map(c => c.dataset.value)"))
+    assert aurc == sorted(aurc) and len(set(aurc)) > 1
+    assert page.locator("#ranked-summary svg.whisker circle.dot").count() >= 2 * len(aurc) - 1
+
+
+def test_every_method_column_of_the_pair_table_is_readable_beside_its_labels(page: Page) -> None:
+    """Scrolled until each header is in view, the header lies inside the scroll box and the viewport, right of the
+    pair labels, which stay in place."""
+    count = page.locator("#pair-table thead th").count()
+    assert count > 10
+    for position in range(1, count):
+        boxes = page.eval_on_selector(
+            "#pair-table-wrap",
+            """(wrap, position) => {
+                const header = wrap.querySelectorAll('#pair-table thead th')[position];
+                const right = wrap.getBoundingClientRect().left + wrap.clientWidth;
+                const over = header.getBoundingClientRect().right - right;
+                if (over > 0) wrap.scrollLeft += over;
+                const box = node => { const r = node.getBoundingClientRect(); return [r.left, r.right]; };
+                return {header: box(header), label: box(wrap.querySelector('tbody tr th.sticky')),
+                        labelHeader: box(wrap.querySelector('thead th')),
+                        wrap: [wrap.getBoundingClientRect().left, right]};
+            }""",
+            position,
+        )
+        left, right = boxes["wrap"]
+        assert left - 0.5 <= boxes["header"][0] and boxes["header"][1] <= right + 0.5 <= 1440.5, (position, boxes)
+        assert abs(boxes["label"][0] - left) < 1 and abs(boxes["labelHeader"][0] - left) < 1, (position, boxes)
+        assert boxes["header"][0] >= boxes["label"][1] - 0.5, (position, boxes)
+
+
+@pytest.mark.parametrize("tab", ["leaderboard", "figures", "questions", "compare"])
+def test_a_phone_screen_has_no_horizontal_page_overflow(phone: Page, tab: str) -> None:
+    phone.click(f"button[data-tab={tab}]")
+    if tab == "questions":
+        phone.locator("#question-list tbody tr").first.click()
+        phone.wait_for_selector(loaded("#question-view"), state="attached")
+        # one column: the opened question under the list, both as wide as the page allows
+        list_box, view_box = phone.locator(".list-wrap").bounding_box(), phone.locator("#question-view").bounding_box()
+        assert view_box["y"] >= list_box["y"] + list_box["height"] and abs(view_box["x"] - list_box["x"]) < 1
+    if tab == "compare":
+        phone.wait_for_selector(loaded("#compare-right-view"), state="attached")
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
 
 
 def column(page: Page, table: str, position: int) -> list[float]:

@@ -68,7 +68,7 @@
     const table = h("table", { id, class: "sortable" }, h("thead", null, head), body);
     for (const column of columns) {
       const th = h("th", {
-        class: "sortable" + (column.numeric ? " num" : ""),
+        class: "sortable" + (column.numeric ? " num" : "") + (column.sticky ? " sticky" : ""),
         dataset: { key: column.key },
         "aria-sort": "none",
         text: column.label,
@@ -80,7 +80,10 @@
       head.append(th);
     }
     function cellNode(column, cell) {
-      const td = h("td", { class: [column.numeric ? "num" : "", cell && cell.cls ? cell.cls : ""].join(" ").trim() });
+      const td = h(column.sticky ? "th" : "td", {
+        class: [column.numeric ? "num" : "", column.sticky ? "sticky" : "", cell && cell.cls ? cell.cls : ""].join(" ").trim() || null,
+        scope: column.sticky ? "row" : null,
+      });
       if (cell && typeof cell.value === "number") td.dataset.value = String(cell.value);
       if (cell && cell.node) td.append(cell.node);
       else td.textContent = cell ? cell.text : "";
@@ -148,9 +151,7 @@
   function pairTable(metric, reference) {
     const higher = METRICS.get(metric).higher;
     const columns = [
-      { key: "model", label: "model" },
-      { key: "task", label: "task" },
-      { key: "decoding", label: "decoding" },
+      { key: "pair", label: "model / task", sticky: true },
       { key: "n", label: "n", numeric: true },
       { key: "k", label: "K", numeric: true },
       { key: "accuracy", label: "accuracy", numeric: true },
@@ -160,9 +161,11 @@
     const rows = PAIRS.map((pair, index) => {
       const values = pair.metrics[metric];
       const cells = {
-        model: modelCell(pair.model),
-        task: { text: pair.task, value: pair.task },
-        decoding: { text: pair.decoding, value: pair.decoding },
+        pair: {
+          text: pair.name,
+          value: pair.name,
+          node: h("span", { title: pair.model }, modelName(pair.model), h("span", { class: "interval", text: `${pair.task} · ${pair.decoding}` })),
+        },
         n: { text: String(pair.n), value: pair.n },
         k: { text: String(pair.k), value: pair.k },
         accuracy: { text: fmt(pair.accuracy), value: pair.accuracy },
@@ -185,7 +188,7 @@
     });
     const macro = DATA.macro;
     const footerCells = {
-      model: { text: "macro (pair-equal)" },
+      pair: { text: "macro (pair-equal)" },
       n: { text: String(PAIRS.reduce((sum, pair) => sum + pair.n, 0)) },
       accuracy: { text: fmt(macro.accuracy), value: macro.accuracy },
       majority: { text: fmt(macro.majority_accuracy), value: macro.majority_accuracy },
@@ -210,9 +213,110 @@
     return sortableTable({ id: "pair-table", columns, rows, footer: [{ key: "macro", cells: footerCells }] });
   }
 
+  // ------------------------------------------------------------------------------------------ ranked summary
+
+  const SVG = "http://www.w3.org/2000/svg";
+  function svg(tag, attributes, ...children) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, String(value));
+    node.append(...children);
+    return node;
+  }
+
+  // A dot at `value` and a whisker over its interval on the shared scale `domain`; a dashed line at `zero` (when
+  // given and inside the domain).
+  function whisker(value, bounds, domain, zero, label) {
+    const width = 140;
+    const height = 16;
+    const x = (v) => 4 + ((v - domain[0]) / (domain[1] - domain[0] || 1)) * (width - 8);
+    const node = svg("svg", { class: "whisker", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label });
+    if (zero !== null && zero >= domain[0] && zero <= domain[1]) {
+      node.append(svg("line", { x1: x(zero), x2: x(zero), y1: 1, y2: height - 1, class: "zero" }));
+    }
+    if (bounds && !missing(bounds[0]) && !missing(bounds[1])) {
+      node.append(svg("line", { x1: x(bounds[0]), x2: x(bounds[1]), y1: height / 2, y2: height / 2, class: "range" }));
+      for (const end of bounds) node.append(svg("line", { x1: x(end), x2: x(end), y1: 4, y2: height - 4, class: "range" }));
+    }
+    if (!missing(value)) node.append(svg("circle", { cx: x(value), cy: height / 2, r: 4, class: "dot" }));
+    return node;
+  }
+
+  function domainOf(entries) {
+    const values = entries.flatMap((entry) => (entry ? [entry.value, ...(entry.interval || [])] : [])).filter((v) => !missing(v));
+    if (!values.length) return [0, 1];
+    const lo = Math.min(...values);
+    const hi = Math.max(...values);
+    const pad = (hi - lo || 0.1) * 0.05;
+    return [lo - pad, hi + pad];
+  }
+
+  // Who wins and by how much: ranked_summary() of trac_metrics/reporting/leaderboard.py, as `trac report` writes it.
+  function rankedTable(metric) {
+    const ranked = DATA.ranked[metric];
+    const label = METRICS.get(metric).label;
+    const reference = ranked.reference ? methodLabel(ranked.reference) : null;
+    const valueDomain = domainOf(ranked.rows);
+    const differenceDomain = domainOf([...ranked.rows.map((row) => row.difference), { value: 0 }]);
+    const head = h(
+      "tr",
+      null,
+      h("th", { class: "num", scope: "col", text: "rank" }),
+      h("th", { scope: "col", text: "method" }),
+      h("th", { class: "num", scope: "col", text: `macro ${label} [${LEVEL}% CI]` }),
+      h("th", { scope: "col", text: `${label} (${ranked.higher ? "higher" : "lower"} is better)` }),
+      h("th", { class: "num", scope: "col", text: reference ? `− ${reference} [${LEVEL}% CI]` : "difference" }),
+      h("th", { scope: "col", text: "difference" }),
+      h("th", { class: "num", scope: "col", text: "one-sided p" }),
+    );
+    const rows = ranked.rows.map((row, position) => {
+      const difference = row.difference;
+      const mark = row.mark === "best" ? "best" : row.mark === "second" ? "2nd" : "";
+      const valueText = `${fmt(row.value)} ${interval(row.interval)}`.trim();
+      return h(
+        "tr",
+        { dataset: { method: row.method }, class: row.method === ranked.reference ? "reference" : null },
+        h("td", { class: "num", text: String(position + 1) }),
+        h("th", { scope: "row", class: "method" }, row.label, mark ? h("span", { class: `badge mark ${row.mark}`, text: mark }) : null),
+        h(
+          "td",
+          { class: `num value ${row.mark || ""}`.trim(), dataset: { value: missing(row.value) ? "" : String(row.value), lo: String(row.interval[0] ?? ""), hi: String(row.interval[1] ?? "") } },
+          fmt(row.value),
+          h("span", { class: "interval", text: interval(row.interval) }),
+        ),
+        h("td", null, whisker(row.value, row.interval, valueDomain, null, `${row.label}: ${valueText}`)),
+        difference
+          ? h(
+              "td",
+              { class: "num difference", dataset: { value: missing(difference.value) ? "" : String(difference.value), lo: String(difference.interval[0] ?? ""), hi: String(difference.interval[1] ?? "") } },
+              signed(difference.value),
+              h("span", { class: "interval", text: interval(difference.interval) }),
+            )
+          : h("td", { class: "num difference", text: reference && row.method === ranked.reference ? "reference" : "—" }),
+        h("td", null, difference ? whisker(difference.value, difference.interval, differenceDomain, 0, `${row.label} − ${reference}: ${signed(difference.value)} ${interval(difference.interval)}`) : null),
+        h("td", { class: "num p", text: difference ? difference.p_text : "", title: difference ? `wins / ties / losses over ${difference.pairs} pairs: ${difference.wins} / ${difference.ties} / ${difference.losses}` : null }),
+      );
+    });
+    return h("table", { id: "ranked-summary", class: "ranked" }, h("caption", { class: "note" }, `Leaderboard methods ranked by macro ${label}` + (reference ? `, against ${reference}` : "")), h("thead", null, head), h("tbody", null, ...rows));
+  }
+
   function leaderboardPanel(panel) {
     const [main, ...others] = DATA.tables;
-    const pairBox = h("div", { class: "table-wrap" });
+    const pairBox = h("div", { class: "table-wrap", id: "pair-table-wrap" });
+    const rankedBox = h("div", { class: "table-wrap" });
+    let rankedMetric = "auroc" in DATA.ranked ? "auroc" : Object.keys(DATA.ranked)[0];
+    const rankedNote = h("p", { class: "note" });
+    const drawRanked = () => {
+      rankedBox.replaceChildren(rankedTable(rankedMetric));
+      const ranked = DATA.ranked[rankedMetric];
+      rankedNote.textContent =
+        `Each method's pair-equal macro with its ${LEVEL}% hierarchical-bootstrap interval (dot and whisker, one scale ` +
+        "for all rows); best and second marked. " +
+        (ranked.reference
+          ? `Difference: the method's macro minus ${methodLabel(ranked.reference)}'s (the reference: SC@K when every pair has it, ` +
+            `else the best single-trace baseline), the ${LEVEL}% interval of the paired bootstrap differences and the one-sided p ` +
+            "(the share of resamples where the method is not better). The same numbers as trac report's ranked_summary table."
+          : "No reference: neither SC@K nor a single-trace baseline is evaluated on every pair.");
+    };
     let metric = "auroc";
     let reference = "";
     const redraw = () => {
@@ -229,6 +333,20 @@
     };
     const pairNote = h("p", { class: "note" });
     panel.append(
+      h("h2", null, "Who wins, by how much"),
+      h(
+        "div",
+        { class: "controls" },
+        labelled(
+          "rank by",
+          choice("ranked-metric", Object.keys(DATA.ranked).map((name) => ({ value: name, label: METRICS.get(name).label })), rankedMetric, (value) => {
+            rankedMetric = value;
+            drawRanked();
+          }),
+        ),
+      ),
+      rankedBox,
+      rankedNote,
       h("h2", null, "Models × tasks"),
       ...DATA.notes.map((text) => h("p", { class: "note warning", text })),
       h(
@@ -261,12 +379,13 @@
       h("details", null, h("summary", null, "The other tables of trac report"), ...others.flatMap((table) => [h("h2", null, table.title), reportTable(table)])),
     );
     redraw();
+    drawRanked();
   }
 
   // --------------------------------------------------------------------------------------------- figures tab
 
   function chartWidth(node) {
-    return Math.max(380, Math.min(720, node.clientWidth || 600));
+    return Math.max(260, Math.min(720, node.clientWidth || 600));
   }
 
   function diagonal(u) {
