@@ -105,13 +105,14 @@ def write_html_report(
     """
     traced = [pair.model for pair in data.pairs if pair.details]  # a tokenizer only where there are traces to show
     chosen = _tokenizers(list(dict.fromkeys(traced)), tokenizers or {}, tokenizer_from_records)
-    infos, lines = [], []
+    infos, lines, prompts = [], [], []
     for pair in progress(data.pairs) if progress else data.pairs:
         tokenizer, name, why_not = chosen.get(pair.model, (None, None, ""))
-        info, pair_lines = pair_payloads(pair, tokenizer, name, why_not, question_prompts(pair))
+        info, pair_lines = pair_payloads(pair, tokenizer, name, why_not)
         infos.append(info)
         lines.append(pair_lines)
-    page = render_page(page_data(data, infos), lines)
+        prompts.append(question_prompts(pair))
+    page = render_page(page_data(data, infos, prompts), lines)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     encoded = page.encode("utf-8")

@@ -18,7 +18,7 @@ number; the page's script only lays the numbers out, sorts and filters them.
 - ``figures``: per pair and method, the expected risk at every coverage k/N
   (docs/method.md#risk-coverage-curve-and-aurc) and the reliability bins of its probability of correctness
   (docs/method.md#figures);
-- ``questions``: per pair, every question's answers, answer classes, probe answer, agreement, label, each method's
+- ``questions``: per pair, every question's prompt (what the search and the question list read), answers, answer classes, probe answer, agreement, label, each method's
   score and probability of correctness, and the questions in the top decile of each method's confidence
   (:func:`top_decile`).
 """
@@ -274,13 +274,15 @@ def _agreement(value: Any) -> int | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else int(value)
 
 
-def _questions(pair: PairRun, data: ReportData, index: int) -> dict[str, Any]:
-    """The questions of one pair, field by field (columns of equal length, in document order)."""
+def _questions(pair: PairRun, data: ReportData, index: int, prompts: Mapping[str, str]) -> dict[str, Any]:
+    """The questions of one pair, field by field (columns of equal length, in document order); ``prompts`` maps a
+    document id to its prompt (:func:`~trac_metrics.reporting.html.prompts.question_prompts`; None where not stored)."""
     evaluation = data.evaluations[index]
     evidences = pair.evidences
     p_correct = evaluation.p_correct
     return {
         "doc": [str(evidence["doc_id"]) for evidence in evidences],
+        "prompt": [prompts.get(str(evidence["doc_id"])) for evidence in evidences],
         "correct": [int(evidence["correct"]) for evidence in evidences],
         "majority": [int(evidence["majority_correct"]) for evidence in evidences],
         "agree": [_agreement(evidence["agree"]) for evidence in evidences],
@@ -302,9 +304,12 @@ def _questions(pair: PairRun, data: ReportData, index: int) -> dict[str, Any]:
     }
 
 
-def page_data(data: ReportData, traces: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+def page_data(
+    data: ReportData, traces: Sequence[Mapping[str, Any]] = (), prompts: Sequence[Mapping[str, str]] = ()
+) -> dict[str, Any]:
     """Everything the page shows (module docstring); ``traces[i]`` says how pair i's traces are shown (its mode,
-    tokenizer and note, from :func:`trac_metrics.reporting.html.payloads.pair_payloads`)."""
+    tokenizer and note, from :func:`trac_metrics.reporting.html.payloads.pair_payloads`), ``prompts[i]`` the prompt
+    of each of its documents (none when not given)."""
     methods = [method for _, method in leaderboard_methods(data)]
     pairs = [_pair(data, index, methods) for index in range(len(data.pairs))]
     for pair, shown in zip(pairs, traces, strict=False):
@@ -331,7 +336,10 @@ def page_data(data: ReportData, traces: Sequence[Mapping[str, Any]] = ()) -> dic
         "paired": _paired(data, methods),
         "ranked": {metric: ranked_data(ranked_summary(data, metric, level=LEVEL)) for metric in data.bootstraps},
         "figures": [_figures(data, index, methods) for index in range(len(data.pairs))],
-        "questions": [_questions(pair, data, index) for index, pair in enumerate(data.pairs)],
+        "questions": [
+            _questions(pair, data, index, prompts[index] if index < len(prompts) else {})
+            for index, pair in enumerate(data.pairs)
+        ],
     }
 
 

@@ -11,7 +11,8 @@ browser only when the question is opened. A pair's traces are shown one of three
 - ``none``: the runs were read without their traces (only the prompt, when lm-eval's samples file has it).
 
 Per token the file holds 4 bytes before compression (a 2-byte piece index when the pair has at most 65,536 distinct
-pieces, else 4, plus the two quantized values); the prompt and the probe's answer travel in the header.
+pieces, else 4, plus the two quantized values); the probe's answer travels in the header. The prompt is in the page's
+data (:func:`~trac_metrics.reporting.html.page_data.page_data`), where the search and the question list read it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -35,19 +35,16 @@ def _line(payload: bytes) -> str:
     return base64.b64encode(payload).decode("ascii")
 
 
-def _header(trace: PrimaryTrace | None, prompt: str | None) -> dict[str, Any]:
-    header: dict[str, Any] = {"prompt": prompt}
-    if trace is not None:
-        header.update(
-            n=int(trace.token_ids.size),
-            marker_text=trace.marker,
-            finish=trace.finish_reason,
-            top_k=trace.top_k,
-            probe=trace.probe,
-            surprisal_step=SURPRISAL_STEP,
-            entropy_step=ENTROPY_STEP,
-        )
-    return header
+def _header(trace: PrimaryTrace) -> dict[str, Any]:
+    return {
+        "n": int(trace.token_ids.size),
+        "marker_text": trace.marker,
+        "finish": trace.finish_reason,
+        "top_k": trace.top_k,
+        "probe": trace.probe,
+        "surprisal_step": SURPRISAL_STEP,
+        "entropy_step": ENTROPY_STEP,
+    }
 
 
 def _text_position(text: str, marker: str | None) -> int | None:
@@ -57,17 +54,16 @@ def _text_position(text: str, marker: str | None) -> int | None:
 
 
 def pair_payloads(
-    pair: PairRun, tokenizer: Any | None, tokenizer_name: str | None, why_not: str, prompts: Mapping[str, str]
+    pair: PairRun, tokenizer: Any | None, tokenizer_name: str | None, why_not: str
 ) -> tuple[dict[str, Any], list[str]]:
     """How ``pair``'s traces are shown (``mode``, ``tokenizer``, ``note``) and the page lines: the pair's piece list
     (``tokens`` mode; empty otherwise), then one line per question in document order. ``why_not`` says why there is
     no ``tokenizer``; one that does not fit every trace of the pair (:func:`tokenizer_mismatch`) is not used: the
-    pair is shown as text, never shaded with pieces the model did not write."""
+    pair is shown as text, never shaded with pieces the model did not write. Without traces every line is empty."""
     traces: tuple[PrimaryTrace, ...] = pair.details
     doc_ids = [str(evidence["doc_id"]) for evidence in pair.evidences]
     if not traces:
-        lines = [_line(trace_payload(_header(None, prompts.get(doc_id)))) for doc_id in doc_ids]
-        return {"mode": NONE, "tokenizer": None, "note": "the traces were not read"}, ["", *lines]
+        return {"mode": NONE, "tokenizer": None, "note": "the traces were not read"}, [""] * (len(doc_ids) + 1)
     if tokenizer is not None:
         mismatch = tokenizer_mismatch(
             tokenizer, [trace.token_ids for trace in traces], [trace.text for trace in traces], doc_ids
@@ -77,8 +73,8 @@ def pair_payloads(
     if tokenizer is None:
         info = {"mode": TEXT, "tokenizer": None, "note": f"Traces unshaded: {why_not}."}
         lines = []
-        for doc_id, trace in zip(doc_ids, traces, strict=True):
-            header = {**_header(trace, prompts.get(doc_id)), "text": trace.text}
+        for trace in traces:
+            header = {**_header(trace), "text": trace.text}
             header["marker"] = _text_position(trace.text, trace.marker)
             lines.append(_line(trace_payload(header)))
         return info, ["", *lines]
@@ -86,9 +82,9 @@ def pair_payloads(
     indices = [pieces.encode(trace.token_ids) for trace in traces]
     width = np.uint16 if len(pieces.pieces) <= 1 << 16 else np.uint32
     lines = [_line(gzip.compress(json.dumps(pieces.pieces, ensure_ascii=False).encode(), mtime=0))]
-    for doc_id, trace, index in zip(doc_ids, traces, indices, strict=True):
+    for trace, index in zip(traces, indices, strict=True):
         header = {
-            **_header(trace, prompts.get(doc_id)),
+            **_header(trace),
             "marker": marker_position(tokenizer, trace.token_ids, index, pieces.pieces, trace.marker or ""),
             "index_bytes": np.dtype(width).itemsize,
         }

@@ -191,7 +191,8 @@ def test_a_trace_is_the_records_tokens_with_one_byte_per_value(report, runs: Pat
     pieces = json.loads(gzip.decompress(base64.b64decode(lines[0])))
     assert embedded(page)["pairs"][0]["traces"]["mode"] == "tokens"
     records = [record for record in iter_records(next(runs.glob("model-a/trac_records/task-x.*"))) if not record.repeat]
-    for record, line in zip(records, lines[1:], strict=True):
+    prompts = embedded(page)["questions"][0]["prompt"]
+    for record, line, prompt in zip(records, lines[1:], prompts, strict=True):
         header, arrays = unpacked(line)
         n = record.num_tokens
         assert header["n"] == n and header["index_bytes"] == 2 and len(arrays) == 4 * n
@@ -204,7 +205,7 @@ def test_a_trace_is_the_records_tokens_with_one_byte_per_value(report, runs: Pat
         marker_ids = tiny_tokenizer.encode(MARKER, add_special_tokens=False)
         found = [i for i in range(n) if record.token_ids[i : i + len(marker_ids)].tolist() == marker_ids]
         assert header["marker"] == found[-1]
-        assert header["prompt"] == prompt_of("model-a", "task-x", record.doc_id)
+        assert prompt == prompt_of("model-a", "task-x", record.doc_id) and "prompt" not in header
         assert header["probe"]["answer"] == record.probes["trace"].answer
 
 
@@ -219,7 +220,7 @@ def test_per_token_values_travel_only_in_the_compressed_traces(report) -> None:
     assert size - traces - fixed < 150_000 + 1_500 * questions
     tokens = sum(trace.token_ids.size for pair in data.pairs for trace in pair.details)
     line_bytes = [len(base64.b64decode(line)) for index in range(len(data.pairs)) for line in trace_lines(page, index)]
-    assert sum(line_bytes) < 4 * tokens + 400 * questions  # gzip of 4 bytes per token + the prompt, probe and header
+    assert sum(line_bytes) < 4 * tokens + 400 * questions  # gzip of 4 bytes per token + the probe and header
 
 
 def test_a_record_text_cannot_end_the_pages_data(tmp_path: Path) -> None:
@@ -356,12 +357,8 @@ def test_a_model_without_samples_file_is_shown_no_other_models_prompt(capsys, tm
         output / "trac_records" / "task-x.2026-01-02T00-00-00.jsonl"
     )
     data = report_page(capsys, output, tmp_path / "report.html", "--tokenizer", "none")
-    text = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert [pair["model"] for pair in data["pairs"]] == ["model-a", "model-b"]
-    prompts = {
-        pair["model"]: [unpacked(line)[0]["prompt"] for line in trace_lines(text, index)[1:]]
-        for index, pair in enumerate(data["pairs"])
-    }
+    prompts = {pair["model"]: questions["prompt"] for pair, questions in zip(data["pairs"], data["questions"])}
     assert prompts["model-a"] == [prompt_of("model-a", "task-x", doc) for doc in range(6)]
     assert prompts["model-b"] == [None] * 6
 

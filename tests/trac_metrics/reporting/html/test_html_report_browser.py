@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import warnings
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from html_report_runs import MARKER, confidently_wrong_from_records, prompt_of, write_tokenized_runs
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 from testenv import REPO
 
 from trac_metrics._warnings import TracWarning
@@ -270,6 +271,119 @@ def test_the_confidently_wrong_filter_shows_exactly_what_the_records_select(page
         if evidence["agree"] == 0
     }
     assert shown == expected & disagreeing
+
+
+def ordered_questions(page: Page) -> list[list[str]]:
+    return page.eval_on_selector_all(
+        "#question-list tbody tr", "rows => rows.map(row => [...row.children].slice(0, 3).map(c => c.textContent))"
+    )
+
+
+def opened_title(page: Page) -> str:
+    page.wait_for_selector(loaded("#question-view"), state="attached")
+    return page.inner_text("#question-view h3")
+
+
+def test_a_copied_link_reopens_the_same_state_and_back_forward_step_between_questions(
+    page: Page, browser: Browser, written: dict
+) -> None:
+    page.click("button[data-tab=questions]")
+    page.select_option("#filter-model", "model-a")
+    page.select_option("#filter-label", "wrong")
+    page.select_option("#sort-method", "mean_logprob")
+    page.fill("#question-search", "pastries")
+    page.wait_for_url(re.compile(r"q=pastries"))
+    page.click("#question-list thead th[data-key=doc] button")
+    rows = page.locator("#question-list tbody tr")
+    rows.nth(0).click()
+    first = opened_title(page)
+    rows.nth(2).click()
+    second = opened_title(page)
+    assert first != second and "model-a" in second
+    listed = ordered_questions(page)
+    assert {row[0] for row in listed} == {"model-a"} and len(listed) > 3
+    other = browser.new_context(offline=True, viewport={"width": 1440, "height": 960})
+    with opened(other, page.url, written["html"]) as fresh:
+        assert fresh.get_attribute("#tab-questions", "aria-selected") == "true"
+        assert opened_title(fresh) == second
+        assert ordered_questions(fresh) == listed
+        assert fresh.input_value("#question-search") == "pastries"
+        assert fresh.input_value("#filter-label") == "wrong" and fresh.input_value("#sort-method") == "mean_logprob"
+        assert fresh.get_attribute("#question-list thead th[data-key=doc]", "aria-sort") == "descending"
+        assert fresh.get_attribute("#question-list tbody tr.open", "data-key") == page.get_attribute(
+            "#question-list tbody tr.open", "data-key"
+        )
+    other.close()
+    page.go_back()
+    expect(page.locator("#question-view h3")).to_have_text(first)
+    page.go_back()
+    expect(page.locator("#question-view h3")).to_have_count(0)
+    assert ordered_questions(page) == listed  # the filters stay: they replace the entry, they add none
+    page.go_forward()
+    expect(page.locator("#question-view h3")).to_have_text(first)
+    page.go_forward()
+    expect(page.locator("#question-view h3")).to_have_text(second)
+
+
+def test_the_search_finds_a_question_by_a_phrase_of_its_text(page: Page) -> None:
+    page.click("button[data-tab=questions]")
+    page.fill("#question-search", "QUESTION 7 of task-y")  # the prompt says "Question 7 of task-y for model-a: ..."
+    expect(page.locator("#question-count")).to_have_text("1 question(s)")
+    assert listed_questions(page) == {("model-a", "task-y", "7")}
+    shown = page.locator("#question-list td.question-text span")
+    assert shown.inner_text().startswith("Question 7 of task-y for model-a: how much")
+    assert shown.get_attribute("title") == "Question 7 of task-y for model-a: how much are 7 pastries?"
+    page.fill("#question-search", r"/question 1\d of TASK-X/")
+    expect(page.locator("#question-count")).to_have_text("10 question(s)")
+    assert listed_questions(page) == {("model-a", "task-x", str(doc)) for doc in range(10, 20)}
+    page.fill("#question-search", "/(/")
+    expect(page.locator("#question-count")).to_have_text("0 question(s)")
+    assert page.inner_text("#search-note").startswith("not a regular expression")
+    # a phrase of the traces alone ("The café sells 23 pastries"): found once the traces are searched too
+    page.fill("#question-search", "café sells 23 pastries")
+    expect(page.locator("#question-count")).to_have_text("0 question(s)")
+    page.check("#search-traces")
+    expect(page.locator("#question-count")).to_have_text("4 question(s)")
+    assert listed_questions(page) == {(model, task, "23") for model in MODELS for task in TASKS}
+
+
+def test_the_keyboard_alone_switches_tabs_sorts_opens_steps_and_closes(page: Page) -> None:
+    page.focus("#tab-leaderboard")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert page.get_attribute("#tab-questions", "aria-selected") == "true"
+    assert page.evaluate("document.activeElement.id") == "tab-questions"
+    assert page.is_visible("#panel-questions") and page.is_hidden("#panel-leaderboard")
+    assert page.get_attribute("#panel-questions", "aria-labelledby") == "tab-questions"
+    page.keyboard.press("End")
+    assert page.get_attribute("#tab-compare", "aria-selected") == "true"
+    page.keyboard.press("ArrowRight")  # wraps to the first
+    assert page.get_attribute("#tab-leaderboard", "aria-selected") == "true"
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    assert page.get_attribute("#tab-questions", "aria-selected") == "true"
+    header = "#question-list thead th[data-key=doc]"
+    page.focus(f"{header} button")
+    page.keyboard.press("Enter")
+    assert page.get_attribute(header, "aria-sort") == "descending"
+    page.keyboard.press("Space")
+    assert page.get_attribute(header, "aria-sort") == "ascending"
+    docs = [row[2] for row in ordered_questions(page)]
+    assert docs[:8] == ["0", "0", "0", "0", "1", "1", "1", "1"]
+    page.focus("#question-list tbody tr[tabindex='0']")
+    page.keyboard.press("Enter")
+    keys = page.eval_on_selector_all("#question-list tbody tr", "rows => rows.map(row => row.dataset.key)")
+    assert page.get_attribute("#question-list tbody tr.open", "data-key") == keys[0]
+    assert opened_title(page).endswith("document 0")
+    for key, expected in (("j", 1), ("ArrowDown", 2), ("k", 1), ("ArrowUp", 0), ("j", 1)):
+        page.keyboard.press(key)
+        expect(page.locator("#question-list tbody tr.open")).to_have_attribute("data-key", keys[expected])
+        assert page.evaluate("document.activeElement.dataset.key") == keys[expected]
+        page.wait_for_selector(f"#question-view[data-loaded='{keys[expected]}']", state="attached")
+    page.keyboard.press("Escape")
+    expect(page.locator("#question-view h3")).to_have_count(0)
+    assert page.evaluate("document.activeElement.dataset.key") == keys[1]
+    assert "open=" not in page.url
 
 
 def primary(runs: Path, model: str, task: str, doc_id: int):

@@ -59,24 +59,28 @@
     return h("label", null, text, control);
   }
 
-  // A table sorted by clicking a column header: first click largest first, second smallest first; missing values
-  // always last. columns: [{key, label, numeric}]; rows: [{key, cells: {column: {text, value, cls, node}}}].
-  function sortableTable({ id, columns, rows, footer = [], sort = null, onRowClick = null }) {
+  // A table sorted by its column headers (buttons: click, Enter or Space): first largest first, then smallest first;
+  // missing values always last. columns: [{key, label, numeric, sticky}]; rows: [{key, cells: {column: {text, value,
+  // cls, node}}}]; onSort(state) hears every change of {key, dir}. With onRowClick the rows are focusable (one at a
+  // time in the tab order: the open row, else the first) and open on a click.
+  function sortableTable({ id, columns, rows, footer = [], sort = null, onSort = null, onRowClick = null, current = null }) {
     let state = sort;
     const head = h("tr");
     const body = h("tbody");
     const table = h("table", { id, class: "sortable" }, h("thead", null, head), body);
     for (const column of columns) {
-      const th = h("th", {
-        class: "sortable" + (column.numeric ? " num" : "") + (column.sticky ? " sticky" : ""),
-        dataset: { key: column.key },
-        "aria-sort": "none",
+      const button = h("button", {
+        type: "button",
+        class: "sort",
         text: column.label,
         onclick: () => {
           state = { key: column.key, dir: state && state.key === column.key ? -state.dir : -1 };
           draw();
+          if (onSort) onSort(state);
         },
       });
+      const th = h("th", { class: ["sortable", column.numeric ? "num" : "", column.sticky ? "sticky" : ""].join(" ").trim(), scope: "col", dataset: { key: column.key }, "aria-sort": "none" }, button);
+      th.addEventListener("click", (event) => event.target === th && button.click()); // the whole cell is the target
       head.append(th);
     }
     function cellNode(column, cell) {
@@ -91,7 +95,11 @@
     }
     function rowNode(row) {
       const tr = h("tr", { dataset: { key: row.key } }, ...columns.map((column) => cellNode(column, row.cells[column.key])));
-      if (onRowClick) tr.addEventListener("click", () => onRowClick(row, tr));
+      if (onRowClick) {
+        tr.tabIndex = row.key === current ? 0 : -1;
+        tr.addEventListener("click", () => onRowClick(row, tr));
+        tr.row = row;
+      }
       return tr;
     }
     function draw() {
@@ -106,6 +114,7 @@
         });
       }
       body.replaceChildren(...ordered.map(rowNode));
+      if (onRowClick && body.firstChild && !body.querySelector("tr[tabindex='0']")) body.firstChild.tabIndex = 0;
       for (const th of head.children) {
         const sorted = state && th.dataset.key === state.key;
         th.setAttribute("aria-sort", sorted ? (state.dir > 0 ? "ascending" : "descending") : "none");
@@ -630,7 +639,8 @@
     );
     const metadata = Object.entries(data.metadata[question] || {});
     if (metadata.length) node.append(h("dl", { class: "metadata" }, ...metadata.flatMap(([name, value]) => [h("dt", { text: name }), h("dd", { text: typeof value === "string" ? value : JSON.stringify(value) })])));
-    const promptBox = h("div", { class: "prompt-box" }, h("p", { class: "note", text: "Loading…" }));
+    const prompt = data.prompt[question];
+    const promptBox = h("div", { class: "prompt-box" }, missing(prompt) ? h("p", { class: "note", text: "Prompt not stored: run lm_eval with --log_samples to keep it." }) : h("pre", { class: "prompt", text: prompt }));
     node.append(h("h4", null, "Question"), promptBox);
     const show = (value) => (missing(value) ? "(no answer)" : value);
     const traceBox = h("div", { class: "trace-box" }, h("p", { class: "note", text: "Loading…" }));
@@ -678,7 +688,6 @@
     container.replaceChildren(node);
     const trace = await loadTrace(pairIndex, question);
     if (container.firstChild !== node) return; // another question was opened meanwhile
-    promptBox.replaceChildren(trace && trace.prompt ? h("pre", { class: "prompt", text: trace.prompt }) : h("p", { class: "note", text: "Prompt not stored: run lm_eval with --log_samples to keep it." }));
     traceBox.replaceChildren(traceSection(pairIndex, trace));
     if (trace && trace.probe) {
       probeBox.replaceChildren(
@@ -697,29 +706,169 @@
     return deciles.get(key);
   }
 
+  // A prompt as one line of text: the chat template's markers and role names dropped, white space folded.
+  const promptText = (prompt) =>
+    missing(prompt) ? "" : prompt.replace(/<\|[^|>]*\|>(system|user|assistant)?/g, " ").replace(/\s+/g, " ").trim();
+
+  // What the search box reads of a question: its prompt, reference, answers and probe answer (and, once loaded, its
+  // trace), lower-cased for a case-insensitive search.
+  const haystacks = new Map();
+  function haystack(pairIndex, question) {
+    const key = `${pairIndex}:${question}`;
+    if (!haystacks.has(key)) {
+      const data = DATA.questions[pairIndex];
+      const parts = [data.prompt[question], data.reference[question], data.answer[question], data.probe[question], ...data.answers[question]];
+      haystacks.set(key, parts.filter((part) => !missing(part)).join("\n"));
+    }
+    return haystacks.get(key);
+  }
+  const traceTexts = new Map();
+  async function loadTraceTexts(pairIndices) {
+    for (const pairIndex of pairIndices) {
+      const data = DATA.questions[pairIndex];
+      for (let question = 0; question < data.doc.length; question++) {
+        const key = `${pairIndex}:${question}`;
+        if (traceTexts.has(key)) continue;
+        const trace = await loadTrace(pairIndex, question);
+        traceTexts.set(key, !trace ? "" : trace.indices ? Array.from(trace.indices, (i) => trace.pieces[i]).join("") : trace.text || "");
+      }
+    }
+  }
+
+  // The search: plain text (case-insensitive), or a regular expression written /like this/ (flags after the last /).
+  function searcher(query) {
+    const text = query.trim();
+    if (!text) return { test: () => true };
+    const regex = /^\/(.+)\/([a-z]*)$/s.exec(text);
+    if (regex) {
+      try {
+        const pattern = new RegExp(regex[1], regex[2].includes("i") ? regex[2] : regex[2] + "i");
+        return { test: (value) => pattern.test(value) };
+      } catch (error) {
+        return { error: `not a regular expression: ${error.message}`, test: () => false };
+      }
+    }
+    const needle = text.toLowerCase();
+    return { test: (value) => value.toLowerCase().includes(needle) };
+  }
+
   function questionsPanel(panel) {
     const defaultMethod = METHODS.has("trac") ? "trac" : DATA.methods[0].name;
-    const state = { task: "", model: "", label: "", confidentlyWrong: false, disagrees: false, confidence: defaultMethod, sort: defaultMethod };
+    const state = {};
     const methodOptions = DATA.methods.map((method) => ({ value: method.name, label: method.label }));
     const listBox = h("div", { class: "list-wrap" });
-    const view = h("div", { id: "question-view" }, h("p", { class: "note", text: "Click a question to open it." }));
-    const count = h("span", { id: "question-count" });
-    const toggle = (id, text, field) => labelled(text, h("input", { type: "checkbox", id, onchange: (event) => { state[field] = event.target.checked; redraw(); } }));
-    const set = (field) => (value) => { state[field] = value; redraw(); };
+    const view = h("div", { id: "question-view", tabindex: "-1" });
+    const placeholder = () => view.replaceChildren(h("p", { class: "note", text: "Open a question: click its row, or focus the list and press Enter; j / k or ↓ / ↑ step, Esc closes." }));
+    const count = h("span", { id: "question-count", role: "status" });
+    const searchNote = h("span", { id: "search-note", class: "note warning" });
+    const controls = {
+      task: choice("filter-task", [{ value: "", label: "all" }, ...unique(PAIRS.map((pair) => pair.task)).map((task) => ({ value: task, label: task }))], "", (value) => change("task", value)),
+      model: choice("filter-model", [{ value: "", label: "all" }, ...unique(PAIRS.map((pair) => pair.model)).map((model) => ({ value: model, label: model }))], "", (value) => change("model", value)),
+      label: choice("filter-label", [{ value: "", label: "all" }, { value: "correct", label: "correct" }, { value: "wrong", label: "wrong" }], "", (value) => change("label", value)),
+      cw: h("input", { type: "checkbox", id: "filter-confidently-wrong", onchange: (event) => change("cw", event.target.checked ? "1" : "") }),
+      by: choice("confidence-method", methodOptions, defaultMethod, (value) => change("by", value)),
+      dis: h("input", { type: "checkbox", id: "filter-disagrees", onchange: (event) => change("dis", event.target.checked ? "1" : "") }),
+      score: choice("sort-method", methodOptions, defaultMethod, (value) => change("score", value)),
+      q: h("input", { type: "search", id: "question-search", placeholder: "text, or /regex/", "aria-label": "search questions, answers and traces" }),
+      traces: h("input", { type: "checkbox", id: "search-traces", onchange: (event) => change("traces", event.target.checked ? "1" : "") }),
+    };
+    let typing = null;
+    controls.q.addEventListener("input", () => {
+      clearTimeout(typing);
+      typing = setTimeout(() => change("q", controls.q.value), 150);
+    });
+    // The panel's state is the route's (the URL hash): read it, show it in the controls, draw.
+    function load(route) {
+      Object.assign(state, {
+        task: route.task || "",
+        model: route.model || "",
+        label: route.label || "",
+        cw: route.cw || "",
+        by: METHODS.has(route.by) ? route.by : defaultMethod,
+        dis: route.dis || "",
+        score: METHODS.has(route.score) ? route.score : defaultMethod,
+        sort: route.sort || "score:-1",
+        q: route.q || "",
+        traces: route.traces || "",
+        open: route.open || "",
+      });
+      for (const [field, control] of Object.entries(controls)) {
+        if (control.type === "checkbox") control.checked = state[field] === "1";
+        else if (control.value !== state[field]) control.value = state[field];
+      }
+      redraw();
+    }
+    function change(field, value) {
+      state[field] = value;
+      Object.assign(route, state);
+      writeRoute(false);
+      redraw();
+    }
+    const openKey = () => {
+      const [pairIndex, doc] = state.open.split(":");
+      const question = PAIRS[Number(pairIndex)] ? DATA.questions[Number(pairIndex)].doc.indexOf(doc) : -1;
+      return question < 0 ? null : `${pairIndex}:${question}`;
+    };
+    function showOpen() {
+      const key = openKey();
+      for (const row of listBox.querySelectorAll("tr.open")) row.classList.remove("open");
+      if (!key) {
+        view.dataset.key = "";
+        view.dataset.loaded = "";
+        placeholder();
+        return;
+      }
+      const row = listBox.querySelector(`tr[data-key="${key}"]`);
+      if (row) row.classList.add("open");
+      const [pairIndex, question] = key.split(":").map(Number);
+      if (view.dataset.key !== key) {
+        view.dataset.key = key;
+        renderQuestion(view, pairIndex, question);
+      }
+    }
+    // Open a row's question: a new history entry, so Back returns to the one before.
+    function open(row, tr) {
+      state.open = `${row.pairIndex}:${DATA.questions[row.pairIndex].doc[row.question]}`;
+      Object.assign(route, state);
+      writeRoute(true);
+      for (const other of listBox.querySelectorAll("tr[tabindex='0']")) other.tabIndex = -1;
+      tr.tabIndex = 0;
+      showOpen();
+      if (window.matchMedia("(max-width: 900px)").matches) view.scrollIntoView({ block: "start" });
+    }
+    function close() {
+      const key = openKey();
+      state.open = "";
+      Object.assign(route, state);
+      writeRoute(true);
+      showOpen();
+      const row = key && listBox.querySelector(`tr[data-key="${key}"]`);
+      if (row) row.focus();
+    }
     function redraw() {
+      const search = searcher(state.q);
+      searchNote.textContent = search.error || "";
+      const withTraces = state.traces === "1" && state.q.trim() !== "";
       const rows = [];
+      let pending = false;
       PAIRS.forEach((pair, pairIndex) => {
         if ((state.task && pair.task !== state.task) || (state.model && pair.model !== state.model)) return;
         const data = DATA.questions[pairIndex];
-        const decile = topDecile(pairIndex, state.confidence);
-        const scores = data.scores[state.sort] || [];
+        const decile = topDecile(pairIndex, state.by);
+        const scores = data.scores[state.score] || [];
         data.doc.forEach((doc, question) => {
           const correct = data.correct[question] === 1;
           if (state.label === "correct" && !correct) return;
           if (state.label === "wrong" && correct) return;
-          if (state.confidentlyWrong && (correct || !decile.has(question))) return;
-          if (state.disagrees && data.agree[question] !== 0) return;
+          if (state.cw === "1" && (correct || !decile.has(question))) return;
+          if (state.dis === "1" && data.agree[question] !== 0) return;
+          if (!search.test(haystack(pairIndex, question))) {
+            const trace = withTraces ? traceTexts.get(`${pairIndex}:${question}`) : undefined;
+            if (trace === undefined) pending = pending || withTraces;
+            if (trace === undefined || !search.test(trace)) return;
+          }
           const score = missing(scores[question]) ? null : scores[question];
+          const text = promptText(data.prompt[question]);
           rows.push({
             key: `${pairIndex}:${question}`,
             pairIndex,
@@ -728,6 +877,7 @@
               model: modelCell(pair.model),
               task: { text: pair.task, value: pair.task },
               doc: { text: doc, value: /^\d+$/.test(doc) ? Number(doc) : doc },
+              prompt: { text, value: text, cls: "question-text", node: h("span", { title: text || null, text: text || "(not stored)" }) },
               label: { text: correct ? "✓" : "✗", value: correct ? 1 : 0, cls: correct ? "ok" : "no" },
               answer: { text: missing(data.answer[question]) ? "(none)" : data.answer[question], value: data.answer[question] },
               probe: { text: (missing(data.probe[question]) ? "(none)" : data.probe[question]) + (data.agree[question] === 0 ? " ≠" : ""), value: data.probe[question] },
@@ -736,47 +886,93 @@
           });
         });
       });
-      count.textContent = `${rows.length} question(s)`;
+      count.textContent = `${rows.length} question(s)` + (pending ? " (searching the traces…)" : "");
+      if (pending) {
+        const wanted = PAIRS.map((_, index) => index).filter((index) => (!state.task || PAIRS[index].task === state.task) && (!state.model || PAIRS[index].model === state.model));
+        loadTraceTexts(wanted).then(redraw);
+      }
       const columns = [
         { key: "model", label: "model" },
         { key: "task", label: "task" },
         { key: "doc", label: "doc", numeric: true },
+        { key: "prompt", label: "question" },
         { key: "label", label: "correct", numeric: true },
         { key: "answer", label: "answer" },
         { key: "probe", label: "probe" },
-        { key: "score", label: `${methodLabel(state.sort)} score`, numeric: true },
+        { key: "score", label: `${methodLabel(state.score)} score`, numeric: true },
       ];
+      const [sortKey, sortDir] = state.sort.split(":");
+      const active = document.activeElement;
+      const focusedHeader = active && listBox.contains(active) && active.closest("th") ? active.closest("th").dataset.key : null;
       listBox.replaceChildren(
         sortableTable({
           id: "question-list",
           columns,
           rows,
-          sort: { key: "score", dir: -1 },
-          onRowClick: (row, tr) => {
-            for (const open of listBox.querySelectorAll("tr.open")) open.classList.remove("open");
-            tr.classList.add("open");
-            renderQuestion(view, row.pairIndex, row.question);
-          },
+          sort: { key: columns.some((column) => column.key === sortKey) ? sortKey : "score", dir: Number(sortDir) === 1 ? 1 : -1 },
+          onSort: (sorted) => change("sort", `${sorted.key}:${sorted.dir}`),
+          onRowClick: open,
+          current: openKey(),
         }),
       );
+      if (focusedHeader) listBox.querySelector(`thead th[data-key="${focusedHeader}"] button`).focus();
+      showOpen();
     }
+    // The keyboard: on a row Enter (or Space) opens it; j / ↓ and k / ↑ step to the next / previous row and open it
+    // when a question is open; Esc closes the open question and returns to its row.
+    panel.addEventListener("keydown", (event) => {
+      if (event.altKey || event.ctrlKey || event.metaKey) return;
+      const inField = /^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(event.target.tagName);
+      if (event.key === "Escape") {
+        if (state.open) {
+          event.preventDefault();
+          close();
+        }
+        return;
+      }
+      if (inField) return;
+      const rows = [...listBox.querySelectorAll("#question-list tbody tr")];
+      if (!rows.length) return;
+      const focused = rows.indexOf(event.target);
+      const at = focused >= 0 ? focused : rows.findIndex((row) => row.classList.contains("open"));
+      if ((event.key === "Enter" || event.key === " ") && focused >= 0) {
+        event.preventDefault();
+        open(rows[focused].row, rows[focused]);
+        return;
+      }
+      const step = { j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 }[event.key];
+      if (!step) return;
+      event.preventDefault();
+      const next = rows[Math.min(rows.length - 1, Math.max(0, at < 0 ? 0 : at + step))];
+      for (const row of rows) row.tabIndex = row === next ? 0 : -1;
+      next.focus();
+      if (state.open) open(next.row, next);
+    });
     panel.append(
       h(
         "div",
         { class: "controls" },
-        labelled("task", choice("filter-task", [{ value: "", label: "all" }, ...unique(PAIRS.map((pair) => pair.task)).map((task) => ({ value: task, label: task }))], "", set("task"))),
-        labelled("model", choice("filter-model", [{ value: "", label: "all" }, ...unique(PAIRS.map((pair) => pair.model)).map((model) => ({ value: model, label: model }))], "", set("model"))),
-        labelled("label", choice("filter-label", [{ value: "", label: "all" }, { value: "correct", label: "correct" }, { value: "wrong", label: "wrong" }], "", set("label"))),
-        toggle("filter-confidently-wrong", "confidently wrong", "confidentlyWrong"),
-        labelled("by", choice("confidence-method", methodOptions, state.confidence, set("confidence"))),
-        toggle("filter-disagrees", "probe disagrees", "disagrees"),
-        labelled("sort by the score of", choice("sort-method", methodOptions, state.sort, set("sort"))),
+        labelled("search", controls.q),
+        labelled("in traces too", controls.traces),
+        searchNote,
+      ),
+      h(
+        "div",
+        { class: "controls" },
+        labelled("task", controls.task),
+        labelled("model", controls.model),
+        labelled("label", controls.label),
+        labelled("confidently wrong", controls.cw),
+        labelled("by", controls.by),
+        labelled("probe disagrees", controls.dis),
+        labelled("sort by the score of", controls.score),
         count,
       ),
-      h("p", { class: "note", text: "Confidently wrong: a wrong answer in the top decile of the chosen method's confidence within its pair (its score at least the ⌈n/10⌉-th largest). Probe disagrees: the probe's re-stated answer is not equivalent to the primary answer." }),
+      h("p", { class: "note", text: "Search: words of the question, the reference, the answers or the probe's answer (case-insensitive); /…/ for a regular expression; tick \"in traces too\" to search the primary traces (each is unpacked once). Confidently wrong: a wrong answer in the top decile of the chosen method's confidence within its pair (its score at least the ⌈n/10⌉-th largest). Probe disagrees: the probe's re-stated answer is not equivalent to the primary answer." }),
       h("div", { class: "explorer" }, listBox, view),
     );
-    redraw();
+    report.questions = { load };
+    load(route);
   }
 
   // ------------------------------------------------------------------------------------------- side by side
@@ -816,10 +1012,31 @@
 
   // ------------------------------------------------------------------------------------------- tabs, start
 
+  // The state of the page lives in the URL's hash (tab, the question list's filters, sort, search and open
+  // question), so a copied link reopens it; opening a question or a tab adds a history entry (Back / Forward).
+  function readRoute() {
+    return Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
+  }
+  const route = readRoute();
+  function writeRoute(push) {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(route)) if (value) params.set(key, value);
+    const hash = `#${params.toString()}`;
+    if (hash === (location.hash || "#")) return;
+    if (push) history.pushState(null, "", hash);
+    else history.replaceState(null, "", hash);
+  }
+
   const builders = { leaderboard: leaderboardPanel, figures: figuresPanel, questions: questionsPanel, compare: comparePanel };
+  const tabs = [...document.querySelectorAll("#tabs [role=tab]")];
   const built = new Set();
-  function openTab(name) {
-    for (const button of document.querySelectorAll("#tabs button")) button.setAttribute("aria-selected", String(button.dataset.tab === name));
+  function openTab(name, record = true) {
+    if (!builders[name]) name = "leaderboard";
+    for (const button of tabs) {
+      const selected = button.dataset.tab === name;
+      button.setAttribute("aria-selected", String(selected));
+      button.tabIndex = selected ? 0 : -1;
+    }
     for (const [tab, build] of Object.entries(builders)) {
       const panel = document.getElementById(`panel-${tab}`);
       panel.hidden = tab !== name;
@@ -828,8 +1045,28 @@
         build(panel);
       }
     }
+    if (record && route.tab !== name) {
+      route.tab = name === "leaderboard" ? "" : name;
+      writeRoute(true);
+    }
   }
-  for (const button of document.querySelectorAll("#tabs button")) button.addEventListener("click", () => openTab(button.dataset.tab));
+  for (const button of tabs) button.addEventListener("click", () => openTab(button.dataset.tab));
+  // The ARIA tab pattern: ← / → (Home / End) move between the tabs and open the one reached.
+  document.getElementById("tabs").addEventListener("keydown", (event) => {
+    const at = tabs.indexOf(document.activeElement);
+    const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: tabs.length - 1 }[event.key];
+    if (at < 0 || to === undefined) return;
+    event.preventDefault();
+    const next = tabs[(to + tabs.length) % tabs.length];
+    next.focus();
+    openTab(next.dataset.tab);
+  });
+  window.addEventListener("popstate", () => {
+    for (const key of Object.keys(route)) delete route[key];
+    Object.assign(route, readRoute());
+    openTab(route.tab || "leaderboard", false);
+    if (report.questions) report.questions.load(route);
+  });
   const settings = DATA.settings;
   document.getElementById("report-summary").textContent =
     `${PAIRS.length} (model, task) pair(s), ${unique(PAIRS.map((pair) => pair.model)).length} model(s), ` +
@@ -847,7 +1084,7 @@
       ),
     ),
   );
-  openTab("leaderboard");
+  openTab(route.tab || "leaderboard", false);
   report.openTab = openTab;
   report.readyAt = performance.now();
   document.documentElement.dataset.ready = "true";
