@@ -18,9 +18,9 @@ number; the page's script only lays the numbers out, sorts and filters them.
 - ``figures``: per pair and method, the expected risk at every coverage k/N
   (docs/method.md#risk-coverage-curve-and-aurc) and the reliability bins of its probability of correctness
   (docs/method.md#figures);
-- ``questions``: per pair, every question's prompt (what the search and the question list read), answers, answer classes, probe answer, agreement, label, each method's
-  score and probability of correctness, and the questions in the top decile of each method's confidence
-  (:func:`top_decile`).
+- ``questions``: per pair, every question's prompt (what the search and the question list read), answers, answer
+  classes, probe answer, agreement, label, each method's score and probability of correctness, and the questions in
+  the top decile of each method's confidence (:func:`top_decile`).
 """
 
 from __future__ import annotations
