@@ -25,17 +25,22 @@ nested fractions, surds, polynomials, intervals and inequalities, equations of l
 and a different form, drawn with a fixed seed) with both relations in one run: the checker (``equivalent``) and
 Math-Verify's default ``verify(parse(gold), parse(answer))``, each pass after every cache (the checker's, sympy's,
 the LaTeX parser's) is emptied; per pair the CPU time of the process (``time.process_time_ns``); printed: p50 / p90 /
-p99 / total of each and how often the verdicts agree.
+p99 / total of each and how often the verdicts agree. Then the "slow cases" line: the CPU milliseconds of each slow
+comparison of ``tests/trac_metrics/answers/test_held_out_families.py`` (``SLOW``: trigonometric equations, ``\\sin`` of
+a large power, a sum to 9999, definite integrals, a permuted 16-element set) from cold, each in a fresh process
+(``--slow-case INDEX``): after the imports and the checker's once-per-process set-up, its answers never seen.
 
     python benchmarks/bench_answers.py [--datasets-dir ../shared/real-data] [--rounds 3] [--datasets math500,gsm8k]
         [--show 5] [--slowest 5] [--keep-sympy-cache] [--math-verify]
     python benchmarks/bench_answers.py --hard-latex [--pairs-per-family 20] [--seed 0]
+    python benchmarks/bench_answers.py --slow-case INDEX
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -49,10 +54,12 @@ from math_verify import parse, verify
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support"), str(ROOT / "tests" / "trac_metrics" / "answers")]
 
+from test_held_out_families import SLOW  # noqa: E402
 from test_real_data import DATASETS, REAL_DATA, dataset_rewrites, load_references, other_references  # noqa: E402
 
 from trac_metrics.answers import equivalent  # noqa: E402
 from trac_metrics.answers.math_verify_reference import math_verify_equivalent  # noqa: E402
+from trac_metrics.answers.symbolic import warm_up_math_verify  # noqa: E402
 
 KINDS = ("rewrite", "other")
 WARM_UP_PAIR = ("x^2+2x+1", "(x+1)^2")
@@ -282,6 +289,7 @@ def hard_latex(per_family: int, seed: int) -> dict:
         "p99": summary["trac-eval"]["p99_ms"] / summary["Math-Verify"]["p99_ms"],
     }
     print(f"ours / Math-Verify: total {ratios['total']:.2f}, p99 {ratios['p99']:.2f}")
+    slow = slow_cases()
     return {
         "benchmark": "hard_latex",
         "pairs": len(pairs),
@@ -289,7 +297,29 @@ def hard_latex(per_family: int, seed: int) -> dict:
         "timing": summary,
         "ratios": ratios,
         "disagreements": disagreements,
+        "slow_cases_cpu_ms": slow,
     }
+
+
+def slow_case_cpu_ms(index: int) -> float:
+    """CPU milliseconds of the slow comparison ``SLOW[index]`` in this process, after the checker's set-up."""
+    warm_up_math_verify()
+    gold, answer, *_ = SLOW[index]
+    before = time.process_time_ns()
+    equivalent(gold, answer, "math")
+    return (time.process_time_ns() - before) / 1e6
+
+
+def slow_cases() -> dict[str, float]:
+    """CPU milliseconds of each slow comparison from cold, each in a fresh process (module docstring); printed as
+    the "slow cases" line."""
+    found = {}
+    for index, (gold, answer, *_) in enumerate(SLOW):
+        command = [sys.executable, __file__, "--slow-case", str(index)]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        found[f"{gold} vs {answer}"] = float(done.stdout.split()[-1])
+    print("slow cases (CPU ms from cold, each in a fresh process): " + ", ".join(f"{ms:.1f}" for ms in found.values()))
+    return found
 
 
 def main() -> None:
@@ -306,7 +336,11 @@ def main() -> None:
     parser.add_argument("--hard-latex", action="store_true", help="time the hard LaTeX set against Math-Verify")
     parser.add_argument("--pairs-per-family", type=int, default=20, help="drawn answers per family (--hard-latex)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the hard LaTeX set")
+    parser.add_argument("--slow-case", type=int, metavar="INDEX", help="time one slow comparison in this process")
     args = parser.parse_args()
+    if args.slow_case is not None:
+        print(f"{slow_case_cpu_ms(args.slow_case):.3f}")
+        return
     if args.hard_latex:
         print(json.dumps(hard_latex(args.pairs_per_family, args.seed)))
         return

@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from trac_metrics._util.files import atomic_write, check_output
 from trac_metrics._util.limits import require_memory
-from trac_metrics.answers import ANSWER_KINDS
+from trac_metrics.answers import ANSWER_KINDS, UNDECIDED_KEY
 from trac_metrics.features import LOW_THRESHOLD, N_BINS, TAIL_WINDOW
 from trac_metrics.features.cache_share import ProbeCacheCounts, low_share_warning, probe_cache_counts
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, task_accuracy
@@ -95,11 +95,14 @@ Tables = Sequence[tuple[str, Sequence[str]]]
 
 
 def _task_block(task: str, metrics: dict[str, float], tables: Tables = SUMMARY_TABLES) -> str:
-    """A task's accuracy line (``acc``, ``maj_acc`` when K > 1) and its method × metric ``tables`` (title, metric
+    """A task's accuracy line (``acc``, ``maj_acc`` when K > 1, the comparisons that ran out of the work budget when
+    the results count them) and its method × metric ``tables`` (title, metric
     names; default every metric, :data:`~trac_metrics.reporting.summary_table.SUMMARY_TABLES`)."""
     accuracy = f"acc = {metrics.get('acc', math.nan):.4f}"
     if "maj_acc" in metrics:
         accuracy += f", majority-vote acc = {metrics['maj_acc']:.4f}"
+    if UNDECIDED_KEY in metrics:  # docs/method.md#the-symbolic-work-budget
+        accuracy += f", comparisons undecided (work budget ran out, not equivalent) = {metrics[UNDECIDED_KEY]:g}"
     shown = "\n".join(f"{title}:\n{format_table(method_table(metrics, names))}" for title, names in tables)
     return f"{task}: {accuracy}\n{shown}"
 
@@ -146,14 +149,19 @@ def summary(out_dir: Path, tables: Tables = SUMMARY_TABLES) -> str:
 
 def evaluate_records(paths: Sequence[Path]) -> dict[str, dict[str, float]]:
     """Metrics per task recomputed from record files: lm-eval's per-task numbers for the run that wrote them
-    (``acc``, ``maj_acc`` when K > 1, and every ``<method>_<metric>``)."""
+    (``acc``, ``maj_acc`` when K > 1, and every ``<method>_<metric>``) and the comparisons that ran out of the work
+    budget (``undecided_comparisons``)."""
     metrics: dict[str, dict[str, float]] = {}
     for pair, evaluation in zip(pairs := load_pairs(paths), evaluate_pairs(pairs), strict=True):
         if pair.task in metrics:
             raise ValueError(
                 f"task {pair.task} appears in records of several models or decodings; compare them with `trac report`"
             )
-        metrics[pair.task] = {**task_accuracy(pair.evidences), **evaluation.metrics}
+        metrics[pair.task] = {
+            **task_accuracy(pair.evidences),
+            **evaluation.metrics,
+            UNDECIDED_KEY: pair.undecided_comparisons,
+        }
     return metrics
 
 

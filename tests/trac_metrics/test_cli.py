@@ -204,9 +204,13 @@ def test_evaluate_reports_acc_and_maj_acc_as_valid_json(
     (evaluation,) = evaluate_pairs(load_pairs(files))
     acc, maj_acc = np.mean(primary_labels(folder)), np.mean(majority_labels(folder))
     assert (printed.pop("acc"), printed.pop("maj_acc")) == pytest.approx((acc, maj_acc))
+    assert printed.pop("undecided_comparisons") == 0  # numbers: no comparison reaches the work budget
     assert printed == pytest.approx(evaluation.metrics)
     text = run_cli(capsys, "evaluate", *files)
-    assert text.startswith(f"t1: acc = {acc:.4f}, majority-vote acc = {maj_acc:.4f}\n")
+    assert text.startswith(
+        f"t1: acc = {acc:.4f}, majority-vote acc = {maj_acc:.4f}, comparisons undecided (work budget ran out, not "
+        "equivalent) = 0\n"
+    )
 
     # all wrong, K = 1: undefined metrics are null, and there is no majority vote
     (wrong,) = write_runs(tmp_path / "wrong", [PairSpec("w", "t1", 20, accuracy=0.0, signal=0.2)], k=1)

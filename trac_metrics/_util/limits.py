@@ -105,8 +105,8 @@ def work_limit(calls: int, cpu_seconds: float) -> Iterator[None]:
 
     A trace function on this thread counts every Python call (a generator's resumption included): the count of a
     given computation does not depend on the machine's speed or load. Both limits are checked every
-    ``_CHECK_EVERY`` calls, the call limit so that it stops exactly at ``calls``. Calls inside :func:`uncounted`
-    are not counted. Tracing slows pure-Python work about twofold, and nothing stops a single long C call. The
+    ``_CHECK_EVERY`` calls, the call limit so that it stops exactly at ``calls``. Blocks inside :func:`uncounted`
+    are not traced. Tracing slows pure-Python work about twofold, and nothing stops a single long C call. The
     previous trace function is restored on exit; in nested limits only the innermost counts.
     """
     if calls < 1 or not cpu_seconds > 0:
@@ -133,16 +133,19 @@ def work_limit(calls: int, cpu_seconds: float) -> Iterator[None]:
 
 @contextlib.contextmanager
 def uncounted() -> Iterator[None]:
-    """Inside an active :func:`work_limit`, the calls of the block are given back when it ends (the CPU-time net
-    still applies). For work whose result is cached, so that a count does not depend on what was computed
-    before: its cost is bounded some other way."""
+    """Inside an active :func:`work_limit`, the block runs untraced: its calls are neither counted nor slowed by the
+    trace function (about twofold for pure-Python work such as a LaTeX parser), and the CPU-time net does not see
+    it. For work whose result is cached, so that a count does not depend on what was computed before: its cost is
+    bounded some other way (the answer checker's input caps)."""
     meter = getattr(_ACTIVE, "meter", None)
     if meter is None:
         yield
         return
-    left = meter.left
-    meter.left = sys.maxsize  # counts down from here: never reaches the budget's end inside the block
+    trace = sys.gettrace()
+    _ACTIVE.meter = None  # an uncounted block nested in this one needs no restoring either
+    sys.settrace(None)
     try:
         yield
     finally:
-        meter.left = left
+        sys.settrace(trace)
+        _ACTIVE.meter = meter

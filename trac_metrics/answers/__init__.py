@@ -29,16 +29,20 @@ from trac_metrics.answers.equivalence import (
 )
 from trac_metrics.answers.extraction import extract_answer
 from trac_metrics.answers.normalization import normalize_answer
+from trac_metrics.answers.symbolic import UNDECIDED_KEY, UndecidedCount, counting_undecided
 
 __all__ = [
     "ANSWER_KINDS",
     "Equivalence",
     "answer_classes",
+    "counting_undecided",
     "equivalent",
     "extract_answer",
     "matches_reference",
     "normalize_answer",
     "reference_aliases",
     "Reference",
+    "UNDECIDED_KEY",
+    "UndecidedCount",
     "use_equivalence",
 ]

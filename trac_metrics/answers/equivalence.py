@@ -36,7 +36,13 @@ from trac_metrics.answers._latex import (
 from trac_metrics.answers.normalization import math_form, normalize_answer
 from trac_metrics.answers.numbers import as_number, exact_latex, number_verdict
 from trac_metrics.answers.structures import structure, structures_equivalent
-from trac_metrics.answers.symbolic import decimal_matches_constant, same_relation, symbolically_equal, within_budget
+from trac_metrics.answers.symbolic import (
+    decimal_matches_constant,
+    note_undecided,
+    same_relation,
+    symbolically_equal,
+    within_budget,
+)
 
 MAX_COMPARED_CHARS = 1000
 """Normalized answers longer than this are equal only as equal strings (a runaway generation is no formula)."""
@@ -124,14 +130,18 @@ def _math_equivalent(first: str, second: str) -> bool:
     verdict = number_verdict(first, second)
     if verdict is not None:  # no symbolic work: no work budget needed
         return verdict
-    return _bounded_math_equivalent(min(first, second), max(first, second))
+    verdict = _bounded_math_equivalent(min(first, second), max(first, second))
+    if verdict is None:  # undecided: not equivalent, counted (docs/method.md#the-symbolic-work-budget)
+        note_undecided()
+    return bool(verdict)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _bounded_math_equivalent(first: str, second: str) -> bool:
+def _bounded_math_equivalent(first: str, second: str) -> bool | None:
     """:func:`_math_equivalent_normalized` of two answers in sorted order (so the cache is symmetric) under the
-    symbolic work budget (docs/method.md#the-symbolic-work-budget). Cached only here, around the whole comparison,
-    so that a comparison's count never depends on which of its parts earlier comparisons computed."""
+    symbolic work budget (docs/method.md#the-symbolic-work-budget), None when undecided. Cached only here, around
+    the whole comparison, so that a comparison's count never depends on which of its parts earlier comparisons
+    computed."""
     return within_budget(_math_equivalent_normalized, first, second)
 
 

@@ -65,6 +65,15 @@ _GREATER = r"(?:>=|\\geq?(?![A-Za-z])|\\geqslant|≥|>)"
 _BOUND = r"((?:[^<>=≤≥\\]|\\(?!(?:le|ge)(?:q|qslant)?(?![A-Za-z]))[A-Za-z]++|\\[^A-Za-z])*+)"
 """A side of an inequality: anything but a comparison (each command read whole, so matching stays linear)."""
 _INEQUALITY_RE = re.compile(rf"\s*({NAME})\s*({_LESS}|{_GREATER})\s*{_BOUND}\s*")
+_REVERSED_INEQUALITY_RE = re.compile(rf"\s*{_BOUND}\s*({_LESS}|{_GREATER})\s*({NAME})\s*")
+"""A bound before its variable (``3 \\leq x``): the same inequality as ``x \\geq 3``."""
+_SET_BUILDER_RE = re.compile(
+    rf"\\\{{\s*({NAME})\s*(?:\\in\s*(\\mathbb\s*\{{\s*[A-Z]\s*\}}|\\mathbb\s*[A-Z]))?\s*(?:\\mid|\||:)(.+)\\\}}",
+    re.DOTALL,
+)
+"""``\\{x \\mid x > 3\\}``, ``\\{x : x \\geq 2\\}``, ``\\{n \\in \\mathbb{Z} \\mid n^2 < 5\\}``: a set-builder form,
+its variable, its domain (optional) and its condition."""
+_REAL_DOMAIN_RE = re.compile(r"\\mathbb\s*\{?\s*R\s*\}?")
 _BOUNDED_RE = re.compile(rf"\s*{_BOUND}\s*({_LESS})\s*({NAME})\s*({_LESS})\s*{_BOUND}\s*")
 _ANGLE_MEASURE_RE = re.compile(r"(?<![A-Za-z])m(?=\\angle)")
 _ONE_TOKEN_SUBSCRIPT_RE = re.compile(r"_\{([A-Za-z0-9])\}")
@@ -193,14 +202,27 @@ def _value_of_assignment(text: str) -> tuple[str | None, str]:
     return canonical_name(sides[0]), sides[1]
 
 
-def _interval_of_inequality(text: str) -> tuple[str, str] | None:
-    """(name, interval) of one variable bounded by constants: ``x \\geq 3`` → (``x``, ``[3,\\infty)``), ``1 < x \\leq
-    2`` → (``x``, ``(1,2]``); the interval of its solutions, as Math-Verify reads an inequality (on its gold side)."""
-    single, double = _INEQUALITY_RE.fullmatch(text), _BOUNDED_RE.fullmatch(text)
+def _one_bound(text: str) -> tuple[str, str, str, bool] | None:
+    """(name, operator, bound, reversed) of one variable against a constant, the variable first (``x \\geq 3``) or
+    last (``3 \\leq x``, reversed); None for anything else."""
+    single = _INEQUALITY_RE.fullmatch(text)
     if single is not None and single.group(3).strip() and not has_free_letters(single.group(3)):
-        name, operator, bound = single.group(1), single.group(2), single.group(3).strip()
+        return single.group(1), single.group(2), single.group(3).strip(), False
+    reversed_ = _REVERSED_INEQUALITY_RE.fullmatch(text)
+    if reversed_ is not None and reversed_.group(1).strip() and not has_free_letters(reversed_.group(1)):
+        return reversed_.group(3), reversed_.group(2), reversed_.group(1).strip(), True
+    return None
+
+
+def _interval_of_inequality(text: str) -> tuple[str, str] | None:
+    """(name, interval) of one variable bounded by constants: ``x \\geq 3`` and ``3 \\leq x`` → (``x``,
+    ``[3,\\infty)``), ``1 < x \\leq 2`` → (``x``, ``(1,2]``); the interval of its solutions, as Math-Verify reads an
+    inequality (on its gold side)."""
+    single, double = _one_bound(text), _BOUNDED_RE.fullmatch(text)
+    if single is not None:
+        name, operator, bound, reversed_ = single
         closed = "=" in operator or "q" in operator or operator in "≤≥" or operator in ("\\le", "\\ge")
-        if re.fullmatch(_LESS, operator):
+        if bool(re.fullmatch(_LESS, operator)) != reversed_:
             return canonical_name(name), f"(-\\infty,{bound}" + ("]" if closed else ")")
         return canonical_name(name), ("[" if closed else "(") + f"{bound},\\infty)"
     if double is not None and all(b.strip() and not has_free_letters(b) for b in (double.group(1), double.group(5))):
@@ -209,6 +231,25 @@ def _interval_of_inequality(text: str) -> tuple[str, str] | None:
         right = ")" if double.group(4) in ("<",) else "]"
         return canonical_name(double.group(3)), f"{left}{low},{high}{right}"
     return None
+
+
+def _set_builder(text: str) -> tuple[str, str] | None:
+    """(name, value) of a set-builder form (``\\{x \\mid x > 3\\}``, ``\\{x : x \\geq 2\\}``): the set keeps the
+    name of its variable, so ``\\{x \\mid x > 3\\}`` ≢ ``\\{y \\mid y > 3\\}``
+    (docs/method.md#where-the-checker-differs-from-math-verify). Over the reals (no domain, or ``\\mathbb{R}``), a
+    condition that bounds the variable by constants is the interval of :func:`_interval_of_inequality`
+    (``\\{x \\mid x > 3\\}`` is ``x > 3``, ``(3,\\infty)`` named x); any other form is the set as written, ``\\mid``
+    for its separator (``:``, ``|``), named by its variable. None for anything else."""
+    found = _SET_BUILDER_RE.fullmatch(text.strip())
+    if found is None:
+        return None
+    variable, domain, condition = canonical_name(found.group(1)), found.group(2), found.group(3).strip()
+    if domain is None or _REAL_DOMAIN_RE.fullmatch(domain):
+        interval = _interval_of_inequality(condition)
+        if interval is not None and interval[0] == variable:
+            return interval
+    member = f"{found.group(1)}\\in {domain}" if domain else found.group(1)
+    return variable, f"\\{{{member}\\mid {condition}\\}}"
 
 
 def _assignment_list(text: str) -> tuple[str, str] | None:
@@ -274,7 +315,7 @@ def math_form(answer: str) -> MathForm:
     if "," in text or " " in text:
         text = _LIST_WORD_RE.sub(", ", text).strip(", ")
         assignments = _assignment_list(text)
-    name, text = assignments or _interval_of_inequality(text) or _value_of_assignment(text)
+    name, text = assignments or _set_builder(text) or _interval_of_inequality(text) or _value_of_assignment(text)
     text = _result_of_arithmetic_chain(text)
     text = text.removeprefix("+").strip()
     text = mixed_number(text) or text

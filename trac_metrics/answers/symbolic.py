@@ -14,21 +14,25 @@ so they are switched off and the work is bounded here instead, by rules that giv
   in a few thousand calls;
 - a work budget (:func:`within_budget`): a comparison may make ``SYMBOLIC_WORK_BUDGET`` Python calls after parsing
   (:func:`trac_metrics._util.limits.work_limit`); one that runs out is undecided and counts as not equivalent
-  (:func:`undecided_comparisons` counts them). Parsing is not counted:
+  (:func:`counting_undecided` counts them in a block, e.g. one question's labels). Parsing is not counted:
   its results are cached per answer (a count must not depend on which answers were parsed before) and its cost is
-  bounded by the input caps;
+  bounded by the input caps, and kept low by two-stage parsing (:mod:`trac_metrics.answers._two_stage_parsing`),
+  running untraced and the once-per-process set-up (:func:`warm_up_math_verify`);
 - a CPU-time safety net of ``SYMBOLIC_CPU_LIMIT_S`` seconds, far above what the budget takes, for a call that is
   slow by itself; it also counts as not equivalent, with a warning that this verdict may depend on the machine.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import logging
 import re
 import reprlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from fractions import Fraction
 
 from math_verify import LatexExtractionConfig, parse, verify
@@ -59,6 +63,7 @@ from sympy.polys.polyerrors import PolynomialError
 from trac_metrics._util.limits import CpuLimitExceeded, WorkLimitExceeded, uncounted, work_limit
 from trac_metrics._warnings import TracWarning
 from trac_metrics.answers._latex import CACHE_SIZE
+from trac_metrics.answers._two_stage_parsing import two_stage_parsing
 from trac_metrics.answers.numbers import Number, decimal_expresses
 from trac_metrics.answers.plain_math import read_plain
 from trac_metrics.answers.structures import structure
@@ -174,8 +179,9 @@ def parsed(text: str) -> tuple[object, ...]:
     :func:`trac_metrics._util.limits.uncounted`, as the result is cached); decimals are made exact:
     Math-Verify compares a float by rounding both sides to 6 decimal places, which would make
     ``\\frac{1}{10^8}`` and ``0.00000002`` equal. Commas get a space after them: normalization has removed every
-    thousands separator, and Math-Verify would read ``41,207`` as one number."""
-    with uncounted():
+    thousands separator, and Math-Verify would read ``41,207`` as one number. The grammar's parser runs in two stages
+    (:mod:`trac_metrics.answers._two_stage_parsing`: the same result, several times faster)."""
+    with uncounted(), two_stage_parsing():
         result = parse(
             f"${text.replace(',', ', ')}$",
             extraction_config=_WHOLE_ANSWER,
@@ -394,8 +400,8 @@ _SHOWN = reprlib.Repr()
 _SHOWN.maxstring = 60
 
 
-def within_budget(compare: Callable[[str, str], bool], first: str, second: str) -> bool:
-    """``compare(first, second)`` under the symbolic work budget: False when it makes more than
+def within_budget(compare: Callable[[str, str], bool], first: str, second: str) -> bool | None:
+    """``compare(first, second)`` under the symbolic work budget: None (undecided) when it makes more than
     ``SYMBOLIC_WORK_BUDGET`` counted Python calls, or when the CPU-time safety net fires first (then with a
     TracWarning: that verdict may depend on the machine). Math-Verify's one-time set-up runs before, uncounted."""
     warm_up_math_verify()
@@ -409,24 +415,97 @@ def within_budget(compare: Callable[[str, str], bool], first: str, second: str) 
             TracWarning,
             stacklevel=2,
         )
-        return False
+        return None
     except WorkLimitExceeded:
-        _UNDECIDED[0] += 1
-        return False
+        return None
 
 
-_UNDECIDED = [0]
+UNDECIDED_KEY = "undecided_comparisons"
+"""Where a count of undecided comparisons is shown: a question's evidence (``trac_tasks`` at run time,
+``trac_metrics.reporting.runs.load_pairs`` offline) and a task's results (summed over its questions)."""
 
 
-def undecided_comparisons() -> int:
-    """How many comparisons of this process ran out of their work budget (undecided, counted as not equivalent);
-    each distinct pair is compared once (its verdict is cached)."""
-    return _UNDECIDED[0]
+@dataclass
+class UndecidedCount:
+    """Comparisons whose work budget ran out inside a :func:`counting_undecided` block (each counted as not
+    equivalent; a cached verdict counts each time it is used, so the count does not depend on what was compared
+    before)."""
+
+    comparisons: int = 0
+
+
+_UNDECIDED: contextvars.ContextVar[tuple[UndecidedCount, ...]] = contextvars.ContextVar("trac_undecided", default=())
+
+
+@contextlib.contextmanager
+def counting_undecided() -> Iterator[UndecidedCount]:
+    """Count the undecided comparisons (:func:`note_undecided`) made inside the block, e.g. while one question is
+    labelled (docs/method.md#the-symbolic-work-budget). A context variable: per thread / task, nothing left over
+    after the block; nested blocks each count what is made inside them."""
+    count = UndecidedCount()
+    token = _UNDECIDED.set((*_UNDECIDED.get(), count))
+    try:
+        yield count
+    finally:
+        _UNDECIDED.reset(token)
+
+
+def note_undecided() -> None:
+    """An undecided verdict was used as "not equivalent": counted by every enclosing :func:`counting_undecided`."""
+    for count in _UNDECIDED.get():
+        count.comparisons += 1
+
+
+GRAMMAR_WARM_UP = (
+    r"\frac{3}{4}",
+    r"-\frac{\sqrt{3}}{2}",
+    r"2\sqrt{5}+\sqrt[3]{7}",
+    r"\sin(5^{40})",
+    r"\cos(7^{30})",
+    r"\tan\frac{\pi}{7}",
+    r"\sin^2y+\cos^2y",
+    r"\cos t=\frac{2}{3}",
+    r"\tan t=\sqrt{2}",
+    r"\sin t=\cos t",
+    r"\sum_{n=1}^{50}n^3",
+    r"\prod_{j=1}^{6}j",
+    r"\int_1^2t^3dt",
+    r"\int_{0}^{\pi}\cos tdt",
+    r"\lim_{t\to0}\frac{\sin t}{t}",
+    r"\{\sqrt{3},\sqrt{7},4\}",
+    r"(-\infty,3]\cup[4,\infty)",
+    r"y\geq4",
+    r"y=3t-1",
+    r"\ln2+\log_{3}9",
+    r"|t-1|+e^{2}",
+    r"\begin{pmatrix}1\\2\end{pmatrix}",
+    r"f(t)=\binom{5}{2}t^2",
+    r"2+3i",
+)
+"""Answers of the forms reasoning models write (fractions, surds, functions of powers, equations, sums, integrals,
+limits, sets, intervals, relations, matrices), parsed once by :func:`warm_up_math_verify`: the LaTeX grammar's
+parser (ANTLR) learns its predictions as it parses and keeps them for the process, so the first answers of each form
+would otherwise pay several times the parsing time of the later ones (docs/method.md#the-symbolic-work-budget).
+Parsing results do not depend on it, only the time they take."""
+WARM_UP_PAIRS = (
+    ("x^2+2x+1", "(x+1)^2"),
+    (r"\int_1^2t^3dt", r"\frac{16}{4}"),
+    (r"\sum_{n=1}^{50}n^3", "1000"),
+    (r"\sin t=\frac{1}{2}", r"\cos t=\frac{1}{2}"),
+)
+"""Pairs compared once by :func:`warm_up_math_verify` (each within the work budget; different, so that the whole
+search runs): their first comparison pays the lazy imports of sympy's simplification, integration, summation and
+equation solving."""
 
 
 @functools.cache
 def warm_up_math_verify() -> None:
-    """Run Math-Verify once outside any work budget: its first use pays sympy's and the LaTeX parser's lazy
-    set-up (imports, about half a second), which must not count against the first real comparison."""
-    expanded, factored = parsed("x^2+2x+1"), parsed("(x+1)^2")
-    verify(list(expanded), list(factored), timeout_seconds=None)
+    """Run Math-Verify outside any comparison's work budget before the first one: its first use pays sympy's and the
+    LaTeX parser's lazy set-up (imports), the grammar's predictions are learnt on :data:`GRAMMAR_WARM_UP` and sympy's
+    lazily imported solvers are loaded by :data:`WARM_UP_PAIRS` (about a second in all, once per process), which must
+    not count against the first real comparisons."""
+    for text in GRAMMAR_WARM_UP:
+        parsed(text)
+    for first, second in WARM_UP_PAIRS:
+        with contextlib.suppress(WorkLimitExceeded), work_limit(SYMBOLIC_WORK_BUDGET, SYMBOLIC_CPU_LIMIT_S):
+            symbolically_equal(first, second)

@@ -42,6 +42,9 @@ class LabelFlip:
 class PairChange:
     """One pair under the default configuration (``before``) and the given options (``after``).
 
+    ``undecided_before`` / ``undecided_after`` count the comparisons of answers that ran out of the symbolic work
+    budget while the labels were computed (undecided, counted as not equivalent;
+    docs/method.md#the-symbolic-work-budget).
     ``metrics_before`` / ``metrics_after`` hold ``<method>_<metric>`` for :data:`MAIN_METHODS` × :data:`MAIN_METRICS`;
     a method the pair does not have (e.g. ``sc_modal`` with K = 1) or an undefined metric is NaN.
     """
@@ -56,6 +59,8 @@ class PairChange:
     accuracy_after: float
     metrics_before: Mapping[str, float]
     metrics_after: Mapping[str, float]
+    undecided_before: int = 0
+    undecided_after: int = 0
 
     def delta(self, method: str, metric: str) -> float:
         """after − before of ``<method>_<metric>`` (NaN when either is NaN)."""
@@ -105,6 +110,8 @@ def rescore(
                 accuracy_after=new.accuracy,
                 metrics_before=_main_metrics(old_eval.metrics),
                 metrics_after=_main_metrics(new_eval.metrics),
+                undecided_before=old.undecided_comparisons,
+                undecided_after=new.undecided_comparisons,
             )
         )
     return changes
@@ -167,7 +174,8 @@ def format_changes(changes: Sequence[PairChange], options: EvidenceOptions) -> s
     for change in changes:
         lines.append(
             f"\n{change.name}: {len(change.flips)} of {change.questions} labels flipped; accuracy "
-            f"{_number(change.accuracy_before)} → {_number(change.accuracy_after)}"
+            f"{_number(change.accuracy_before)} → {_number(change.accuracy_after)}; comparisons undecided (work "
+            f"budget ran out, not equivalent) {change.undecided_before} → {change.undecided_after}"
         )
         for flip in change.flips[:SHOWN_FLIPS]:
             lines.append(
@@ -213,6 +221,7 @@ def changes_to_json(changes: Sequence[PairChange], options: EvidenceOptions) -> 
                 "labels_flipped": len(change.flips),
                 "flips": [vars(flip) for flip in change.flips],
                 "accuracy": {"before": change.accuracy_before, "after": change.accuracy_after},
+                "undecided_comparisons": {"before": change.undecided_before, "after": change.undecided_after},
                 "note": change.note,
                 "metrics": {
                     method: {

@@ -32,6 +32,7 @@ import numpy as np
 
 from trac_metrics._util.parallel import Progress, parallel_map
 from trac_metrics._warnings import TracWarning
+from trac_metrics.answers import UNDECIDED_KEY, counting_undecided
 from trac_metrics.features.cache_share import ProbeCacheCounts, probe_cache_counts
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence
 from trac_metrics.heads.calibration_maps import DEFAULT_CALIBRATION_MAP
@@ -90,6 +91,12 @@ class PairRun:
     @property
     def accuracy(self) -> float:
         return float(self.labels.mean())
+
+    @property
+    def undecided_comparisons(self) -> int:
+        """Comparisons of its answers that ran out of the symbolic work budget while its questions were labelled
+        (undecided, counted as not equivalent; docs/method.md#the-symbolic-work-budget)."""
+        return sum(int(evidence.get(UNDECIDED_KEY, 0)) for evidence in self.evidences)
 
     @property
     def labellers(self) -> tuple[str, ...]:
@@ -202,7 +209,10 @@ class _PairAccumulator:
         """Add one complete question: its evidence, its details (when asked for), the engine seconds of its
         responses and their trace probes' token counts."""
         doc_id = str(records[0].doc_id)
-        self._add(doc_id, question_evidence(records, self.options), path)
+        with counting_undecided() as undecided:
+            evidence = question_evidence(records, self.options)
+        evidence[UNDECIDED_KEY] = undecided.comparisons
+        self._add(doc_id, evidence, path)
         if self.keep is not None:
             self.details[doc_id] = self.keep(records)
         self.probe_cache += probe_cache_counts(records)

@@ -12,6 +12,10 @@ gave an answer (accuracy 0 by construction, typically a ``trac.marker`` the mode
 Each document's evidence also carries its trace probes' token counts (``probe_cache``), so the aggregation reports
 the task's probe cache share as ``probe_cached_share`` and warns when it is below 50 %
 (docs/method.md#probe-cache-share).
+
+Each document's evidence also counts its comparisons of answers that ran out of the symbolic work budget
+(``undecided_comparisons``: undecided, counted as not equivalent, docs/method.md#the-symbolic-work-budget); the
+aggregation reports the task's sum under the same key and logs it when it is not 0.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from trac_metrics.answers import UNDECIDED_KEY, counting_undecided
 from trac_metrics.features.cache_share import ProbeCacheCounts, low_share_warning, probe_cache_counts
 from trac_metrics.features.evidence import document_accuracy, question_evidence
 from trac_metrics.heads.evaluate import evaluate_task
@@ -66,7 +71,9 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Sequence[str]]) ->
             "backends trac-eval hooks), with trac-eval installed in the same environment as lm-eval, and without "
             "a --use_cache database written by a run without trac-eval"
         )
-    evidence = question_evidence(records)
+    with counting_undecided() as undecided:
+        evidence = question_evidence(records)
+    evidence[UNDECIDED_KEY] = undecided.comparisons
     evidence[PROBE_CACHE_KEY] = probe_cache_counts(records).to_dict()
     return {**document_accuracy(evidence), "trac": evidence}
 
@@ -83,7 +90,23 @@ def aggregate_trac(items: Sequence[dict[str, Any]]) -> MultiMetricResult:
     for position, evidence in enumerate(items):
         evidence["scores"] = {method: float(values[position]) for method, values in evaluation.scores.items()}
         evidence["p_correct"] = {method: float(values[position]) for method, values in p_correct.items()}
-    return MultiMetricResult({**evaluation.metrics, CACHED_SHARE_METRIC: cache.share})
+    return MultiMetricResult(
+        {**evaluation.metrics, CACHED_SHARE_METRIC: cache.share, UNDECIDED_KEY: task_undecided(items)}
+    )
+
+
+def task_undecided(items: Sequence[dict[str, Any]]) -> int:
+    """The task's comparisons that ran out of the symbolic work budget (docs/method.md#the-symbolic-work-budget),
+    summed over its documents' evidence; logged once for the task when not 0."""
+    undecided = sum(int(evidence.get(UNDECIDED_KEY, 0)) for evidence in items)
+    if undecided:
+        LOGGER.warning(
+            "trac-eval: task %s: %d comparison(s) of answers ran out of the symbolic work budget: undecided, counted "
+            "as not equivalent (docs/method.md#the-symbolic-work-budget)",
+            items[0]["task"],
+            undecided,
+        )
+    return undecided
 
 
 def task_probe_cache(items: Sequence[dict[str, Any]]) -> ProbeCacheCounts:

@@ -60,6 +60,19 @@ def test_uncounted_calls_are_given_back() -> None:
         step()
 
 
+def test_uncounted_work_runs_untraced() -> None:
+    """The block runs without the trace function (which doubles the time of pure-Python work), nested blocks
+    included, and the limit's tracing resumes after it."""
+    with work_limit(1000, cpu_seconds=60):
+        traced = sys.gettrace()
+        with uncounted():
+            assert sys.gettrace() is None
+            with uncounted():
+                assert sys.gettrace() is None
+            assert sys.gettrace() is None
+        assert sys.gettrace() is traced is not None
+
+
 def test_the_cpu_safety_net_stops_calls_that_are_slow_by_themselves() -> None:
     def slow_call() -> None:
         sum(range(20_000))  # one C call: CPU time without counted calls

@@ -9,16 +9,16 @@ docs/method.md#where-the-checker-differs-from-math-verify); a disagreement outsi
 - characters dropped, digits joined: Unicode roots, Python's ``**``, mixed numbers, numbers side by side, upright
   i / e, magnitude words;
 - names in lists of assignments and in memberships;
+- set-builder forms and inequalities written bound first (``3 \\leq x``);
 - exact values that are numerically close;
 - negated and bounded statements;
-- the slow comparisons: each decided within 50 ms of CPU time;
+- the slow comparisons: each with its documented verdict within a bounded count of work;
 - Math-Verify as the labeller: the whole response, as Math-Verify reads it.
 """
 
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from math import factorial
@@ -26,10 +26,12 @@ from typing import NamedTuple
 
 import math_verify
 import pytest
+from call_count import calls_made
 from testenv import REPO
 
-from trac_metrics.answers import equivalent, extract_answer
+from trac_metrics.answers import counting_undecided, equivalence, equivalent, extract_answer, symbolic
 from trac_metrics.answers.math_verify_reference import math_verify_label
+from trac_metrics.answers.normalization import math_form
 
 SEED = 37
 DRAWS = 12
@@ -39,6 +41,7 @@ CONVENTIONS = {
     "translated forms": "| translated forms |",
     "exact values": "| exact values |",
     "negated statements": "| negated statements |",
+    "set-builder forms": "| set-builder forms |",
 }
 """Documented differences from Math-Verify (docs/method.md#where-the-checker-differs-from-math-verify): the name of a
 convention and the start of its table row."""
@@ -175,6 +178,64 @@ def test_names_survive_in_lists_and_memberships() -> None:
     check_family(named_lists())
 
 
+def set_builder_and_reversed() -> list[Drawn]:
+    pairs = []
+    for rng in draws(6):
+        c = rng.randint(-9, 9)
+        name, other = rng.sample("abnxyz", 2)
+        pairs += [
+            Drawn("reversed", rf"{c} \leq {name}", rf"{name} \geq {c}", True),
+            Drawn("reversed", rf"{c} < {name}", rf"{name} > {c}", True),
+            Drawn("reversed", rf"{c} \leq {name}", rf"[{c}, \infty)", True),  # as x \geq c: its solutions
+            Drawn("reversed", rf"{c} > {name}", rf"(-\infty, {c})", True),
+            Drawn("reversed", rf"{c} \leq {name}", rf"{name} \leq {c}", False),
+            Drawn("reversed", rf"{c} < {name}", rf"{name} \geq {c}", False),
+            Drawn("reversed", rf"{c} \leq {name}", rf"{other} \geq {c}", False),
+            Drawn(
+                "set-builder",
+                rf"\{{{name} \mid {name} > {c}\}}",
+                rf"\{{{other} \mid {other} > {c}\}}",
+                False,
+                "set-builder forms",
+            ),
+            Drawn(
+                "set-builder",
+                rf"\{{{name} : {name} \geq {c}\}}",
+                rf"\{{{other} : {other} \geq {c}\}}",
+                False,
+                "set-builder forms",
+            ),
+            Drawn(
+                "set-builder",
+                rf"\{{{name} \mid {name} > {c}\}}",
+                rf"\{{{name} : {name} > {c}\}}",
+                True,
+                "set-builder forms",
+            ),
+            Drawn(
+                "set-builder",
+                rf"\{{{name} \mid {name} > {c}\}}",
+                rf"\{{{name} \mid {name} \geq {c}\}}",
+                False,
+                "set-builder forms",
+            ),
+            Drawn("set-builder", rf"\{{{name} : {name} \geq {c}\}}", rf"[{c}, \infty)", True, "set-builder forms"),
+            Drawn("set-builder", rf"\{{{name} \mid {name} > {c}\}}", rf"{c} < {name}", True, "set-builder forms"),
+            Drawn(
+                "set-builder",
+                rf"\{{{name} \in \mathbb{{Z}} \mid {name}^2 < {c * c + 1}\}}",
+                rf"\{{{other} \in \mathbb{{Z}} \mid {other}^2 < {c * c + 1}\}}",
+                False,
+                "set-builder forms",
+            ),
+        ]
+    return pairs
+
+
+def test_set_builder_forms_keep_their_names_and_bounds_read_either_way() -> None:
+    check_family(set_builder_and_reversed())
+
+
 # --- exact values ---------------------------------------------------------------------------------------------
 
 
@@ -241,41 +302,44 @@ def test_negated_statements_state_no_value() -> None:
 # --- the slow comparisons -------------------------------------------------------------------------------------
 
 SLOW = [
-    (r"\sin x = \frac{1}{2}", r"\sin x = \cos x", False),
-    (r"\tan x = \sqrt{3}", r"\sin x = \frac{1}{2}", False),
-    (r"\sin(2^{100})", r"\sin(2^{99})", False),
-    (r"\sin(3^{200})", r"\cos(3^{200})", False),
-    (r"\sum_{k=1}^{9999} k^2", "333283335000", True),
-    (r"\int_0^1 x^2 \, dx", r"\frac{1}{2}", False),
-    (r"\int_0^{\pi} \sin^3 x \, dx", r"\frac{4}{3}", False),  # "xdx" reads as a word: no symbolic step
+    # (gold, answer, verdict, undecided: the work budget ran out, so the verdict is "not equivalent")
+    (r"\sin x = \frac{1}{2}", r"\sin x = \cos x", False, True),
+    (r"\tan x = \sqrt{3}", r"\sin x = \frac{1}{2}", False, True),
+    (r"\sin(2^{100})", r"\sin(2^{99})", False, False),
+    (r"\sin(3^{200})", r"\cos(3^{200})", False, False),
+    (r"\sum_{k=1}^{9999} k^2", "333283335000", True, False),
+    (r"\int_0^1 x^2 \, dx", r"\frac{1}{2}", False, True),
+    (r"\int_0^{\pi} \sin^3 x \, dx", r"\frac{4}{3}", False, False),  # "xdx" reads as a word: no symbolic step
     (
         r"\{\sqrt{2},\sqrt{3},\sqrt{5},\sqrt{6},\sqrt{7},\sqrt{8},\sqrt{10},\sqrt{11},\sqrt{12},\sqrt{13},\sqrt{14},"
         r"\sqrt{15},\sqrt{17},\sqrt{18},\sqrt{19},\sqrt{20}\}",
         r"\{\sqrt{20},\sqrt{19},\sqrt{18},\sqrt{17},\sqrt{15},\sqrt{14},\sqrt{13},\sqrt{12},\sqrt{11},\sqrt{10},"
         r"\sqrt{8},\sqrt{7},\sqrt{6},\sqrt{5},\sqrt{3},\sqrt{2}\}",
         True,
+        False,
     ),
 ]
-SLOW_CPU_SECONDS = 0.05
+COLD_CALLS = 120_000
+"""Python calls one slow comparison may make from cold, parsing of both answers included: the costliest (the
+definite integral: its LaTeX parse needs the grammar's full-context prediction, then the work budget runs out) makes
+about 92,000 right after the set-up, about 40 ms of CPU untraced (``benchmarks/bench_answers.py --hard-latex``
+prints each one's CPU time, "slow cases")."""
 
 
-@pytest.mark.parametrize(("gold", "answer", "expected"), SLOW)
-def test_slow_comparisons_finish_within_50_ms(gold: str, answer: str, expected: bool) -> None:
-    """The verdict is the documented one (an undecided comparison is not equivalent) and the comparison takes at most
-    50 ms of CPU time once each answer is parsed, as in a run, where each answer is parsed once (uncounted, cached)
-    and compared with the others (the least of five runs, the verdict cache emptied: the machine is shared). Parsing
-    itself is Math-Verify's LaTeX parser, bounded by the input caps (docs/method.md#the-symbolic-work-budget)."""
-    from trac_metrics.answers import equivalence
-
-    equivalent(gold, answer)  # parses each answer (cached per answer, as in a run)
-    spent = []
-    for _ in range(5):
-        equivalence._bounded_math_equivalent.cache_clear()
-        start = time.process_time()
-        verdict = equivalent(gold, answer)
-        spent.append(time.process_time() - start)
-        assert verdict == expected
-    assert min(spent) <= SLOW_CPU_SECONDS, spent
+@pytest.mark.parametrize(("gold", "answer", "expected", "undecided"), SLOW)
+def test_slow_comparisons_have_their_verdict_within_a_bounded_count_of_work(
+    gold: str, answer: str, expected: bool, undecided: bool
+) -> None:
+    """The verdict is the documented one (undecided: not equivalent, and counted), and the comparison, its answers
+    never seen (every cache of the checker emptied), makes at most ``COLD_CALLS`` Python calls, parsing included:
+    a bound by count, the same on any machine (docs/method.md#the-symbolic-work-budget)."""
+    symbolic.warm_up_math_verify()  # the once-per-process set-up, as before a run's first comparison
+    for cache in (symbolic.parsed, symbolic.algebra, equivalence._bounded_math_equivalent, math_form):
+        cache.cache_clear()
+    with counting_undecided() as counted:
+        verdict, calls = calls_made(lambda: equivalent(gold, answer))
+    assert (verdict, counted.comparisons) == (expected, int(undecided))
+    assert calls <= COLD_CALLS, calls
 
 
 # --- Math-Verify as the labeller ------------------------------------------------------------------------------

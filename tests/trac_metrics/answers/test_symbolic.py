@@ -60,12 +60,20 @@ def test_a_comparison_over_its_work_budget_is_not_equivalent(monkeypatch: pytest
     a, b, _ = SLOW_BUT_LEGIT_PAIRS[0]
     equivalence._bounded_math_equivalent.cache_clear()
     monkeypatch.setattr(symbolic, "SYMBOLIC_WORK_BUDGET", 1000)
-    undecided = symbolic.undecided_comparisons()
-    assert not equivalent(a, b)
-    assert symbolic.undecided_comparisons() == undecided + 1  # undecided, counted
+    with symbolic.counting_undecided() as outer:
+        with symbolic.counting_undecided() as inner:
+            assert not equivalent(a, b)
+        assert inner.comparisons == 1  # undecided, counted
+        assert not equivalent(b, a)  # the cached undecided verdict counts again: no dependence on the cache
+    assert outer.comparisons == 2 and inner.comparisons == 1
+    with symbolic.counting_undecided() as later:
+        assert equivalent(a, a) and not equivalent("1", "2")  # decided without the symbolic step
+    assert later.comparisons == 0  # nothing leaks from an earlier block
     equivalence._bounded_math_equivalent.cache_clear()
     monkeypatch.undo()
-    assert equivalent(a, b)
+    with symbolic.counting_undecided() as decided:
+        assert equivalent(a, b)
+    assert decided.comparisons == 0
 
 
 def test_nesting_depth_counts_every_bracket_kind() -> None:

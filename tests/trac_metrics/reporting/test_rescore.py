@@ -291,3 +291,26 @@ def test_each_phase_of_a_rescore_gets_its_named_progress(run: Path) -> None:
         "evaluating (n_bins=4)",
     ]
     assert [len(items) for items in streams.values()] == [1, 1, 1, 1]  # one record file, one pair
+
+
+def test_rescore_counts_the_comparisons_that_ran_out_of_the_work_budget(tmp_path: Path) -> None:
+    """Labels computed again from the records meet the same undecided comparisons (the primary answer against the
+    reference runs out of the work budget on 3 questions), counted before and after
+    (docs/method.md#the-symbolic-work-budget)."""
+    writer = RecordWriter(tmp_path / "model" / "trac_records" / "task.2026-01-01T00-00-00.jsonl")
+    rng = np.random.default_rng(5)
+    for doc_id in range(12):
+        records = synthetic_question(rng, doc_id, doc_id % 2 == 0, k=3, task="task", model="model")
+        if doc_id < 3:
+            records = [replace(record, reference="a^{16}") for record in records]
+            records[0] = replace(records[0], answer="(a+b+c+d+e)^{16}")
+        writer.write_batch(records)
+    options = EvidenceOptions(n_bins=4)
+    (change,) = rescore([tmp_path], options)
+    assert change.undecided_before == change.undecided_after >= 3
+    counted = change.undecided_after
+    assert f"comparisons undecided (work budget ran out, not equivalent) {counted} → {counted}" in format_changes(
+        [change], options
+    )
+    pair = changes_to_json([change], options)["pairs"][0]
+    assert pair["undecided_comparisons"] == {"before": counted, "after": counted}

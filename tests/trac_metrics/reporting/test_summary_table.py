@@ -3,6 +3,7 @@ metric with ``--all``; the Python function returns every table unless told other
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import warnings
@@ -73,3 +74,26 @@ def test_trac_summary_all_prints_every_metric(out_dir: Path, capsys) -> None:
 def test_the_summary_function_returns_every_table_by_default(out_dir: Path) -> None:
     shown = tables(summary(out_dir))
     assert list(shown) == ["ranking", "calibration"] and shown["ranking"][1] == REPORTED
+
+
+def test_trac_summary_counts_the_comparisons_that_ran_out_of_the_work_budget(tmp_path: Path, capsys) -> None:
+    """A run whose labels met undecided comparisons (docs/method.md#the-symbolic-work-budget) says how many."""
+    rng = np.random.default_rng(5)
+    documents = []
+    for i in range(12):
+        records = synthetic_question(rng, i, i % 2 == 0)
+        if i < 3:  # the primary answer against the reference runs out of the work budget
+            records = [dataclasses.replace(record, reference="a^{16}") for record in records]
+            records[0] = dataclasses.replace(records[0], answer="(a+b+c+d+e)^{16}")
+        documents.append(process_results({}, [[SimpleNamespace(record=record) for record in records]])["trac"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        metrics = aggregate_trac(documents)
+    assert metrics["undecided_comparisons"] >= 3
+    (tmp_path / "model").mkdir()
+    keys = {"acc,none": 0.5, **{f"{key},none": value for key, value in metrics.items()}}
+    (tmp_path / "model" / "results_2026-01-01T00-00-00.json").write_text(json.dumps({"results": {TASK: keys}}))
+    main(["summary", str(tmp_path)])
+    shown = capsys.readouterr().out
+    count = metrics["undecided_comparisons"]
+    assert f"acc = 0.5000, comparisons undecided (work budget ran out, not equivalent) = {count}\n" in shown

@@ -13,6 +13,7 @@ import pytest
 from record_factory import synthetic_question, with_every_input
 
 from trac_metrics._warnings import TracWarning
+from trac_metrics.answers import UNDECIDED_KEY
 from trac_metrics.methods import ACCURACY_KEYS
 from trac_metrics.reporting.summary_table import HEADLINE_METRICS, headline_keys, method_keys
 from trac_tasks.harness.lm_eval_hooks import TABLE_SWITCH, headline_view, refuse_unknown_table_switch
@@ -67,8 +68,8 @@ def test_the_printed_table_of_a_trac_task_fits_on_one_screen(metrics: dict[str, 
     before = copy.deepcopy(results)
     table = lm_eval.utils.make_table(results)
     shown = printed_metrics(table)
-    expected = set(headline_keys()) - {"p_true_" + m for m in HEADLINE_METRICS} | {CACHED_SHARE_METRIC}
-    assert len(shown) <= 25 and set(shown) == expected, "the probe cache share is shown beside the headline rows"
+    expected = set(headline_keys()) - {"p_true_" + m for m in HEADLINE_METRICS} | {CACHED_SHARE_METRIC, UNDECIDED_KEY}
+    assert len(shown) <= 25 and set(shown) == expected, "the cache share, undecided count beside the headline"
     assert {"acc", "maj_acc", "trac_auroc", "trac_aurc", "trac_ece", "sc_modal_auroc"} <= set(shown)
     assert f"TrAC: {len(metrics) - len(shown)} more metric rows are in the results file" in table
     assert f'--metadata \'{{"{TABLE_SWITCH}": "all"}}\'' in table
@@ -99,7 +100,7 @@ def test_a_group_keeps_every_row_when_one_of_its_tasks_asks(metrics: dict[str, f
     assert headline_view(results, "groups") is None
     results["configs"][TASK]["metadata"].pop(TABLE_SWITCH)
     _, hidden = headline_view(results, "groups")
-    assert hidden == len(metrics) - len(headline_keys() & set(metrics)) - 1  # the probe cache share is shown
+    assert hidden == len(metrics) - len(headline_keys() & set(metrics)) - 2  # probe cache share, undecided count
 
 
 def test_tables_without_trac_metrics_are_left_alone() -> None:

@@ -13,6 +13,7 @@ import pytest
 from record_factory import synthetic_question
 
 from trac_metrics._warnings import TracWarning
+from trac_metrics.answers import UNDECIDED_KEY
 from trac_metrics.features.cache_share import probe_cache_counts
 from trac_tasks.harness.task_functions import CACHED_SHARE_METRIC, aggregate_trac, process_results
 
@@ -75,3 +76,26 @@ def test_evidence_with_malformed_counts_is_refused_naming_the_field():
     evidences[3]["probe_cache"]["prompt_tokens"] = -5
     with pytest.raises(ValueError, match="'prompt_tokens' must be a non-negative integer"):
         aggregate(evidences)
+
+
+OVER_BUDGET = ("(a+b+c+d+e)^{16}", "a^{16}")
+"""An answer and a reference whose comparison runs out of the symbolic work budget (sympy expands the power)."""
+
+
+def test_the_results_count_the_comparisons_that_ran_out_of_the_work_budget(caplog):
+    rng = np.random.default_rng(3)
+    evidences = []
+    for doc_id in range(20):
+        records = synthetic_question(rng, doc_id, doc_id % 2 == 0, k=3, task=TASK)
+        if doc_id < 2:
+            records = [dataclasses.replace(record, reference=OVER_BUDGET[1]) for record in records]
+            records[0] = dataclasses.replace(records[0], answer=OVER_BUDGET[0])
+        evidences.append(process_results({}, [[SimpleNamespace(record=record) for record in records]])["trac"])
+    undecided = [evidence[UNDECIDED_KEY] for evidence in evidences]
+    assert undecided[0] >= 1 and undecided[1] >= 1 and not any(undecided[2:]), undecided
+    assert evidences[0]["correct"] == 0  # undecided: not equivalent
+    with caplog.at_level(logging.WARNING, logger="lm_eval.trac_eval"):
+        metrics = aggregate(evidences)
+    assert metrics[UNDECIDED_KEY] == sum(undecided)
+    (warning,) = [record.getMessage() for record in caplog.records if "work budget" in record.getMessage()]
+    assert f"task {TASK}: {sum(undecided)} comparison(s)" in warning and "counted as not equivalent" in warning
