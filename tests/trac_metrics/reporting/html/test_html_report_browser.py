@@ -11,6 +11,7 @@ Chromium must be installed (``scripts/setup_env.sh``: ``apt-get install chromium
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -223,6 +224,41 @@ def test_a_phone_screen_has_no_horizontal_page_overflow(phone: Page, tab: str) -
     if tab == "compare":
         phone.wait_for_selector(loaded("#compare-right-view"), state="attached")
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def downloaded(page: Page, button: str) -> Path:
+    with page.expect_download() as download:
+        page.click(button)
+    return Path(download.value.path())
+
+
+def assert_same_table(shown: pd.DataFrame, expected: pd.DataFrame) -> None:
+    assert list(shown.columns) == list(expected.columns)
+    numeric = [name for name in expected.columns if pd.api.types.is_numeric_dtype(expected[name])]
+    labels = [name for name in expected.columns if name not in numeric]
+    assert shown[labels].astype(str).values.tolist() == expected[labels].astype(str).values.tolist()
+    np.testing.assert_allclose(shown[numeric].to_numpy(float), expected[numeric].to_numpy(float), equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["leaderboard", "ranked_summary", "paired_differences"])
+def test_a_downloaded_table_is_trac_reports_csv(page: Page, written: dict, name: str) -> None:
+    expected = pd.read_csv(written["tables"] / f"{name}.csv")
+    if name == "paired_differences":
+        page.click("#panel-leaderboard details summary")
+    stem = f".downloads[data-stem={name}]"
+    assert_same_table(pd.read_csv(downloaded(page, f"{stem} .download-csv")), expected)
+    rows = json.loads(downloaded(page, f"{stem} .download-json").read_text())
+    assert_same_table(pd.DataFrame(rows).fillna(np.nan), expected)
+
+
+def test_the_downloaded_question_list_is_the_listed_questions(page: Page, written: dict) -> None:
+    page.click("button[data-tab=questions]")
+    page.check("#filter-confidently-wrong")
+    shown = pd.read_csv(downloaded(page, ".downloads[data-stem=questions] .download-csv"), dtype={"doc": str})
+    expected = confidently_wrong_from_records(written["runs"], "trac")
+    assert set(zip(shown["model"], shown["task"], shown["doc"])) == expected and len(shown) == len(expected)
+    assert [list(row) for row in shown[["model", "task", "doc"]].values] == ordered_questions(page)
+    assert (shown["correct"] == 0).all() and shown["trac score"].is_monotonic_decreasing
 
 
 def column(page: Page, table: str, position: int) -> list[float]:

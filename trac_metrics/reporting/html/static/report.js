@@ -125,6 +125,35 @@
     return table;
   }
 
+  // ------------------------------------------------------------------------------------------------ downloads
+
+  // A table as CSV (`trac report`'s conventions: a header line, NaN written nan, full-precision numbers) or JSON (one
+  // object per row), saved as a file: the numbers on the page, never recomputed.
+  function csvCell(value) {
+    if (missing(value)) return "nan";
+    const text = String(value);
+    return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  }
+  const toCsv = (header, rows) => [header, ...rows].map((row) => row.map(csvCell).join(",")).join("\n") + "\n";
+  const toJson = (header, rows) => JSON.stringify(rows.map((row) => Object.fromEntries(header.map((name, i) => [name, missing(row[i]) ? null : row[i]]))), null, 1);
+  function save(name, text, type) {
+    const url = URL.createObjectURL(new Blob([text], { type }));
+    const link = h("a", { href: url, download: name, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  }
+  // "CSV" and "JSON" buttons saving stem.csv / stem.json of what table() returns ({header, rows}) when clicked.
+  function downloads(stem, table, what) {
+    return h(
+      "span",
+      { class: "downloads", dataset: { stem } },
+      h("button", { type: "button", class: "download-csv", "aria-label": `download ${what} as CSV`, text: "CSV", onclick: () => { const { header, rows } = table(); save(`${stem}.csv`, toCsv(header, rows), "text/csv"); } }),
+      h("button", { type: "button", class: "download-json", "aria-label": `download ${what} as JSON`, text: "JSON", onclick: () => { const { header, rows } = table(); save(`${stem}.json`, toJson(header, rows), "application/json"); } }),
+    );
+  }
+
   // ----------------------------------------------------------------------------------------- leaderboard tab
 
   // A table of `trac report` (page_data.table_data), cell by cell, with its best / second marks.
@@ -143,9 +172,11 @@
       });
       return { key: labels.join(" / "), cells };
     });
+    const exported = () => ({ header: [...table.index, ...table.columns], rows: table.rows.map((labels, row) => [...labels, ...table.values[row]]) });
     return h(
       "div",
       { class: "report-table" },
+      downloads(table.name, exported, table.title),
       h("div", { class: "table-wrap" }, sortableTable({ id: `table-${table.name}`, columns, rows })),
       table.note ? h("p", { class: "note", text: table.note }) : null,
     );
@@ -354,6 +385,16 @@
           }),
         ),
       ),
+      downloads("ranked_summary", () => {
+        const ranked = DATA.ranked[rankedMetric];
+        const label = METRICS.get(rankedMetric).label;
+        const header = ["rank", "method", `macro ${label}`, `${label} lo`, `${label} hi`, "difference", "difference lo", "difference hi", "p", "pairs"];
+        const rows = ranked.rows.map((row, position) => {
+          const d = row.difference || { value: null, interval: [null, null], p: null, pairs: 0 };
+          return [position + 1, row.label, row.value, ...row.interval, d.value, ...d.interval, d.p, d.pairs];
+        });
+        return { header, rows };
+      }, "the ranked summary"),
       rankedBox,
       rankedNote,
       h("h2", null, "Models × tasks"),
@@ -952,6 +993,15 @@
       h(
         "div",
         { class: "controls" },
+        downloads("questions", () => {
+          const header = ["model", "task", "doc", "question", "correct", "answer", "probe", `${state.score} score`];
+          const rows = [...listBox.querySelectorAll("#question-list tbody tr")].map(({ row }) => {
+            const data = DATA.questions[row.pairIndex];
+            const pair = PAIRS[row.pairIndex];
+            return [pair.model, pair.task, data.doc[row.question], data.prompt[row.question], data.correct[row.question], data.answer[row.question], data.probe[row.question], row.cells.score.value];
+          });
+          return { header, rows };
+        }, "the listed questions"),
         labelled("search", controls.q),
         labelled("in traces too", controls.traces),
         searchNote,
