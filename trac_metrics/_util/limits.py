@@ -16,12 +16,14 @@ call that is slow by itself.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 
 class MemoryLimitError(ValueError):
@@ -82,7 +84,12 @@ class CpuLimitExceeded(WorkLimitExceeded):
 
 
 _CHECK_EVERY = 256
-"""Calls between two checks of the budget and the CPU clock (a power of two: the check is a bit mask)."""
+"""Calls between two checks of the CPU clock."""
+_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+"""Code flags of frames that may run only to be closed (a generator dropped before its end, as ``all(...)`` drops
+its argument) or to be finalized (``__del__``): an exception the trace function raises there is lost, and Python
+turns tracing off when its trace function raises, so the block would run on uncounted. The limits are checked at the
+next call of any other frame instead."""
 
 
 class _Meter:
@@ -104,22 +111,25 @@ def work_limit(calls: int, cpu_seconds: float) -> Iterator[None]:
     :class:`CpuLimitExceeded` once it has used ``cpu_seconds`` of this thread's CPU time.
 
     A trace function on this thread counts every Python call (a generator's resumption included): the count of a
-    given computation does not depend on the machine's speed or load. Both limits are checked every
-    ``_CHECK_EVERY`` calls, the call limit so that it stops exactly at ``calls``. Blocks inside :func:`uncounted`
-    are not traced. Tracing slows pure-Python work about twofold, and nothing stops a single long C call. The
-    previous trace function is restored on exit; in nested limits only the innermost counts.
+    given computation does not depend on the machine's speed or load. The call limit is checked at every call, so
+    that it stops at ``calls`` (or at the first call after it that is not a generator's, see ``_RESUMABLE``), the
+    CPU time every ``_CHECK_EVERY`` calls; a limit whose exception a finalizer swallowed raises on exit from the
+    block. Blocks inside :func:`uncounted` are not traced. Tracing slows pure-Python work about twofold, and nothing
+    stops a single long C call. The previous trace function is restored on exit; in nested limits only the innermost
+    counts.
     """
     if calls < 1 or not cpu_seconds > 0:
         raise ValueError(f"a work limit needs calls >= 1 and cpu_seconds > 0, got {calls} and {cpu_seconds}")
     meter = _Meter(calls, cpu_seconds)
 
-    def count_call(frame: object, event: str, arg: object) -> None:
+    def count_call(frame: FrameType, event: str, arg: object) -> None:
         meter.left -= 1
-        if not meter.left % _CHECK_EVERY:
-            if meter.left <= 0:
-                raise WorkLimitExceeded
-            if time.thread_time() > meter.cpu_deadline:
-                raise CpuLimitExceeded
+        if frame.f_code.co_flags & _RESUMABLE or frame.f_code.co_name == "__del__":
+            return  # where a raised exception may be lost (see _RESUMABLE): the next call checks
+        if meter.left <= 0:
+            raise WorkLimitExceeded
+        if not meter.left % _CHECK_EVERY and time.thread_time() > meter.cpu_deadline:
+            raise CpuLimitExceeded
 
     previous_trace, previous_meter = sys.gettrace(), getattr(_ACTIVE, "meter", None)
     _ACTIVE.meter = meter
@@ -129,6 +139,8 @@ def work_limit(calls: int, cpu_seconds: float) -> Iterator[None]:
     finally:
         sys.settrace(previous_trace)
         _ACTIVE.meter = previous_meter
+    if meter.left <= 0:  # the limit was reached, but its exception was lost in a finalizer: still over the limit
+        raise WorkLimitExceeded
 
 
 @contextlib.contextmanager

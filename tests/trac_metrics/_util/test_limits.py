@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -101,3 +102,30 @@ def test_the_limit_counts_on_a_worker_thread_only_for_that_thread() -> None:
 def test_a_limit_needs_positive_bounds(calls: int, cpu_seconds: float) -> None:
     with pytest.raises(ValueError, match="a work limit needs"), work_limit(calls, cpu_seconds):
         pass
+
+
+def test_a_limit_reached_while_a_generator_closes_is_not_lost() -> None:
+    """A generator dropped before its end (``all(...)`` on a generator) resumes only to close, where an exception is
+    lost and Python turns tracing off: the limit must still stop the block, for every budget, and nothing is lost."""
+    lost: list[object] = []
+
+    def values() -> Iterator[int]:
+        yield 1
+        yield 2
+
+    def work() -> None:
+        while True:
+            found = values()
+            next(found)
+            del found  # closed: the generator resumes to exit
+            step()
+
+    hook = sys.unraisablehook
+    sys.unraisablehook = lost.append
+    try:
+        for calls in range(1, 40):
+            with pytest.raises(WorkLimitExceeded), work_limit(calls, cpu_seconds=60):
+                work()
+    finally:
+        sys.unraisablehook = hook
+    assert not lost
