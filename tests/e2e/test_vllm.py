@@ -1,4 +1,4 @@
-"""End to end: the real ``lm_eval --model vllm`` CLI with vLLM's CPU engine and the real tiny model
+"""End to end: the real ``lm_eval --model vllm`` CLI with vLLM's CPU engine and the bundled tiny reasoner
 (docs/architecture.md#vllm-backend).
 
 One engine run (module fixture) on local rows in the MATH-500 schema, with every probe variant and P(True) on,
@@ -13,7 +13,15 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 import pytest
-from lm_eval_runs import LOCAL_TASK, PLAIN_TASK, run_lm_eval, write_local_math500_task, write_variant_task
+from lm_eval_runs import (
+    LOCAL_TASK,
+    PLAIN_TASK,
+    REASONER_ROWS,
+    reasoner_vllm_args,
+    run_lm_eval,
+    write_local_math500_task,
+    write_variant_task,
+)
 
 from trac_metrics.cli import evaluate_records, main
 from trac_metrics.records import iter_records
@@ -24,27 +32,32 @@ from trac_tasks.generation.probe import trace_body
 pytestmark = pytest.mark.engine
 
 N_DOCS, K = 24, 3
+MAX_GEN_TOKS = 256  # most of the tiny reasoner's traces close their thinking and answer within it
 MATH_VERIFY_TASK, MATH_VERIFY_DOCS = "math_verify_labels_local", 8
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory, tiny_model):
+def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("vllm")
     tasks = write_local_math500_task(
         root,
         N_DOCS,
         K,
-        max_gen_toks=112,
+        max_gen_toks=MAX_GEN_TOKS,
         extra_trac="    probe_variants: [trace, question_only, shuffled_trace, teacher_forced]\n    p_true: true",
+        rows=REASONER_ROWS,
     )
-    model_args = (
-        f"pretrained={tiny_model},dtype=bfloat16,max_model_len=2048,enable_prefix_caching=True,"
-        "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234"
+    write_variant_task(
+        tasks,
+        MATH_VERIFY_TASK,
+        MAX_GEN_TOKS,
+        trac_extra="    labels: math-verify",
+        n_rows=MATH_VERIFY_DOCS,
+        rows=REASONER_ROWS,
     )
-    write_variant_task(tasks, MATH_VERIFY_TASK, 112, trac_extra="    labels: math-verify", n_rows=MATH_VERIFY_DOCS)
     # the plain task through lm-eval's own path as one vLLM batch (--batch_size auto), not request by request
     names = f"{LOCAL_TASK},{PLAIN_TASK},{MATH_VERIFY_TASK}"
-    return run_lm_eval(root, tasks, model_args, "vllm", "--batch_size", "auto", tasks=names)
+    return run_lm_eval(root, tasks, reasoner_vllm_args(), "vllm", "--batch_size", "auto", tasks=names)
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +79,6 @@ def test_results_hold_accuracy_and_finite_trac_metrics(run):
         "mean_logprob",
         "self_certainty",
         "deepconf_bottom",
-        "p_true",
         "selfdoubt",
         "sc_modal",
         "sc_primary",
@@ -81,6 +93,9 @@ def test_results_hold_accuracy_and_finite_trac_metrics(run):
             value = metrics[f"{method}_{name}"]
             assert math.isfinite(value), f"{method}_{name} = {value}"
     assert 0.0 <= metrics["trac_auroc"] <= 1.0 and metrics["trac_e_aurc"] >= 0.0
+    # the reasoner, trained on arithmetic only, never answers P(True)'s option letters: NaN, said in the log
+    assert all(math.isnan(metrics[f"p_true_{name}"]) for name in METRIC_NAMES)
+    assert f"P(True) is NaN for {N_DOCS} of {N_DOCS} questions" in run.log
 
 
 def test_the_run_shows_progress_a_summary_and_no_engine_deprecation(run):
@@ -88,14 +103,14 @@ def test_the_run_shows_progress_a_summary_and_no_engine_deprecation(run):
     assert "TrAC generations" in run.log and f"{generations}/{generations}" in run.log
     assert f"task {LOCAL_TASK}: {N_DOCS} questions, {N_DOCS * K} samples" in run.log
     assert "probe prompts served from the prefix cache" in run.log
-    assert "end-of-thinking marker none" in run.log
+    assert "end-of-thinking marker '</think>'" in run.log  # the reasoner's special token, found in its tokenizer
     # vLLM logs its deprecations as WARNING lines (torch's own FutureWarning at engine start is not vLLM's API)
     deprecations = [line for line in run.log.splitlines() if "WARNING" in line and "deprecated" in line.lower()]
     assert not deprecations, "vLLM must be driven through its current API"
 
 
-def test_records_are_complete(records, tiny_tokenizer):
-    cue_ids = tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids
+def test_records_are_complete(records, reasoner_tokenizer):
+    tokenizer = reasoner_tokenizer
     assert sorted(record.key[1:] for record in records) == sorted(
         (str(doc), repeat) for doc in range(N_DOCS) for repeat in range(K)
     )
@@ -105,28 +120,30 @@ def test_records_are_complete(records, tiny_tokenizer):
         # every sample is probed; the ablation probes and P(True) serve the primary sample only
         if record.repeat == 0:
             assert set(record.probes) == {"trace", "question_only", "shuffled_trace", "teacher_forced"}
-            assert 0.0 <= record.p_true <= 1.0
+            assert math.isnan(record.p_true)  # asked, and undefined (the reasoner never answers A / B)
         else:
             assert set(record.probes) == {"trace"} and record.p_true is None
         assert record.metadata["subject"] == "Arithmetic" and record.reference
         probe = record.probes["trace"]
         assert 0 < len(probe.token_ids) <= 16 and probe.finish_reason in ("stop", "eos", "length")
-        # the probe prompt is prompt + trace body (the ids, EOS dropped) + cue, nothing re-tokenized
-        body = trace_body(record.token_ids.tolist(), {tiny_tokenizer.eos_token_id})
-        assert probe.num_prompt_tokens == record.prompt_token_count + len(body) + len(cue_ids)
+        # the probe prompt is prompt + trace body (the ids, EOS dropped) + cue (after the marker where the thinking
+        # was left open), nothing re-tokenized
+        body = trace_body(record.token_ids.tolist(), {tokenizer.eos_token_id})
+        appended = tokenizer(probe.appended_text, add_special_tokens=False).input_ids
+        assert probe.appended_text in (DEFAULT_CUE, "</think>" + DEFAULT_CUE)
+        assert probe.num_prompt_tokens == record.prompt_token_count + len(body) + len(appended)
         # run-level fields: K, the decoding the engine applied, engine seconds attributed to this response
         assert record.num_samples == K
         assert record.decoding == {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}
         assert record.timing["generation_seconds"] > 0 and probe.seconds > 0
 
 
-def test_probe_prefix_is_served_from_the_prefix_cache(records, tiny_tokenizer):
+def test_probe_prefix_is_served_from_the_prefix_cache(records, reasoner_tokenizer):
     """Each probe is submitted as its trace finishes: every whole 32-token block of its prompt + trace is still
-    cached; only the last partial block and the cue are computed again."""
-    cue_tokens = len(tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids)
-    probes = [record.probes["trace"] for record in records]
-    for probe in probes:
-        assert probe.num_cached_tokens >= 32 * ((probe.num_prompt_tokens - cue_tokens - 1) // 32)
+    cached; only the last partial block and what is appended (marker, cue) are computed again."""
+    for probe in (record.probes["trace"] for record in records):
+        appended = len(reasoner_tokenizer(probe.appended_text, add_special_tokens=False).input_ids)
+        assert probe.num_cached_tokens >= 32 * ((probe.num_prompt_tokens - appended - 1) // 32)
 
 
 def test_the_k_samples_of_a_question_differ(records):
@@ -169,7 +186,6 @@ def test_trac_report_on_the_run_shows_lm_evals_numbers(run, tmp_path, capsys):
         ("trac", "TrAC"),
         ("pce", "PCE"),
         ("mean_logprob", "Mean log-probability"),
-        ("p_true", "P(True)"),
         ("sc_modal", f"SC@{K} (modal answer)"),
     ):
         assert per_pair.loc[pair, label] == pytest.approx(reported[f"{method}_auroc"], abs=1e-12), method

@@ -13,6 +13,8 @@ from pathlib import Path
 from easy_rows import easy_rows, render
 from testenv import REPO, engine_env
 
+from trac_tasks.data.demo_data import demo_rows
+from trac_tasks.data.tiny_reasoner import cpu_dtype, reasoner_path
 from trac_tasks.harness.lm_eval_hooks import task_config_dir
 
 LOCAL_TASK = "trac_math500_local"
@@ -29,11 +31,44 @@ def _generation_kwargs(max_gen_toks: int, sampling_extra: str = "", trac_extra: 
     return "\n".join(line for line in lines if line)
 
 
-def write_local_math500_task(root: Path, n_rows: int, repeats: int, max_gen_toks: int, extra_trac: str = "") -> Path:
+REASONER_ROWS = "reasoner"
+"""The local rows for the tiny reasoner: the bundled demo's held-out word problems (it answers about half)."""
+SMOLLM2_ROWS = "smollm2"
+"""The local rows for the pretrained SmolLM2: one-step sums and short word problems (``easy_rows``)."""
+
+
+def reasoner_vllm_args(*extra: str, prefix_caching: bool = True, one_process: bool = True) -> str:
+    """``--model_args`` of a seeded ``lm_eval --model vllm`` run of the tiny reasoner as ``scripts/demo.sh`` loads it
+    (the CPU's dtype, its whole 1,024-token context, 32-token cache blocks), plus the ``extra`` arguments; in one
+    process (``distributed_executor_backend=uni``) unless ``one_process`` is false."""
+    arguments = [
+        f"pretrained={reasoner_path()}",
+        f"dtype={cpu_dtype()}",
+        "max_model_len=1024",
+        f"enable_prefix_caching={prefix_caching}",
+        "block_size=32",
+        "enforce_eager=True",
+        *(["distributed_executor_backend=uni"] if one_process else []),
+        "seed=1234",
+        *extra,
+    ]
+    return ",".join(arguments)
+
+
+def local_rows(rows: str) -> list[dict[str, object]]:
+    """The local rows named ``rows`` (:data:`REASONER_ROWS` or :data:`SMOLLM2_ROWS`), in the MATH-500 schema; each
+    set holds questions its model answers right and wrong."""
+    return demo_rows() if rows == REASONER_ROWS else easy_rows()
+
+
+def write_local_math500_task(
+    root: Path, n_rows: int, repeats: int, max_gen_toks: int, extra_trac: str = "", rows: str = SMOLLM2_ROWS
+) -> Path:
     """A task folder whose YAML includes the real ``trac_math500.yaml`` and only swaps the hub data for a local file
-    of ``n_rows`` rows in the hub dataset's exact schema (problem, solution, answer, subject, level, unique_id)."""
+    of the first ``n_rows`` of the :func:`local_rows` named ``rows``, in the hub dataset's exact schema (problem,
+    solution, answer, subject, level, unique_id)."""
     data = root / "math500_local.jsonl"
-    data.write_text(render(easy_rows()[:n_rows]), encoding="utf-8")
+    data.write_text(render(local_rows(rows)[:n_rows]), encoding="utf-8")
     tasks = root / "tasks"
     tasks.mkdir()
     (tasks / f"{LOCAL_TASK}.yaml").write_text(
@@ -124,15 +159,21 @@ class LmEvalRun:
 
 
 def write_variant_task(
-    tasks: Path, name: str, max_gen_toks: int, sampling_extra: str = "", trac_extra: str = "", n_rows: int | None = None
+    tasks: Path,
+    name: str,
+    max_gen_toks: int,
+    sampling_extra: str = "",
+    trac_extra: str = "",
+    n_rows: int | None = None,
+    rows: str = SMOLLM2_ROWS,
 ) -> None:
-    """Beside :data:`LOCAL_TASK` in ``tasks``: task ``name`` on the same rows (the first ``n_rows`` of them when
-    given), with its own ``generation_kwargs`` (extra YAML lines among the sampling settings and in the ``trac``
-    block)."""
+    """Beside :data:`LOCAL_TASK` in ``tasks``: task ``name`` on the same rows (the first ``n_rows`` of the
+    :func:`local_rows` named ``rows`` when ``n_rows`` is given), with its own ``generation_kwargs`` (extra YAML lines
+    among the sampling settings and in the ``trac`` block)."""
     data = ""
     if n_rows is not None:
         path = tasks.parent / f"{name}.jsonl"
-        path.write_text(render(easy_rows()[:n_rows]), encoding="utf-8")
+        path.write_text(render(local_rows(rows)[:n_rows]), encoding="utf-8")
         data = f"dataset_kwargs:\n  data_file: {path}"
     (tasks / f"{name}.yaml").write_text(
         f"""

@@ -8,6 +8,7 @@ lm-eval's ``disable_tqdm`` turns it off. The summary line is logged through lm-e
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -75,6 +76,8 @@ class TaskSummary:
     prefix_probe_cache: ProbeCacheCounts = field(default_factory=ProbeCacheCounts)
     generation_seconds: float = 0.0
     probe_seconds: float = 0.0
+    p_true_asked: int = 0
+    p_true_undefined: int = 0
 
     def add_question(self, records: list[ResponseRecord], path: Path) -> None:
         self.path = path
@@ -86,8 +89,21 @@ class TaskSummary:
             self.trace_tokens += record.num_tokens
             self.generation_seconds += float(record.timing.get("generation_seconds") or 0.0)
             self.probe_seconds += float(record.timing.get("p_true_seconds") or 0.0)
+            if record.p_true is not None:
+                self.p_true_asked += 1
+                self.p_true_undefined += math.isnan(record.p_true)
             for probe in (*record.probes.values(), *record.prefix_probes):
                 self.probe_seconds += float(probe.seconds or 0.0)
+
+    def p_true_warning(self) -> str | None:
+        """The warning for P(True) answers stored as NaN (docs/method.md#ptrue), or None when every one is defined."""
+        if not self.p_true_undefined:
+            return None
+        return (
+            f"trac-eval: task {self.task}: P(True) is NaN for {self.p_true_undefined} of {self.p_true_asked} "
+            "questions: neither option letter (A / B) was among the model's most likely next tokens after the P(True) "
+            "prompt (a model that does not follow the prompt's instruction); their P(True) metrics are NaN"
+        )
 
     def line(self) -> str:
         mean_tokens = self.trace_tokens / self.samples if self.samples else float("nan")

@@ -236,6 +236,8 @@ class TracRunner(ABC):
             self.progress.close()
         for summary in self.summaries.values():
             LOGGER.info(summary.line())
+            if (undefined := summary.p_true_warning()) is not None:
+                warnings.warn(undefined, TracWarning, stacklevel=2)
         return texts
 
     def trace_finished(self, chunk: ChunkState, index: int, trace: Trace) -> list[ProbeJob]:

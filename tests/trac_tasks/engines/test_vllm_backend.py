@@ -396,6 +396,8 @@ def test_the_fallback_writes_the_same_records_as_the_step_loop(lm, tmp_path):
         expected = {"trace", "question_only", "shuffled_trace", "teacher_forced"} if record.repeat == 0 else {"trace"}
         assert set(record.probes) == expected
         assert (record.p_true is not None) == (record.repeat == 0)
+        # a pretrained LM answers P(True)'s letters (the end-to-end runs' tiny reasoner does not)
+        assert record.repeat != 0 or 0.0 <= record.p_true <= 1.0
         trace_probe = record.probes["trace"]
         body = record.num_tokens - (record.finish_reason == "eos")
         assert trace_probe.num_prompt_tokens == record.prompt_token_count + body + cue_tokens
