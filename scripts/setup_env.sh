@@ -29,3 +29,6 @@ if ! [ -x /usr/bin/chromium ]; then
   $SUDO apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 fi
+# axe-core (vendored in axe-playwright-python, which needs only Playwright) checks the HTML report's accessibility in
+# its browser tests.
+pip_install --no-deps axe-playwright-python==0.1.8

@@ -1,12 +1,16 @@
 """The HTML report in a real browser: Debian's Chromium, headless, driven by Playwright, with the network blocked.
 
 The page ``trac report --html`` writes for two models × two tasks opens from file:// with no console error and no
-request; its header shows each pair's probe cache share; its leaderboard is ``trac report``'s table; sorting, the
-"confidently wrong" filter, a question's trace, probe answer and scores, the side-by-side view and the figures show
-what the records hold. A screenshot of an opened question is saved (and, with ``TRAC_UPDATE_SCREENSHOTS=1``,
-written to ``docs/images/html_report.png``).
+request; its header shows each pair's probe cache share; its ranked summary and leaderboard are ``trac report``'s
+tables and its downloads their CSV files; the per-pair table keeps its labels beside every method column at 1440 px
+and no tab overflows a 390 px screen; a copied link reopens the same state and Back / Forward step between questions;
+the search finds a question by a phrase of its text; the keyboard alone switches tabs, sorts, opens, steps and closes;
+axe-core finds no serious accessibility violation; sorting, the "confidently wrong" filter, a question's trace, probe
+answer and scores, the side-by-side view and the figures show what the records hold. A screenshot of an opened
+question is saved (and, with ``TRAC_UPDATE_SCREENSHOTS=1``, written to ``docs/images/html_report.png``).
 
-Chromium must be installed (``scripts/setup_env.sh``: ``apt-get install chromium``); without it these tests fail.
+Chromium must be installed (``scripts/setup_env.sh``: ``apt-get install chromium``), and axe-playwright-python
+(``scripts/setup_env.sh``); without them these tests fail.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from html_report_runs import MARKER, confidently_wrong_from_records, prompt_of, write_tokenized_runs
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 from testenv import REPO
@@ -259,6 +264,23 @@ def test_the_downloaded_question_list_is_the_listed_questions(page: Page, writte
     assert set(zip(shown["model"], shown["task"], shown["doc"])) == expected and len(shown) == len(expected)
     assert [list(row) for row in shown[["model", "task", "doc"]].values] == ordered_questions(page)
     assert (shown["correct"] == 0).all() and shown["trac score"].is_monotonic_decreasing
+
+
+@pytest.mark.parametrize("state", ["", "tab=figures", "tab=questions&cw=1&open=0:7", "tab=compare"])
+def test_axe_core_finds_no_serious_accessibility_violation(context: BrowserContext, written: dict, state: str) -> None:
+    """axe-core (axe-playwright-python) on each tab, a question open, a pair side by side."""
+    with opened(context, f"{written['html'].as_uri()}#{state}", written["html"]) as page:
+        if "open=" in state:
+            page.wait_for_selector(loaded("#question-view"), state="attached")
+        if state == "tab=compare":
+            page.wait_for_selector(loaded("#compare-right-view"), state="attached")
+        violations = Axe().run(page).response["violations"]
+    serious = [
+        (violation["id"], [node["target"] for node in violation["nodes"]])
+        for violation in violations
+        if violation["impact"] in ("serious", "critical")
+    ]
+    assert serious == []
 
 
 def column(page: Page, table: str, position: int) -> list[float]:

@@ -699,7 +699,7 @@
         ),
       ),
       h("h4", null, `The ${data.answers[question].length} sampled answers by equivalence class`),
-      h("table", { class: "classes" }, h("thead", null, h("tr", null, h("th", { text: "answer" }), h("th", { class: "num", text: "votes" }), h("th", { text: "samples" }), h("th"))), h("tbody", null, ...classRows(data.answers[question], data.classes[question]))),
+      h("table", { class: "classes" }, h("thead", null, h("tr", null, h("th", { text: "answer" }), h("th", { class: "num", text: "votes" }), h("th", { text: "samples" }), h("th", { text: "marked" }))), h("tbody", null, ...classRows(data.answers[question], data.classes[question]))),
       h("h4", null, "Trace (primary response)"),
       traceBox,
       probeBox,
@@ -990,6 +990,7 @@
       if (state.open) open(next.row, next);
     });
     panel.append(
+      h("h2", { class: "visually-hidden" }, "Questions"),
       h(
         "div",
         { class: "controls" },
@@ -1052,7 +1053,7 @@
         renderQuestion(view, index, DATA.questions[index].doc.indexOf(state.doc), false);
       }
     }
-    panel.append(controls, h("div", { class: "side-by-side" }, leftView, rightView));
+    panel.append(h("h2", { class: "visually-hidden" }, "Side by side"), controls, h("div", { class: "side-by-side" }, leftView, rightView));
     report.compare = (task, doc, left) => {
       Object.assign(state, { task, doc, left, right: null });
       redraw();
