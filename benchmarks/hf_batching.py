@@ -10,16 +10,19 @@ work: Q questions of very different prompt lengths × K samples × exactly ``--m
   the trac-eval hook at ``--batch-size``: generation with logprobs, probes, records written (to a temporary folder);
 - ``plain_batch_1``: lm-eval's own path at batch size 1.
 
-Each run is timed whole (``perf_counter``) after one untimed warm-up call; ``--rounds`` repeats the three in
-turn and keeps each run's median. Printed: per run the seconds and generated tokens per second, then the ratios
-``trac_batched / plain_batched`` (the cost of TrAC) and ``plain_batch_1 / plain_batched`` (what batching buys); the
-last line is one JSON object.
+Each run is timed whole after one untimed warm-up call, in wall-clock seconds (``perf_counter``) and in this
+process's CPU seconds (``process_time``: on a CPU shared with other work, the part of the wall time that was this
+run's own); ``--rounds`` repeats the three in turn and keeps each run's median. torch uses ``--threads`` CPU threads
+in all three runs (default 1: a shared CPU's second core is another process's, and threads waiting for it make the
+timings noise). Printed: per run the seconds, CPU seconds and generated tokens per second, then the ratios
+``trac_batched / plain_batched`` (the cost of TrAC; also each round's, for their spread) and ``plain_batch_1 /
+plain_batched`` (what batching buys); the last line is one JSON object.
 
 ``--model`` is any model folder (default: the bundled tiny reasoner); ``--random-weights`` builds the folder's
 architecture with random weights instead of loading them (a realistic-shape GPU workload with no weights to carry).
 
     python benchmarks/hf_batching.py [--model DIR] [--device cpu|cuda] [--dtype float32] [--batch-size 16]
-        [--questions 4] [--repeats 4] [--max-gen-toks 64] [--rounds 1] [--random-weights]
+        [--questions 4] [--repeats 4] [--max-gen-toks 64] [--rounds 1] [--threads 1] [--random-weights]
 """
 
 from __future__ import annotations
@@ -72,10 +75,11 @@ def _model(args: argparse.Namespace, batch_size: int):
     return HFLM(pretrained=model, tokenizer=AutoTokenizer.from_pretrained(args.model), batch_size=batch_size)
 
 
-def _timed(call) -> float:
-    started = time.perf_counter()
+def _timed(call) -> tuple[float, float]:
+    """Wall-clock and CPU seconds of ``call()``."""
+    started, cpu_started = time.perf_counter(), time.process_time()
     call()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu_started
 
 
 def main() -> None:
@@ -88,8 +92,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--max-gen-toks", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads, the same in all three runs")
     parser.add_argument("--random-weights", action="store_true")
     args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
     if args.model is None:
         from trac_tasks.data.tiny_reasoner import reasoner_path
 
@@ -108,9 +116,12 @@ def main() -> None:
     }
     batched.generate_until(plain[: args.repeats], disable_tqdm=True)  # warm-up: first-call set-up, not timed
     seconds: dict[str, list[float]] = {name: [] for name in runs}
+    cpu_seconds: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(args.rounds):
         for name, run in runs.items():
-            seconds[name].append(_timed(run))
+            wall, cpu = _timed(run)
+            seconds[name].append(wall)
+            cpu_seconds[name].append(cpu)
     tokens = args.questions * args.repeats * args.max_gen_toks
     result = {
         "model": str(args.model),
@@ -122,19 +133,31 @@ def main() -> None:
         "repeats": args.repeats,
         "max_gen_toks": args.max_gen_toks,
         "rounds": args.rounds,
+        "threads": args.threads,
         "generated_tokens": tokens,
     }
-    print(f"{'run':<15} {'seconds':>9} {'tokens/s':>10}")
+    print(f"{'run':<15} {'seconds':>9} {'CPU s':>9} {'tokens/s':>10}")
     for name, values in seconds.items():
-        median = statistics.median(values)
+        median, cpu_median = statistics.median(values), statistics.median(cpu_seconds[name])
         result[f"{name}_seconds"] = round(median, 3)
+        result[f"{name}_cpu_seconds"] = round(cpu_median, 3)
         result[f"{name}_tokens_per_second"] = round(tokens / median, 1)
-        print(f"{name:<15} {median:>9.2f} {tokens / median:>10.1f}")
+        print(f"{name:<15} {median:>9.2f} {cpu_median:>9.2f} {tokens / median:>10.1f}")
     result["trac_over_plain_batched"] = round(result["trac_batched_seconds"] / result["plain_batched_seconds"], 3)
+    result["trac_over_plain_batched_by_round"] = [
+        round(trac / plain, 3) for trac, plain in zip(seconds["trac_batched"], seconds["plain_batched"], strict=True)
+    ]
+    result["trac_over_plain_batched_cpu"] = round(
+        result["trac_batched_cpu_seconds"] / result["plain_batched_cpu_seconds"], 3
+    )
     result["plain_batch_1_over_plain_batched"] = round(
         result["plain_batch_1_seconds"] / result["plain_batched_seconds"], 3
     )
-    print(f"TrAC / plain at batch {args.batch_size}: {result['trac_over_plain_batched']:.3f}")
+    print(
+        f"TrAC / plain at batch {args.batch_size}: {result['trac_over_plain_batched']:.3f} "
+        f"(by round: {', '.join(map(str, result['trac_over_plain_batched_by_round']))}; "
+        f"CPU seconds: {result['trac_over_plain_batched_cpu']:.3f})"
+    )
     print(f"plain batch 1 / plain batch {args.batch_size}: {result['plain_batch_1_over_plain_batched']:.3f}")
     print(json.dumps(result))
 

@@ -61,7 +61,7 @@ def test_hf_records_match_the_vllm_schema_and_reuse_the_kv_cache(run):
         body = record.num_tokens - (record.finish_reason == "eos")
         assert probe.num_cached_tokens == record.prompt_token_count + body - (record.finish_reason != "eos")
         assert probe.num_cached_tokens < probe.num_prompt_tokens
-        # teacher forcing runs on the cache the probe left behind, never reusing past the prompt it scores after
+        # teacher forcing runs on the generation's cache too, never reusing past the prompt it scores after
         if record.repeat == 0:
             forced = record.probes["teacher_forced"]
             assert forced.num_cached_tokens < forced.num_prompt_tokens and len(forced.token_ids) > 0

@@ -99,5 +99,8 @@ def test_batch_4_finds_the_tokens_and_answers_of_batch_1(records_by_batch_size):
                 math.isclose(a, b, abs_tol=LOGPROB_TOLERANCE)
                 for a, b in zip(probe.token_logprobs.tolist(), probe_alone.token_logprobs.tolist(), strict=True)
             )
-        # batch 1 reuses each trace's cache; a batch of 4 computes its probes in full on left-padded rows
-        assert alone.probes["trace"].num_cached_tokens > 0 == batched.probes["trace"].num_cached_tokens
+        # both reuse the generation's cache: the prompt and every generated token whose KV was computed
+        # (the rows finish by an end id or at the token limit, never by a stop string, so each holds the same)
+        for variant in ("trace", "teacher_forced"):
+            shared = batched.probes[variant].num_cached_tokens
+            assert shared == alone.probes[variant].num_cached_tokens > alone.prompt_token_count

@@ -40,47 +40,54 @@ def left_padded(rows: Sequence[Sequence[int]], pad_id: int, device: Any) -> tupl
     return ids.to(device), mask.to(device)
 
 
-def padded_forward(model: Any, rows: Sequence[Sequence[int]], pad_id: int, keep_last: int) -> Any:
-    """Logits [rows, keep_last, vocab] of the last ``keep_last`` positions of each left-padded row, in one forward
-    pass (only those positions go through the output layer)."""
+def read_logprobs(logits: Any, tokens: Any, k: int) -> tuple[Any, Any]:
+    """From logits [rows, steps, vocab]: the logprob of ``tokens`` [rows, steps] and the top-``k`` logprobs at each
+    step, for all rows at once (tensors; nothing is copied to the host here)."""
     import torch
 
-    ids, mask = left_padded(rows, pad_id, model.device)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    with torch.no_grad():
-        return model(
-            input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep_last, use_cache=False
-        ).logits
+    logprobs = torch.log_softmax(logits.float(), dim=-1)
+    return logprobs.gather(2, tokens[..., None])[..., 0], torch.topk(logprobs, k, dim=-1).values
 
 
 class StepLogprobs:
     """Each generation step's logprobs read as ``generate`` goes: a forward hook keeps the model's last-position logits
     of the step (the raw logits, before any logits processor, as ``output_logits`` returns them), and
     :meth:`record` reads the chosen token's logprob and the top-k of each running row once the token is chosen. Only
-    one step's logits [rows, vocab] are alive at a time, instead of every step's."""
+    one step's logits [rows, vocab] are alive at a time, instead of every step's, and the host reads the logprobs
+    once, after generation."""
 
     def __init__(self, top_ks: Sequence[int]) -> None:
         self.top_ks = list(top_ks)
         self.latest: Any = None
-        self.chosen: list[list[float]] = [[] for _ in top_ks]
-        self.top: list[list[list[float]]] = [[] for _ in top_ks]
+        self.steps: list[tuple[Any, Any, list[bool]]] = []
 
     def hook(self, module: Any, args: Any, output: Any) -> None:
         logits = output.logits if hasattr(output, "logits") else output[0]
         self.latest = logits[:, -1, :]
 
     def record(self, input_ids: Any, running: Sequence[bool]) -> None:
-        """The logprob of each running row's newest token and its top-k at that step."""
+        """The logprob of each row's newest token and its top-k at that step, kept on the device with the rows
+        still running (read on the host once, by :meth:`rows`)."""
+        chosen, top = read_logprobs(self.latest[:, None], input_ids[:, -1:], max(self.top_ks))
+        self.steps.append((chosen[:, 0], top[:, 0], list(running)))
+        self.latest = None
+
+    def rows(self) -> list[tuple[list[float], list[list[float]]]]:
+        """Per row: the logprob of each token it generated and the top-k (``top_ks[row]`` of them) at each step it
+        was running."""
         import torch
 
-        logprobs = torch.log_softmax(self.latest.float(), dim=-1)
-        picked = logprobs.gather(1, input_ids[:, -1:])[:, 0].tolist()
-        best = torch.topk(logprobs, max(self.top_ks), dim=-1).values.tolist()
-        for row, live in enumerate(running):
-            if live:
-                self.chosen[row].append(picked[row])
-                self.top[row].append(best[row][: self.top_ks[row]])
-        self.latest = None
+        if not self.steps:
+            return [([], []) for _ in self.top_ks]
+        chosen = torch.stack([step[0] for step in self.steps], dim=1).tolist()
+        top = torch.stack([step[1] for step in self.steps], dim=1).tolist()
+        return [
+            (
+                [value for value, step in zip(chosen[row], self.steps, strict=True) if step[2][row]],
+                [values[:k] for values, step in zip(top[row], self.steps, strict=True) if step[2][row]],
+            )
+            for row, k in enumerate(self.top_ks)
+        ]
 
 
 class RowStops:
@@ -119,31 +126,6 @@ class RowStops:
                 self.lengths[row] = generated
         done = [length is not None for length in self.lengths]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
-
-
-def row_logprobs(
-    step_logits: Sequence[Any], rows: Sequence[Sequence[int]], top_ks: Sequence[int]
-) -> list[tuple[list[float], list[list[float]]]]:
-    """Per row: the chosen token's logprob and the top-k logprobs (``top_ks[row]`` of them) at each of its own
-    positions, from per-step logits [rows, vocab] (one log-softmax and top-k per step for the batch; steps after a
-    row finished are never read). For the ≤ 16 steps of a probe; a generation uses :class:`StepLogprobs`."""
-    import torch
-
-    k = max(top_ks)
-    chosen: list[list[float]] = [[] for _ in rows]
-    top: list[list[list[float]]] = [[] for _ in rows]
-    for step, logits in enumerate(step_logits):
-        live = [row for row, tokens in enumerate(rows) if step < len(tokens)]
-        if not live:
-            break
-        logprobs = torch.log_softmax(logits[live].float(), dim=-1)
-        tokens = torch.tensor([rows[row][step] for row in live], device=logprobs.device)
-        picked = logprobs.gather(1, tokens[:, None])[:, 0].tolist()
-        best = torch.topk(logprobs, k, dim=-1).values.tolist()
-        for position, row in enumerate(live):
-            chosen[row].append(picked[position])
-            top[row].append(best[position][: top_ks[row]])
-    return list(zip(chosen, top, strict=True))
 
 
 def cut_rows(sequences: Any, prompt_width: int, lengths: Sequence[int | None]) -> list[list[int]]:

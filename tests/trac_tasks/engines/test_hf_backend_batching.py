@@ -1,18 +1,28 @@
-"""The HF backend's batched path on the CPU (docs/architecture.md#hf-backend): with ``--batch_size`` N > 1 no KV cache
-outlives the ``generate`` call that made it, however many long traces a chunk holds; with ``--batch_size 1`` every
-trace keeps its cache until its chunk's probes are done. A small randomly initialised Llama (with the tiny model's
-tokenizer) makes long traces quickly: it rarely writes an end token."""
+"""The HF backend's batched path on the CPU (docs/architecture.md#hf-backend): each batch's probes run on the KV cache
+its generation left behind, which is released before the next batch, so at most one cache is alive however many
+long traces a chunk holds; and the probes on the reused cache find what the same probes computed in full find. A
+small randomly initialised Llama (with the tiny model's tokenizer) makes long traces quickly: it rarely writes an end
+token."""
 
 from __future__ import annotations
 
 import weakref
 
+import numpy as np
 import pytest
 
 from trac_metrics.records import iter_records
 
 N_DOCS, K, MAX_GEN_TOKS = 6, 2, 40
-TRAC = {"answer_kind": "math", "reference": "4", "probe_variants": ["trace", "teacher_forced"], "p_true": True}
+TRAC = {
+    "answer_kind": "math",
+    "reference": "4",
+    "probe_variants": ["trace", "teacher_forced", "question_only", "shuffled_trace"],
+    "prefix_probes": [0.5],
+    "p_true": True,
+}
+LOGPROB_TOLERANCE = 1e-4
+"""Float32 on the CPU: the reused cache and a full computation sum attention in another order."""
 
 
 @pytest.fixture(scope="module")
@@ -90,13 +100,38 @@ def test_live_caches_are_bounded_by_one_batch(random_llama, tmp_path, monkeypatc
     ]
     long_traces = [record for record in records if record.num_tokens == MAX_GEN_TOKS]
     assert len(long_traces) >= N_DOCS, "the chunk must hold many traces run to the token limit"
-    if batch_size == 1:
-        # every trace of the chunk (all N_DOCS * K requests) keeps its cache until the chunk's probes are done
-        assert peak == N_DOCS * K
-    else:
-        assert peak <= 1, f"{peak} KV caches alive at once with --batch_size {batch_size}"
+    assert peak == 1, f"{peak} KV caches alive at once with --batch_size {batch_size}"
     prompts = {str(doc): request.args[0] for doc, request in enumerate(_requests()[::K])}
     for record in records:
         # the prompt as lm-eval encodes it alone: no padding counted, none in the generated tokens' logprobs
         assert record.prompt_token_count == len(lm.tok_encode(prompts[str(record.doc_id)]))
         assert len(record.token_logprobs) == record.num_tokens == len(record.token_ids)
+
+
+def test_probes_on_the_reused_cache_find_what_a_full_computation_finds(random_llama, tmp_path, monkeypatch):
+    """Every job kind (greedy probes of the trace, a prefix, the question alone and another question's trace,
+    teacher forcing, P(True)) on the batch's cache gives the tokens and logprobs computed without any cache."""
+    from trac_tasks.engines import hf_backend
+
+    (tmp_path / "reused").mkdir()
+    (tmp_path / "full").mkdir()
+    reused, _, _ = _run(random_llama, tmp_path / "reused", monkeypatch, 4)
+    monkeypatch.setattr(hf_backend, "reusable", lambda cache: False)
+    full, _, _ = _run(random_llama, tmp_path / "full", monkeypatch, 4)
+    full_by_key = {(str(record.doc_id), record.repeat): record for record in full}
+    assert len(reused) == len(full_by_key) == N_DOCS * K
+    variants = {probe.variant for record in reused for probe in [*record.probes.values(), *record.prefix_probes]}
+    assert variants == {"trace", "question_only", "shuffled_trace", "teacher_forced", "prefix"}
+    for record in reused:
+        alone = full_by_key[(str(record.doc_id), record.repeat)]
+        probes = sorted([*record.probes.values(), *record.prefix_probes], key=lambda probe: probe.variant)
+        probes_alone = sorted([*alone.probes.values(), *alone.prefix_probes], key=lambda probe: probe.variant)
+        assert [probe.variant for probe in probes] == [probe.variant for probe in probes_alone]
+        for probe, probe_alone in zip(probes, probes_alone, strict=True):
+            assert probe.token_ids.tolist() == probe_alone.token_ids.tolist(), probe.variant
+            assert np.allclose(probe.token_logprobs, probe_alone.token_logprobs, atol=LOGPROB_TOLERANCE)
+            assert probe_alone.num_cached_tokens == 0 and probe.num_cached_tokens < probe.num_prompt_tokens
+            # a shuffled-trace probe whose partner came in a later batch runs after its own batch's cache is gone
+            assert probe.num_cached_tokens > 0 or probe.variant == "shuffled_trace"
+        if record.repeat == 0:
+            assert abs(record.p_true - alone.p_true) < LOGPROB_TOLERANCE
