@@ -444,6 +444,25 @@ def test_the_keyboard_alone_switches_tabs_sorts_opens_steps_and_closes(page: Pag
     assert "open=" not in page.url
 
 
+def test_one_method_defines_confident_and_orders_the_list_unless_another_is_chosen(page: Page, written: dict) -> None:
+    page.click("button[data-tab=questions]")
+    page.select_option("#confidence-method", "mean_logprob")
+    header = "#question-list thead th[data-key=score]"
+    assert page.inner_text(header) == "Mean log-probability score"
+    index = next(i for i, pair in enumerate(written["pairs"]) if (pair.model, pair.task) == ("model-a", "task-x"))
+    evaluation = written["evaluations"][index]
+    position = evaluation.doc_ids.index(7)
+    row = page.locator(f"#question-list tbody tr[data-key='{index}:{position}'] td.num").last
+    assert float(row.get_attribute("data-value")) == pytest.approx(
+        evaluation.scores["mean_logprob"][position], rel=1e-5
+    )
+    scores = column(page, "#question-list", 7)
+    assert scores == sorted(scores, reverse=True)
+    page.select_option("#sort-method", "trac")
+    assert page.inner_text(header) == "TrAC score" and "score=trac" in page.url and "by=mean_logprob" in page.url
+    assert float(row.get_attribute("data-value")) == pytest.approx(evaluation.scores["trac"][position], rel=1e-5)
+
+
 def primary(runs: Path, model: str, task: str, doc_id: int):
     (path,) = runs.glob(f"{model}/trac_records/{task}.*.jsonl")
     return next(record for record in iter_records(path) if record.doc_id == doc_id and record.repeat == 0)

@@ -809,10 +809,12 @@
       cw: h("input", { type: "checkbox", id: "filter-confidently-wrong", onchange: (event) => change("cw", event.target.checked ? "1" : "") }),
       by: choice("confidence-method", methodOptions, defaultMethod, (value) => change("by", value)),
       dis: h("input", { type: "checkbox", id: "filter-disagrees", onchange: (event) => change("dis", event.target.checked ? "1" : "") }),
-      score: choice("sort-method", methodOptions, defaultMethod, (value) => change("score", value)),
+      score: choice("sort-method", [{ value: "", label: "the same method" }, ...methodOptions], "", (value) => change("score", value)),
       q: h("input", { type: "search", id: "question-search", placeholder: "text, or /regex/", "aria-label": "search questions, answers and traces" }),
       traces: h("input", { type: "checkbox", id: "search-traces", onchange: (event) => change("traces", event.target.checked ? "1" : "") }),
     };
+    // One method defines "confident" and orders the list, unless another is chosen to sort by.
+    const scoring = () => state.score || state.by;
     let typing = null;
     controls.q.addEventListener("input", () => {
       clearTimeout(typing);
@@ -827,7 +829,7 @@
         cw: route.cw || "",
         by: METHODS.has(route.by) ? route.by : defaultMethod,
         dis: route.dis || "",
-        score: METHODS.has(route.score) ? route.score : defaultMethod,
+        score: METHODS.has(route.score) ? route.score : "",
         sort: route.sort || "score:-1",
         q: route.q || "",
         traces: route.traces || "",
@@ -896,7 +898,7 @@
         if ((state.task && pair.task !== state.task) || (state.model && pair.model !== state.model)) return;
         const data = DATA.questions[pairIndex];
         const decile = topDecile(pairIndex, state.by);
-        const scores = data.scores[state.score] || [];
+        const scores = data.scores[scoring()] || [];
         data.doc.forEach((doc, question) => {
           const correct = data.correct[question] === 1;
           if (state.label === "correct" && !correct) return;
@@ -940,7 +942,7 @@
         { key: "label", label: "correct", numeric: true },
         { key: "answer", label: "answer" },
         { key: "probe", label: "probe" },
-        { key: "score", label: `${methodLabel(state.score)} score`, numeric: true },
+        { key: "score", label: `${methodLabel(scoring())} score`, numeric: true },
       ];
       const [sortKey, sortDir] = state.sort.split(":");
       const active = document.activeElement;
@@ -995,7 +997,7 @@
         "div",
         { class: "controls" },
         downloads("questions", () => {
-          const header = ["model", "task", "doc", "question", "correct", "answer", "probe", `${state.score} score`];
+          const header = ["model", "task", "doc", "question", "correct", "answer", "probe", `${scoring()} score`];
           const rows = [...listBox.querySelectorAll("#question-list tbody tr")].map(({ row }) => {
             const data = DATA.questions[row.pairIndex];
             const pair = PAIRS[row.pairIndex];
@@ -1014,12 +1016,12 @@
         labelled("model", controls.model),
         labelled("label", controls.label),
         labelled("confidently wrong", controls.cw),
-        labelled("by", controls.by),
+        labelled("method", controls.by),
         labelled("probe disagrees", controls.dis),
         labelled("sort by the score of", controls.score),
         count,
       ),
-      h("p", { class: "note", text: "Search: words of the question, the reference, the answers or the probe's answer (case-insensitive); /…/ for a regular expression; tick \"in traces too\" to search the primary traces (each is unpacked once). Confidently wrong: a wrong answer in the top decile of the chosen method's confidence within its pair (its score at least the ⌈n/10⌉-th largest). Probe disagrees: the probe's re-stated answer is not equivalent to the primary answer." }),
+      h("p", { class: "note", text: "Search: words of the question, the reference, the answers or the probe's answer (case-insensitive); /…/ for a regular expression; tick \"in traces too\" to search the primary traces (each is unpacked once). Method: the one whose confidence defines “confidently wrong” (a wrong answer in the top decile of its confidence within its pair: its score at least the ⌈n/10⌉-th largest) and whose score orders the list, unless “sort by the score of” names another. Probe disagrees: the probe's re-stated answer is not equivalent to the primary answer." }),
       h("div", { class: "explorer" }, listBox, view),
     );
     report.questions = { load };
