@@ -537,6 +537,16 @@ def test_the_figures_have_as_many_points_as_the_data(page: Page, written: dict, 
     assert chart_points(page, "reliability") == [len(bins["count"])] * 3
     assert page.evaluate("window.tracReport.charts.reliability.data[2]") == bins["count"].tolist()
     assert page.get_attribute("#risk-chart", "data-points") == str(N_QUESTIONS)
+    # text alternatives: what the charts show, in words
+    name = written["pairs"][pair].name
+    risk = page.get_attribute("#risk-chart[role=figure]", "aria-label")
+    assert (
+        risk.startswith("Risk–coverage curve of ")
+        and f" on {name}: AURC {evaluation.metrics[f'{method}_aurc']:.3f};" in risk
+    )
+    reliability = page.get_attribute("#reliability-chart[role=figure]", "aria-label")
+    assert f"ECE {evaluation.metrics[f'{method}_ece']:.3f};" in reliability
+    assert reliability.split("(questions): ")[1].count("→") == len(bins["count"])
 
 
 def test_a_screenshot_of_an_opened_question(page: Page, tmp_path: Path) -> None:

@@ -458,6 +458,11 @@
     reliabilityBox.replaceChildren();
     if (bins) {
       reliabilityBox.dataset.points = String(bins.confidence.length);
+      reliabilityBox.setAttribute(
+        "aria-label",
+        `Reliability diagram of ${methodLabel(method)} on ${PAIRS[pairIndex].name}: ECE ${fmt(bins.ece)}; per bin, mean P(correct) → accuracy (questions): ` +
+          bins.confidence.map((confidence, bin) => `${fmt(confidence)} → ${fmt(bins.accuracy[bin])} (${bins.count[bin]})`).join("; "),
+      );
       report.charts.reliability = new uPlot(
         {
           title: `Reliability: ${methodLabel(method)}, ECE ${fmt(bins.ece)}`,
@@ -487,6 +492,12 @@
       riskBox.dataset.points = String(n);
       const coverage = risk.map((_, k) => (k + 1) / n);
       const aurc = PAIRS[pairIndex].metrics.aurc[method];
+      const at = (share) => fmt(risk[Math.max(0, Math.ceil(share * n) - 1)]);
+      riskBox.setAttribute(
+        "aria-label",
+        `Risk–coverage curve of ${methodLabel(method)} on ${PAIRS[pairIndex].name}: AURC ${fmt(aurc)}; risk ${at(0.1)} at 10 % coverage, ` +
+          `${at(0.5)} at 50 %, ${at(1)} at 100 % (${n} questions).`,
+      );
       report.charts.risk = new uPlot(
         {
           title: `Risk–coverage: ${methodLabel(method)}, AURC ${fmt(aurc)}`,
@@ -505,8 +516,8 @@
   function figuresPanel(panel) {
     let pairIndex = 0;
     let method = LEADERBOARD.includes("trac") ? "trac" : LEADERBOARD[0];
-    const reliabilityBox = h("div", { id: "reliability-chart", class: "chart" });
-    const riskBox = h("div", { id: "risk-chart", class: "chart" });
+    const reliabilityBox = h("div", { id: "reliability-chart", class: "chart", role: "figure" });
+    const riskBox = h("div", { id: "risk-chart", class: "chart", role: "figure" });
     const redraw = () => drawFigures(pairIndex, method, reliabilityBox, riskBox);
     panel.append(
       h(
