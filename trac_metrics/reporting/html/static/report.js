@@ -790,7 +790,7 @@
   // The search: plain text (case-insensitive), or a regular expression written /like this/ (flags after the last /).
   function searcher(query) {
     const text = query.trim();
-    if (!text) return { test: () => true };
+    if (!text) return { all: true, test: () => true };
     const regex = /^\/(.+)\/([a-z]*)$/s.exec(text);
     if (regex) {
       try {
@@ -916,7 +916,7 @@
           if (state.label === "wrong" && correct) return;
           if (state.cw === "1" && (correct || !decile.has(question))) return;
           if (state.dis === "1" && data.agree[question] !== 0) return;
-          if (!search.test(haystack(pairIndex, question))) {
+          if (!search.all && !search.test(haystack(pairIndex, question))) {
             const trace = withTraces ? traceTexts.get(`${pairIndex}:${question}`) : undefined;
             if (trace === undefined) pending = pending || withTraces;
             if (trace === undefined || !search.test(trace)) return;
