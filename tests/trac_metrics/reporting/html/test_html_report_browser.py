@@ -503,8 +503,13 @@ def test_opening_a_question_shows_its_trace_probe_answer_and_scores(page: Page, 
     for method in ("trac", "mean_logprob", "sc_modal"):
         shown = page.get_attribute(f"#question-view tr[data-method={method}] td.score", "data-value")
         assert float(shown) == pytest.approx(evaluation.scores[method][position], rel=1e-5)
+    # the legend says in nats what the darkest shade means: 3 nats of −log p, the top-k maximum ln k of entropy
+    assert page.inner_text("#question-view .legend").replace("\n", "") == "−log p 0≥ 3.00 nats"
+    assert page.get_attribute("#question-view .legend span.s9", "title") == "≥ 2.83 nats"
     page.select_option("#question-view .trace-section select", "entropy")
     assert page.get_attribute("#question-view .trace", "data-shading") == "entropy"
+    top_k = record.top_k
+    assert page.inner_text("#question-view .legend").endswith(f"{math.log(top_k):.2f} nats (ln {top_k}, the maximum)")
 
 
 def test_side_by_side_shows_both_models_answers_for_the_same_document(page: Page, written: dict) -> None:

@@ -582,11 +582,23 @@
   }
 
   const SHADES = 9;
+  // The value of the darkest shade: 3 nats of −log p, or the top-k entropy's maximum ln k.
+  const fullShade = (trace, by) => (by === "entropy" ? Math.log(trace.top_k) : 3);
+  // The legend of a shading: each shade's range of values in nats (shade i: values rounding to i / 9 of the darkest).
+  function shadeLegend(trace, by) {
+    const full = fullShade(trace, by);
+    const edge = (shade) => ((shade + 0.5) / SHADES) * full;
+    const swatches = Array.from({ length: SHADES + 1 }, (_, shade) =>
+      h("span", { class: shade ? `s${shade}` : "", title: shade === 0 ? `< ${edge(0).toFixed(2)} nats` : shade === SHADES ? `≥ ${edge(SHADES - 1).toFixed(2)} nats` : `${edge(shade - 1).toFixed(2)}–${edge(shade).toFixed(2)} nats` }),
+    );
+    const top = by === "entropy" ? `${full.toFixed(2)} nats (ln ${trace.top_k}, the maximum)` : `≥ ${full.toFixed(2)} nats`;
+    return [by === "entropy" ? "entropy 0" : "−log p 0", ...swatches, top];
+  }
   function shadedTrace(trace, by) {
     const box = h("div", { class: "trace", dataset: { tokens: String(trace.n), shading: by } });
     const values = by === "entropy" ? trace.entropy : trace.surprisal;
     const step = by === "entropy" ? trace.entropy_step : trace.surprisal_step;
-    const full = by === "entropy" ? Math.log(trace.top_k) : 3; // the darkest shade: the top-k maximum / 3 nats
+    const full = fullShade(trace, by);
     const fragment = document.createDocumentFragment();
     for (let i = 0; i < trace.n; i++) {
       if (i === trace.marker) fragment.append(h("span", { class: "eot", text: "end of thinking ▸" }));
@@ -625,8 +637,9 @@
     }
     const hover = h("div", { class: "hover-info" }, "Hover a token for its values.");
     const holder = h("div");
-    const legend = h("span", { class: "legend" }, "low", ...Array.from({ length: SHADES + 1 }, (_, shade) => h("span", { class: shade ? `s${shade}` : "" })), "high");
+    const legend = h("span", { class: "legend" });
     const draw = (by) => {
+      legend.replaceChildren(...shadeLegend(trace, by));
       const box = shadedTrace(trace, by);
       box.addEventListener("mouseover", (event) => {
         const i = event.target.dataset ? event.target.dataset.i : undefined;
