@@ -383,6 +383,21 @@ def test_a_copied_link_reopens_the_same_state_and_back_forward_step_between_ques
     expect(page.locator("#question-view h3")).to_have_text(second)
 
 
+def test_copy_link_puts_the_address_of_the_open_question_on_the_clipboard(browser: Browser, written: dict) -> None:
+    context = browser.new_context(offline=True, viewport={"width": 1440, "height": 960})
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    with opened(context, written["html"].as_uri(), written["html"]) as page:
+        open_question(page, "model-b", "task-y", 12)
+        page.click("#question-view .copy-link")
+        expect(page.locator("#question-view .copy-link")).to_have_text("link copied")
+        link = page.evaluate("navigator.clipboard.readText()")
+        assert link == page.url and "open=" in link
+        title = opened_title(page)
+    with opened(context, link, written["html"]) as fresh:
+        assert opened_title(fresh) == title == "model-b · task-y · document 12"
+    context.close()
+
+
 def test_the_search_finds_a_question_by_a_phrase_of_its_text(page: Page) -> None:
     page.click("button[data-tab=questions]")
     page.fill("#question-search", "QUESTION 7 of task-y")  # the prompt says "Question 7 of task-y for model-a: ..."

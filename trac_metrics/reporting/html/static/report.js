@@ -681,6 +681,18 @@
     );
   }
 
+  // The address of what is shown (the open question, the list's filters) to the clipboard; where the browser refuses,
+  // the address is shown to be copied by hand.
+  async function copyLink(button) {
+    const link = location.href;
+    try {
+      await navigator.clipboard.writeText(link);
+      button.textContent = "link copied";
+    } catch (error) {
+      button.replaceWith(h("input", { class: "link", readonly: true, value: link, "aria-label": "link to this question", size: 40 }));
+    }
+  }
+
   async function renderQuestion(container, pairIndex, question, offerComparison = true) {
     const pair = PAIRS[pairIndex];
     const data = DATA.questions[pairIndex];
@@ -700,6 +712,7 @@
         offerComparison && PAIRS.some((other, index) => index !== pairIndex && other.task === pair.task)
           ? h("button", { type: "button", class: "compare-button", text: "compare side by side", onclick: () => { openTab("compare"); report.compare(pair.task, data.doc[question], pairIndex); } })
           : null,
+        offerComparison ? h("button", { type: "button", class: "copy-link", text: "copy link", onclick: (event) => copyLink(event.currentTarget) }) : null,
       ),
     );
     const metadata = Object.entries(data.metadata[question] || {});
