@@ -26,7 +26,7 @@ def thinking_vllm_run(tmp_path_factory, thinking_tasks, thinking_model) -> LmEva
 
 
 class ServedModel:
-    """A real ``vllm serve`` of the tiny model shared by the served tests, started on first use and again after a
+    """A real ``vllm serve`` of the tiny reasoner shared by the served tests, started on first use and again after a
     test stopped it (the server-lost test does)."""
 
     def __init__(self, model: Path, folder: Path) -> None:
@@ -52,8 +52,8 @@ class ServedModel:
 
 
 @pytest.fixture(scope="session")
-def served_model(tmp_path_factory, tiny_model) -> Iterator[ServedModel]:
-    served = ServedModel(tiny_model, tmp_path_factory.mktemp("served_model"))
+def served_model(tmp_path_factory, reasoner_model) -> Iterator[ServedModel]:
+    served = ServedModel(reasoner_model, tmp_path_factory.mktemp("served_model"))
     try:
         yield served
     finally:

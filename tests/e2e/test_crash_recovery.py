@@ -13,7 +13,7 @@ import time
 from collections import Counter
 
 import pytest
-from lm_eval_runs import LOCAL_TASK, lm_eval_command, write_local_math500_task
+from lm_eval_runs import LOCAL_TASK, REASONER_ROWS, lm_eval_command, reasoner_vllm_args, write_local_math500_task
 from testenv import engine_env
 
 from trac_metrics.cli import main
@@ -22,15 +22,10 @@ from trac_metrics.reporting.runs import load_pairs
 
 pytestmark = pytest.mark.engine
 
-N_DOCS, K = 8, 2
-
-
-def model_args(tiny_model) -> str:
-    # two sequences at a time: the questions finish one after another, so the kill lands between them
-    return (
-        f"pretrained={tiny_model},dtype=bfloat16,max_model_len=2048,enable_prefix_caching=True,"
-        "block_size=32,enforce_eager=True,distributed_executor_backend=uni,seed=1234,max_num_seqs=2"
-    )
+N_DOCS, K = 16, 2
+MAX_GEN_TOKS = 256  # most of the tiny reasoner's traces close their thinking and answer within it
+MODEL_ARGS = reasoner_vllm_args("max_num_seqs=2")
+"""Two sequences at a time: the questions finish one after another, so the kill lands between them."""
 
 
 def interrupt_after_two_questions(command: list[str], out, log_path, sign: signal.Signals) -> tuple[int, int]:
@@ -58,10 +53,10 @@ def interrupt_after_two_questions(command: list[str], out, log_path, sign: signa
     return process.returncode, records_seen_while_running
 
 
-def test_a_run_killed_mid_run_keeps_every_finished_question(tmp_path, tiny_model, capsys):
-    tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=64)
+def test_a_run_killed_mid_run_keeps_every_finished_question(tmp_path, capsys):
+    tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=MAX_GEN_TOKS, rows=REASONER_ROWS)
     out = tmp_path / "out"
-    command = lm_eval_command(tasks, "vllm", model_args(tiny_model), out, "--apply_chat_template")
+    command = lm_eval_command(tasks, "vllm", MODEL_ARGS, out, "--apply_chat_template")
     returncode, records_seen_while_running = interrupt_after_two_questions(
         command, out, tmp_path / "lm_eval.log", signal.SIGKILL
     )
@@ -80,10 +75,10 @@ def test_a_run_killed_mid_run_keeps_every_finished_question(tmp_path, tiny_model
     assert (tmp_path / "report" / "leaderboard.csv").exists()
 
 
-def test_a_run_interrupted_with_ctrl_c_is_completed_by_rerunning_its_missing_questions(tmp_path, tiny_model):
-    tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=64)
+def test_a_run_interrupted_with_ctrl_c_is_completed_by_rerunning_its_missing_questions(tmp_path):
+    tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=MAX_GEN_TOKS, rows=REASONER_ROWS)
     out = tmp_path / "out"
-    command = lm_eval_command(tasks, "vllm", model_args(tiny_model), out, "--apply_chat_template")
+    command = lm_eval_command(tasks, "vllm", MODEL_ARGS, out, "--apply_chat_template")
     returncode, _ = interrupt_after_two_questions(command, out, tmp_path / "first.log", signal.SIGINT)
     assert returncode != 0, (tmp_path / "first.log").read_text()[-4000:]
     (first,) = (out / "trac_records").glob(f"{LOCAL_TASK}.*.jsonl")

@@ -7,12 +7,11 @@ import math
 from collections import Counter
 
 import pytest
-from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task
+from lm_eval_runs import LOCAL_TASK, REASONER_ROWS, reasoner_vllm_args, run_lm_eval, write_local_math500_task
 
 from trac_metrics.records import iter_records
 from trac_metrics.selective import METRIC_NAMES
 from trac_tasks.engines.data_parallel import question_shards
-from trac_tasks.generation.config import DEFAULT_CUE
 
 N_DOCS, K = 12, 2
 
@@ -24,13 +23,9 @@ def test_questions_are_dealt_whole_and_round_robin():
 
 
 @pytest.mark.engine
-def test_two_replicas_give_one_records_file_and_the_metrics_of_one_engine(tmp_path, tiny_model, tiny_tokenizer):
-    tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=96)
-    model_args = (
-        f"pretrained={tiny_model},dtype=bfloat16,max_model_len=2048,enable_prefix_caching=True,"
-        "block_size=32,enforce_eager=True,seed=1234,data_parallel_size=2"
-    )
-    run = run_lm_eval(tmp_path, tasks, model_args)
+def test_two_replicas_give_one_records_file_and_the_metrics_of_one_engine(tmp_path, reasoner_tokenizer):
+    tasks = write_local_math500_task(tmp_path, N_DOCS, K, max_gen_toks=256, rows=REASONER_ROWS)
+    run = run_lm_eval(tmp_path, tasks, reasoner_vllm_args("data_parallel_size=2", one_process=False))
     assert "on 2 vLLM replicas (Ray, 1 CPU each)" in run.log
     assert f"task {LOCAL_TASK}: {N_DOCS} questions, {N_DOCS * K} samples" in run.log
 
@@ -45,10 +40,10 @@ def test_two_replicas_give_one_records_file_and_the_metrics_of_one_engine(tmp_pa
     assert set(Counter(record.doc_id for record in records).values()) == {K} and len(records) == N_DOCS * K
     # each probe ran on the replica that generated its trace: every whole 32-token block of its prompt + trace came
     # from that engine's prefix cache (another engine would hold only the shared instruction blocks)
-    cue_tokens = len(tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids)
     for record in records:
         probe = record.probes["trace"]
-        assert probe.num_cached_tokens >= 32 * ((probe.num_prompt_tokens - cue_tokens - 1) // 32)
+        appended = len(reasoner_tokenizer(probe.appended_text, add_special_tokens=False).input_ids)
+        assert probe.num_cached_tokens >= 32 * ((probe.num_prompt_tokens - appended - 1) // 32)
     # what lm-eval scored is the recorded text, in request order
     primary = {str(record.doc_id): record.text for record in records if record.repeat == 0}
     assert {str(sample["doc_id"]): sample["resps"][0][0] for sample in run.samples()} == primary

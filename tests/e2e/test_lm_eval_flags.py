@@ -1,5 +1,5 @@
 """lm-eval's own flags with TrAC tasks (docs/guide/reliability.md#lm-eval-flags), through lm-eval's real Python
-entry point ``simple_evaluate`` (what ``lm_eval`` calls) on the tiny model's real HF backend, loaded once.
+entry point ``simple_evaluate`` (what ``lm_eval`` calls) on the tiny reasoner's real HF backend, loaded once.
 
 Each flag is either honoured (``--samples``: records name the dataset index lm-eval's samples file gives; list
 targets: the aliases stored, any matching; ``--system_instruction``, ``--seed``) or refused before anything is
@@ -9,12 +9,13 @@ records folder that cannot be written).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from pathlib import Path
 
 import pytest
-from lm_eval_runs import LOCAL_TASK, write_local_math500_task, write_plain_task, write_variant_task
+from lm_eval_runs import LOCAL_TASK, REASONER_ROWS, write_local_math500_task, write_plain_task, write_variant_task
 
 from trac_metrics.answers import equivalent
 from trac_metrics.features.evidence import EvidenceOptions, question_evidence
@@ -32,16 +33,16 @@ ALIAS_ROWS = [
 
 
 @pytest.fixture(scope="module")
-def model(tiny_model):
+def model(reasoner_model):
     from lm_eval.models.huggingface import HFLM
 
-    return HFLM(pretrained=str(tiny_model), dtype="float32", device="cpu", batch_size=4)
+    return HFLM(pretrained=str(reasoner_model), dtype="float32", device="cpu", batch_size=4)
 
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("flags")
-    folder = write_local_math500_task(root, N_ROWS, K, max_gen_toks=12)
+    folder = write_local_math500_task(root, N_ROWS, K, max_gen_toks=12, rows=REASONER_ROWS)
     write_variant_task(folder, "greedy_local", 12, sampling_extra="  temperature: 0")
     data = root / "aliases.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in ALIAS_ROWS), encoding="utf-8")
@@ -49,16 +50,24 @@ def tasks(tmp_path_factory) -> Path:
     return folder
 
 
+@functools.cache
+def task_manager(tasks: Path, metadata: str):
+    """lm-eval's index of its tasks and ``tasks`` with the ``metadata`` (JSON), built once (indexing every lm-eval
+    task takes seconds)."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=str(tasks), metadata=json.loads(metadata))
+
+
 def evaluate(model, tasks: Path, out: Path, names: list[str], **flags):
     from lm_eval import simple_evaluate
     from lm_eval.loggers import EvaluationTracker
-    from lm_eval.tasks import TaskManager
 
     metadata = flags.pop("metadata", None)
     return simple_evaluate(
         model=model,
         tasks=names,
-        task_manager=TaskManager(include_path=str(tasks), metadata=metadata),
+        task_manager=task_manager(tasks, json.dumps(metadata)),
         metadata=metadata,
         evaluation_tracker=EvaluationTracker(output_path=str(out)),
         log_samples=True,

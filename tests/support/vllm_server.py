@@ -1,5 +1,6 @@
-"""A real ``vllm serve`` (vLLM's CPU build, the tiny model) on 127.0.0.1 for the served-path tests: started as a
-subprocess on a free port, ready once its health endpoint answers; the caller stops it."""
+"""A real ``vllm serve`` (vLLM's CPU build; the tiny reasoner in the CPU's dtype, its 1,024-token context) on
+127.0.0.1 for the served-path tests: started as a subprocess on a free port, ready once its health endpoint answers;
+the caller stops it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import urllib.request
 from pathlib import Path
 
 from testenv import engine_env
+
+from trac_tasks.data.tiny_reasoner import cpu_dtype
 
 START_TIMEOUT_SECONDS = 300
 _PROMPT_IDS = re.compile(r"prompt_token_ids: \[([\d, ]*)\]")
@@ -39,9 +42,9 @@ def start_server(model: Path, log_path: Path) -> tuple[str, subprocess.Popen]:
         "--port",
         str(port),
         "--dtype",
-        "bfloat16",
+        cpu_dtype(),
         "--max-model-len",
-        "2048",
+        "1024",
         "--enable-prefix-caching",
         "--block-size",
         "32",
