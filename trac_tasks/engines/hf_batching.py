@@ -3,9 +3,10 @@
 
 Rows of different lengths are padded on the left with an attention mask, as lm-eval's own ``HFLM.generate_until``
 does, so every row's last prompt token sits at the same position and ``generate`` appends to all rows at once.
-Position ids follow the mask (``generate`` derives them from it; :func:`padded_forward` passes them), so a row's
-tokens see the positions they would see alone. Padding never reaches a result: each row's generated tokens are cut
-where that row finished (:class:`RowStops`), and its logprobs are read only at its own positions.
+Position ids follow the mask (``generate`` derives them from it; the probes of :mod:`trac_tasks.engines.hf_probes`
+pass them), so a row's tokens see the positions they would see alone. Padding never reaches a result: each row's
+generated tokens are cut where that row finished (:class:`RowStops`), and its logprobs are read only at its own
+positions.
 """
 
 from __future__ import annotations
