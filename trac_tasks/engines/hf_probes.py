@@ -22,10 +22,13 @@ from trac_tasks.engines.hf_batching import left_padded, read_logprobs
 
 def reusable(cache: Any) -> bool:
     """Whether ``cache`` can be extended by a round and cropped back exactly: a dynamic cache whose layers all keep
-    every position."""
-    from transformers.cache_utils import DynamicCache, DynamicLayer
-
-    return isinstance(cache, DynamicCache) and all(type(layer) is DynamicLayer for layer in cache.layers)
+    every position (False on a transformers without per-layer caches: the probes are then computed in full)."""
+    try:
+        from transformers.cache_utils import DynamicCache, DynamicLayer
+    except ImportError:
+        return False
+    layers = getattr(cache, "layers", None)
+    return isinstance(cache, DynamicCache) and bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
 
 class HeldCache:
