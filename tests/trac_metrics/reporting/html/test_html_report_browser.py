@@ -7,7 +7,9 @@ and no tab overflows a 390 px screen; a copied link reopens the same state and B
 the search finds a question by a phrase of its text; the keyboard alone switches tabs, sorts, opens, steps and closes;
 axe-core finds no serious accessibility violation; sorting, the "confidently wrong" filter, a question's trace, probe
 answer and scores, the side-by-side view and the figures show what the records hold. A screenshot of an opened
-question is saved (and, with ``TRAC_UPDATE_SCREENSHOTS=1``, written to ``docs/images/html_report.png``).
+question is saved (and, with ``TRAC_UPDATE_SCREENSHOTS=1``, written to ``docs/images/html_report.png``). A page of
+1,100 questions lists 100 rows at a time: the keyboard steps across pages, the open question survives a sort and a
+filter, and the download holds every listed question.
 
 Chromium must be installed (``scripts/setup_env.sh``: ``apt-get install chromium``), and axe-playwright-python
 (``scripts/setup_env.sh``); without them these tests fail.
@@ -46,6 +48,8 @@ pytestmark = pytest.mark.xdist_group("html_report_browser")  # one worker, one b
 CHROMIUM = os.environ.get("TRAC_CHROMIUM", "/usr/bin/chromium")
 MODELS, TASKS, N_QUESTIONS, K = ["model-a", "model-b"], ["task-x", "task-y"], 30, 4
 SCREENSHOT = REPO / "docs" / "images" / "html_report.png"
+PAGE_SIZE = 100
+"""Rows of the question list in the page at a time."""
 READY = "html[data-ready=true]"
 """The page's script has drawn it. Waits are selectors: the page's Content-Security-Policy forbids the eval that
 Playwright's ``wait_for_function`` polls with."""
@@ -313,7 +317,9 @@ def listed_questions(page: Page) -> set[tuple[str, str, str]]:
 @pytest.mark.parametrize("method", ["trac", "mean_logprob"])
 def test_the_confidently_wrong_filter_shows_exactly_what_the_records_select(page: Page, written: dict, method) -> None:
     page.click("button[data-tab=questions]")
-    assert len(listed_questions(page)) == len(MODELS) * len(TASKS) * N_QUESTIONS
+    total = len(MODELS) * len(TASKS) * N_QUESTIONS
+    assert page.inner_text("#question-count") == f"{total} question(s)"
+    assert len(listed_questions(page)) == min(total, PAGE_SIZE)
     page.select_option("#confidence-method", method)
     page.check("#filter-confidently-wrong")
     expected = confidently_wrong_from_records(written["runs"], method)
@@ -461,6 +467,8 @@ def test_the_keyboard_alone_switches_tabs_sorts_opens_steps_and_closes(page: Pag
 
 def test_one_method_defines_confident_and_orders_the_list_unless_another_is_chosen(page: Page, written: dict) -> None:
     page.click("button[data-tab=questions]")
+    page.select_option("#filter-model", "model-a")
+    page.select_option("#filter-task", "task-x")
     page.select_option("#confidence-method", "mean_logprob")
     header = "#question-list thead th[data-key=score]"
     assert page.inner_text(header) == "Mean log-probability score"
@@ -567,6 +575,73 @@ def test_the_figures_have_as_many_points_as_the_data(page: Page, written: dict, 
     reliability = page.get_attribute("#reliability-chart[role=figure]", "aria-label")
     assert f"ECE {evaluation.metrics[f'{method}_ece']:.3f};" in reliability
     assert reliability.split("(questions): ")[1].count("→") == len(bins["count"])
+
+
+LARGE_QUESTIONS = 550
+"""Questions per model of the large page (two models, one task: 1,100 questions, eleven pages of the list)."""
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer, tiny_model: Path) -> Path:
+    """The page ``trac report --html`` writes for 2 models × 1 task × 550 questions."""
+    root = tmp_path_factory.mktemp("large_report")
+    runs = root / "runs"
+    write_tokenized_runs(runs, tiny_tokenizer, MODELS, TASKS[:1], LARGE_QUESTIONS, k=2)
+    html = root / "report.html"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        main(["report", str(runs), "--html", str(html), "--tokenizer", str(tiny_model), "--resamples", "20"])
+    return html
+
+
+def shown_rows(page: Page) -> list[str]:
+    return page.eval_on_selector_all("#question-list tbody tr", "rows => rows.map(row => row.dataset.key)")
+
+
+def test_a_thousand_questions_are_listed_a_page_at_a_time_keeping_the_open_one(context: BrowserContext, large):
+    total = len(MODELS) * LARGE_QUESTIONS
+    pager = "#panel-questions .page-rows"
+    with opened(context, large.as_uri(), large) as page:
+        page.click("button[data-tab=questions]")
+        expect(page.locator("#question-count")).to_have_text(f"{total} question(s)")
+        assert len(shown_rows(page)) == PAGE_SIZE and page.inner_text(pager) == f"rows 1–100 of {total:,}"
+        page.click("#question-list thead th[data-key=doc] button")  # doc ascending after descending: a re-sort
+        page.click("#question-list thead th[data-key=doc] button")
+        first_page = shown_rows(page)
+        assert len(first_page) == PAGE_SIZE
+        # the keyboard steps past the page's end onto the next page, and back
+        page.locator("#question-list tbody tr").last.click()
+        assert opened_title(page)
+        page.keyboard.press("j")
+        expect(page.locator(pager)).to_have_text(f"rows 101–200 of {total:,}")
+        second_page = shown_rows(page)
+        assert len(second_page) == PAGE_SIZE and not set(second_page) & set(first_page)
+        expect(page.locator("#question-list tbody tr.open")).to_have_attribute("data-key", second_page[0])
+        assert page.evaluate("document.activeElement.dataset.key") == second_page[0]
+        page.wait_for_selector(f"#question-view[data-loaded='{second_page[0]}']", state="attached")
+        page.keyboard.press("k")
+        expect(page.locator(pager)).to_have_text(f"rows 1–100 of {total:,}")
+        expect(page.locator("#question-list tbody tr.open")).to_have_attribute("data-key", first_page[-1])
+        page.keyboard.press("j")
+        expect(page.locator("#question-list tbody tr.open")).to_have_attribute("data-key", second_page[0])
+        title = opened_title(page)
+        # a re-sort keeps the open question open and shows the page it is on
+        page.click("#question-list thead th[data-key=score] button")
+        expect(page.locator("#question-list tbody tr.open")).to_have_attribute("data-key", second_page[0])
+        assert len(shown_rows(page)) == PAGE_SIZE and page.inner_text("#question-view h3") == title
+        assert page.get_attribute("#question-list thead th[data-key=score]", "aria-sort") == "descending"
+        # a filter that keeps it too; the buttons turn the pages
+        model = page.inner_text("#question-list tbody tr.open td:first-child")
+        page.select_option("#filter-model", model)
+        expect(page.locator("#question-count")).to_have_text(f"{LARGE_QUESTIONS} question(s)")
+        expect(page.locator("#question-list tbody tr.open")).to_have_attribute("data-key", second_page[0])
+        at = page.inner_text(pager)
+        page.click("#panel-questions .page-next")
+        assert page.inner_text(pager) != at and page.locator("#question-list tbody tr.open").count() == 0
+        assert page.inner_text("#question-view h3") == title and len(shown_rows(page)) <= PAGE_SIZE
+        # the downloaded list is every listed question, not the page
+        listed = pd.read_csv(downloaded(page, ".downloads[data-stem=questions] .download-csv"), dtype={"doc": str})
+        assert len(listed) == LARGE_QUESTIONS and set(listed["model"]) == {model}
 
 
 def test_a_screenshot_of_an_opened_question(page: Page, tmp_path: Path) -> None:

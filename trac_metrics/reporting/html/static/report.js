@@ -62,9 +62,14 @@
   // A table sorted by its column headers (buttons: click, Enter or Space): first largest first, then smallest first;
   // missing values always last. columns: [{key, label, numeric, sticky}]; rows: [{key, cells: {column: {text, value,
   // cls, node}}}]; onSort(state) hears every change of {key, dir}. With onRowClick the rows are focusable (one at a
-  // time in the tab order: the open row, else the first) and open on a click.
-  function sortableTable({ id, columns, rows, footer = [], sort = null, onSort = null, onRowClick = null, current = null }) {
+  // time in the tab order: the open row, else the first) and open on a click. With pageSize the body holds one page
+  // of the sorted rows at a time (the page of the row `current` when it is listed, else the first), the table's
+  // `pager` (previous / next and "rows i–j of n") turns the pages, and `rowAt(index)` shows the page of the index-th
+  // sorted row and returns its row element; `sorted()` is every row in order, `start()` the page's first index.
+  function sortableTable({ id, columns, rows, footer = [], sort = null, onSort = null, onRowClick = null, current = null, pageSize = 0 }) {
     let state = sort;
+    let ordered = rows;
+    let start = 0;
     const head = h("tr");
     const body = h("tbody");
     const table = h("table", { id, class: "sortable" }, h("thead", null, head), body);
@@ -89,7 +94,7 @@
         scope: column.sticky ? "row" : null,
       });
       if (cell && typeof cell.value === "number") td.dataset.value = String(cell.value);
-      if (cell && cell.node) td.append(cell.node);
+      if (cell && cell.node) td.append(typeof cell.node === "function" ? cell.node() : cell.node); // a function: made when shown
       else td.textContent = cell ? cell.text : "";
       return td;
     }
@@ -103,7 +108,7 @@
       return tr;
     }
     function draw() {
-      const ordered = rows.slice();
+      ordered = rows.slice();
       if (state) {
         ordered.sort((a, b) => {
           const x = a.cells[state.key] ? a.cells[state.key].value : null;
@@ -113,15 +118,47 @@
           return state.dir * String(x).localeCompare(String(y));
         });
       }
-      body.replaceChildren(...ordered.map(rowNode));
-      if (onRowClick && body.firstChild && !body.querySelector("tr[tabindex='0']")) body.firstChild.tabIndex = 0;
+      const at = current === null ? -1 : ordered.findIndex((row) => row.key === current);
+      start = pageSize && at >= 0 ? at - (at % pageSize) : 0;
       for (const th of head.children) {
         const sorted = state && th.dataset.key === state.key;
         th.setAttribute("aria-sort", sorted ? (state.dir > 0 ? "ascending" : "descending") : "none");
       }
+      show();
+    }
+    const pager = pageSize ? h("div", { class: "pager" }) : null;
+    const turn = (by) => {
+      start += by * pageSize;
+      show();
+    };
+    const previous = h("button", { type: "button", class: "page-previous", text: "‹ previous", onclick: () => turn(-1) });
+    const next = h("button", { type: "button", class: "page-next", text: "next ›", onclick: () => turn(1) });
+    const shownRows = h("span", { class: "page-rows", role: "status" });
+    if (pager) pager.append(previous, shownRows, next);
+    // The rows of the current page (all of them without pageSize) in the body, and the pager saying which.
+    function show() {
+      const end = pageSize ? Math.min(ordered.length, start + pageSize) : ordered.length;
+      body.replaceChildren(...ordered.slice(start, end).map(rowNode));
+      if (onRowClick && body.firstChild && !body.querySelector("tr[tabindex='0']")) body.firstChild.tabIndex = 0;
+      if (!pager) return;
+      shownRows.textContent = ordered.length ? `rows ${(start + 1).toLocaleString("en")}–${end.toLocaleString("en")} of ${ordered.length.toLocaleString("en")}` : "no rows";
+      previous.disabled = start === 0;
+      next.disabled = end >= ordered.length;
     }
     if (footer.length) table.append(h("tfoot", null, ...footer.map(rowNode)));
     draw();
+    Object.assign(table, {
+      pager,
+      sorted: () => ordered,
+      start: () => start,
+      rowAt(index) {
+        if (pageSize && (index < start || index >= start + pageSize)) {
+          start = index - (index % pageSize);
+          show();
+        }
+        return body.children[index - start];
+      },
+    });
     return table;
   }
 
@@ -830,11 +867,21 @@
     return { test: (value) => value.toLowerCase().includes(needle) };
   }
 
+  // The question list shows this many rows at a time: a filter or sort builds one page of rows, however many listed.
+  const PAGE_SIZE = 100;
+  const promptTexts = new Map();
+  function questionText(pairIndex, question) {
+    const key = `${pairIndex}:${question}`;
+    if (!promptTexts.has(key)) promptTexts.set(key, promptText(DATA.questions[pairIndex].prompt[question]));
+    return promptTexts.get(key);
+  }
+
   function questionsPanel(panel) {
     const defaultMethod = METHODS.has("trac") ? "trac" : DATA.methods[0].name;
     const state = {};
     const methodOptions = DATA.methods.map((method) => ({ value: method.name, label: method.label }));
     const listBox = h("div", { class: "list-wrap" });
+    const pagerBox = h("div", { class: "pager-wrap" });
     const view = h("div", { id: "question-view", tabindex: "-1" });
     const placeholder = () => view.replaceChildren(h("p", { class: "note", text: "Open a question: click its row, or focus the list and press Enter; j / k or ↓ / ↑ step, Esc closes." }));
     const count = h("span", { id: "question-count", role: "status" });
@@ -948,16 +995,16 @@
             if (trace === undefined || !search.test(trace)) return;
           }
           const score = missing(scores[question]) ? null : scores[question];
-          const text = promptText(data.prompt[question]);
+          const text = questionText(pairIndex, question);
           rows.push({
             key: `${pairIndex}:${question}`,
             pairIndex,
             question,
             cells: {
-              model: modelCell(pair.model),
+              model: { text: modelName(pair.model), value: pair.model, node: () => modelCell(pair.model).node },
               task: { text: pair.task, value: pair.task },
               doc: { text: doc, value: /^\d+$/.test(doc) ? Number(doc) : doc },
-              prompt: { text, value: text, cls: "question-text", node: h("span", { title: text || null, text: text || "(not stored)" }) },
+              prompt: { text, value: text, cls: "question-text", node: () => h("span", { title: text || null, text: text || "(not stored)" }) },
               label: { text: correct ? "✓" : "✗", value: correct ? 1 : 0, cls: correct ? "ok" : "no" },
               answer: { text: missing(data.answer[question]) ? "(none)" : data.answer[question], value: data.answer[question] },
               probe: { text: (missing(data.probe[question]) ? "(none)" : data.probe[question]) + (data.agree[question] === 0 ? " ≠" : ""), value: data.probe[question] },
@@ -984,17 +1031,18 @@
       const [sortKey, sortDir] = state.sort.split(":");
       const active = document.activeElement;
       const focusedHeader = active && listBox.contains(active) && active.closest("th") ? active.closest("th").dataset.key : null;
-      listBox.replaceChildren(
-        sortableTable({
-          id: "question-list",
-          columns,
-          rows,
-          sort: { key: columns.some((column) => column.key === sortKey) ? sortKey : "score", dir: Number(sortDir) === 1 ? 1 : -1 },
-          onSort: (sorted) => change("sort", `${sorted.key}:${sorted.dir}`),
-          onRowClick: open,
-          current: openKey(),
-        }),
-      );
+      const table = sortableTable({
+        id: "question-list",
+        columns,
+        rows,
+        sort: { key: columns.some((column) => column.key === sortKey) ? sortKey : "score", dir: Number(sortDir) === 1 ? 1 : -1 },
+        onSort: (sorted) => change("sort", `${sorted.key}:${sorted.dir}`),
+        onRowClick: open,
+        current: openKey(),
+        pageSize: PAGE_SIZE,
+      });
+      listBox.replaceChildren(table);
+      pagerBox.replaceChildren(table.pager);
       if (focusedHeader) listBox.querySelector(`thead th[data-key="${focusedHeader}"] button`).focus();
       showOpen();
     }
@@ -1011,10 +1059,10 @@
         return;
       }
       if (inField) return;
-      const rows = [...listBox.querySelectorAll("#question-list tbody tr")];
+      const table = listBox.querySelector("#question-list");
+      const rows = [...table.tBodies[0].rows];
       if (!rows.length) return;
       const focused = rows.indexOf(event.target);
-      const at = focused >= 0 ? focused : rows.findIndex((row) => row.classList.contains("open"));
       if ((event.key === "Enter" || event.key === " ") && focused >= 0) {
         event.preventDefault();
         open(rows[focused].row, rows[focused]);
@@ -1023,8 +1071,11 @@
       const step = { j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 }[event.key];
       if (!step) return;
       event.preventDefault();
-      const next = rows[Math.min(rows.length - 1, Math.max(0, at < 0 ? 0 : at + step))];
-      for (const row of rows) row.tabIndex = row === next ? 0 : -1;
+      // Steps count in the whole sorted list: past the page's end (or start) the next (previous) page is shown.
+      const at = focused >= 0 ? focused : rows.findIndex((row) => row.classList.contains("open"));
+      const index = at < 0 ? table.start() : Math.min(table.sorted().length - 1, Math.max(0, table.start() + at + step));
+      const next = table.rowAt(index);
+      for (const row of table.tBodies[0].rows) row.tabIndex = row === next ? 0 : -1;
       next.focus();
       if (state.open) open(next.row, next);
     });
@@ -1035,7 +1086,7 @@
         { class: "controls" },
         downloads("questions", () => {
           const header = ["model", "task", "doc", "question", "correct", "answer", "probe", `${scoring()} score`];
-          const rows = [...listBox.querySelectorAll("#question-list tbody tr")].map(({ row }) => {
+          const rows = listBox.querySelector("#question-list").sorted().map((row) => {
             const data = DATA.questions[row.pairIndex];
             const pair = PAIRS[row.pairIndex];
             return [pair.model, pair.task, data.doc[row.question], data.prompt[row.question], data.correct[row.question], data.answer[row.question], data.probe[row.question], row.cells.score.value];
@@ -1059,7 +1110,7 @@
         count,
       ),
       h("p", { class: "note", text: "Search: words of the question, the reference, the answers or the probe's answer (case-insensitive); /…/ for a regular expression; tick \"in traces too\" to search the primary traces (each is unpacked once). Method: the one whose confidence defines “confidently wrong” (a wrong answer in the top decile of its confidence within its pair: its score at least the ⌈n/10⌉-th largest) and whose score orders the list, unless “sort by the score of” names another. Probe disagrees: the probe's re-stated answer is not equivalent to the primary answer." }),
-      h("div", { class: "explorer" }, listBox, view),
+      h("div", { class: "explorer" }, h("div", { class: "list-column" }, pagerBox, listBox), view),
     );
     report.questions = { load };
     load(route);
