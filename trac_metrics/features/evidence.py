@@ -28,8 +28,10 @@ import numpy as np
 
 from trac_metrics.answers import (
     ANSWER_KINDS,
+    UNDECIDED_KEY,
     Equivalence,
     answer_classes,
+    counting_undecided,
     extract_answer,
     matches_reference,
     reference_aliases,
@@ -203,15 +205,19 @@ def question_evidence(records: Sequence[ResponseRecord], options: EvidenceOption
     ``tup``: φ_P, ``consensus``: q_K, h_K, vote margin, q_K(a) when K > 1, ``pce_<variant>`` for ablation probes),
     ``baselines`` (score per method, higher = more likely correct, docs/method.md#baselines), ``metadata`` of the
     primary record, ``labeller`` (the relation that compared the answers: ``options.equivalence`` when given, else
-    the labeller the records name, ``trac`` for trac-eval's checker; docs/method.md#labels).
+    the labeller the records name, ``trac`` for trac-eval's checker; docs/method.md#labels), ``undecided_comparisons``
+    (answer comparisons that ran out of work budget and were judged not equivalent; docs/method.md#labels).
     """
     ordered = _check_question(records)
     if options.re_extract:
         ordered = [_re_extracted(record, options.answer_kind or record.answer_kind) for record in ordered]
     labeller = options.equivalence if options.equivalence is not None else ordered[0].labeller or BUILT_IN_LABELLER
     relation = None if labeller == BUILT_IN_LABELLER else resolve_equivalence(labeller)
-    with use_equivalence(relation) if relation is not None else contextlib.nullcontext():
-        return _evidence(ordered, options, labeller)
+    relation_used = use_equivalence(relation) if relation is not None else contextlib.nullcontext()
+    with relation_used, counting_undecided() as undecided:
+        evidence = _evidence(ordered, options, labeller)
+    evidence[UNDECIDED_KEY] = undecided.comparisons
+    return evidence
 
 
 def _re_extracted(record: ResponseRecord, kind: str) -> ResponseRecord:

@@ -32,7 +32,7 @@ import numpy as np
 
 from trac_metrics._util.parallel import Progress, parallel_map
 from trac_metrics._warnings import TracWarning
-from trac_metrics.answers import UNDECIDED_KEY, counting_undecided
+from trac_metrics.answers import UNDECIDED_KEY
 from trac_metrics.features.cache_share import ProbeCacheCounts, probe_cache_counts
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence
 from trac_metrics.heads.calibration_maps import DEFAULT_CALIBRATION_MAP
@@ -209,9 +209,7 @@ class _PairAccumulator:
         """Add one complete question: its evidence, its details (when asked for), the engine seconds of its
         responses and their trace probes' token counts."""
         doc_id = str(records[0].doc_id)
-        with counting_undecided() as undecided:
-            evidence = question_evidence(records, self.options)
-        evidence[UNDECIDED_KEY] = undecided.comparisons
+        evidence = question_evidence(records, self.options)
         self._add(doc_id, evidence, path)
         if self.keep is not None:
             self.details[doc_id] = self.keep(records)

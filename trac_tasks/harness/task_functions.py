@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from trac_metrics.answers import UNDECIDED_KEY, counting_undecided
+from trac_metrics.answers import UNDECIDED_KEY
 from trac_metrics.features.cache_share import ProbeCacheCounts, low_share_warning, probe_cache_counts
 from trac_metrics.features.evidence import document_accuracy, question_evidence
 from trac_metrics.heads.evaluate import evaluate_task
@@ -71,9 +71,7 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Sequence[str]]) ->
             "backends trac-eval hooks), with trac-eval installed in the same environment as lm-eval, and without "
             "a --use_cache database written by a run without trac-eval"
         )
-    with counting_undecided() as undecided:
-        evidence = question_evidence(records)
-    evidence[UNDECIDED_KEY] = undecided.comparisons
+    evidence = question_evidence(records)
     evidence[PROBE_CACHE_KEY] = probe_cache_counts(records).to_dict()
     return {**document_accuracy(evidence), "trac": evidence}
 
