@@ -1,4 +1,6 @@
-"""End to end with ``lm_eval --model hf``: the same records through transformers, probes on the reused KV cache.
+"""End to end with ``lm_eval --model hf`` on the tiny reasoner: the same records through transformers, probes on the
+reused KV cache. Its traces are cut at 24 tokens, inside their thinking section: every probe closes it with the
+``</think>`` marker before the cue.
 
 The same run also covers the too-few-questions path (three questions cannot be cross-fitted: TrAC metrics are NaN,
 with a warning in the log, while accuracy is still reported), runs the user guide's worked example ("Adding a
@@ -12,7 +14,14 @@ from __future__ import annotations
 import math
 
 import pytest
-from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_guide_example, write_local_math500_task, write_variant_task
+from lm_eval_runs import (
+    LOCAL_TASK,
+    REASONER_ROWS,
+    run_lm_eval,
+    write_guide_example,
+    write_local_math500_task,
+    write_variant_task,
+)
 
 from trac_metrics.records import iter_records
 from trac_tasks.generation.config import DEFAULT_CUE
@@ -25,7 +34,7 @@ MARKER_TASK = "unknown_marker_local"
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory, tiny_model):
+def run(tmp_path_factory, reasoner_model):
     root = tmp_path_factory.mktemp("hf")
     tasks = write_local_math500_task(
         root,
@@ -33,13 +42,14 @@ def run(tmp_path_factory, tiny_model):
         YAML_REPEATS,
         max_gen_toks=24,
         extra_trac="    probe_variants: [trace, teacher_forced]\n    prefix_probes: [0.5]",
+        rows=REASONER_ROWS,
     )
     write_variant_task(tasks, MARKER_TASK, 16, trac_extra='    marker: "FINAL:"')
     write_guide_example(root, tasks)
     return run_lm_eval(
         root,
         tasks,
-        f"pretrained={tiny_model},dtype=float32",
+        f"pretrained={reasoner_model},dtype=float32",
         "hf",
         "--device",
         "cpu",
@@ -67,17 +77,19 @@ def test_hf_records_match_the_vllm_schema_and_reuse_the_kv_cache(run):
             assert forced.num_cached_tokens < forced.num_prompt_tokens and len(forced.token_ids) > 0
 
 
-def test_prefix_probes_run_on_hf_after_the_cut_the_rule_gives(run, tiny_tokenizer):
+def test_prefix_probes_run_on_hf_after_the_cut_the_rule_gives(run, reasoner_tokenizer):
+    tokenizer = reasoner_tokenizer
     (path,) = run.record_files()
-    cue_ids = tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids
-    decode = lambda ids: tiny_tokenizer.decode(list(ids), skip_special_tokens=True)  # noqa: E731
+    closed_cue_ids = tokenizer("</think>" + DEFAULT_CUE, add_special_tokens=False).input_ids
+    decode = lambda ids: tokenizer.decode(list(ids), skip_special_tokens=True)  # noqa: E731
     for record in iter_records(path):
-        body = trace_body(record.token_ids.tolist(), {tiny_tokenizer.eos_token_id})
-        assert record.reasoning_tokens == len(body), "no thinking section: the whole trace body is reasoning"
+        body = trace_body(record.token_ids.tolist(), {tokenizer.eos_token_id})
+        assert record.reasoning_tokens == len(body), "thinking left open: the whole trace body is reasoning"
         (probe,) = record.prefix_probes
         assert (probe.variant, probe.fraction) == ("prefix", 0.5)
         assert probe.trace_tokens == prefix_cut(body, 0.5, decode) <= len(body) // 2
-        assert probe.num_prompt_tokens == record.prompt_token_count + probe.trace_tokens + len(cue_ids)
+        assert probe.appended_text == record.probes["trace"].appended_text == "</think>" + DEFAULT_CUE
+        assert probe.num_prompt_tokens == record.prompt_token_count + probe.trace_tokens + len(closed_cue_ids)
         assert 0 < len(probe.token_ids) <= 16
     assert "prefix_agreement_auroc" in run.task_metrics()
 

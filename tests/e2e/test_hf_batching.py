@@ -1,5 +1,5 @@
-"""End to end with ``lm_eval --model hf --batch_size N``: TrAC generation and probes batched with left padding give
-the records ``--batch_size 1`` gives (docs/architecture.md#hf-backend).
+"""End to end with ``lm_eval --model hf --batch_size N`` on the tiny reasoner: TrAC generation and probes batched with
+left padding give the records ``--batch_size 1`` gives (docs/architecture.md#hf-backend).
 
 Greedy decoding, K = 1, on prompts of very different lengths (a long preamble before some questions), so every batch
 of 4 pads its short prompts by many tokens: padding must never reach a record's tokens, logprobs or answers.
@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from easy_rows import easy_rows, render
-from lm_eval_runs import LOCAL_TASK, run_lm_eval, write_local_math500_task
+from easy_rows import render
+from lm_eval_runs import LOCAL_TASK, REASONER_ROWS, local_rows, run_lm_eval, write_local_math500_task
 
 from trac_metrics.records import iter_records
 
@@ -27,8 +27,8 @@ LOGPROB_TOLERANCE = 1e-3
 def _greedy_task(root):
     """:data:`TASK`: the local MATH-500 task with greedy decoding, K = 1, a probe and teacher forcing on rows whose
     prompts differ by about a hundred tokens."""
-    tasks = write_local_math500_task(root, N_DOCS, 1, MAX_GEN_TOKS)
-    rows = easy_rows()[:N_DOCS]
+    tasks = write_local_math500_task(root, N_DOCS, 1, MAX_GEN_TOKS, rows=REASONER_ROWS)
+    rows = local_rows(REASONER_ROWS)[:N_DOCS]
     for index, row in enumerate(rows):
         if index % 3 == 0:
             row["problem"] = PREAMBLE + str(row["problem"])
@@ -56,7 +56,7 @@ generation_kwargs:
 
 
 @pytest.fixture(scope="module")
-def records_by_batch_size(tmp_path_factory, tiny_model):
+def records_by_batch_size(tmp_path_factory, reasoner_model):
     """Each run's records keyed by document, for ``--batch_size 1`` and ``--batch_size 4``."""
     runs = {}
     for batch_size in (1, 4):
@@ -64,7 +64,7 @@ def records_by_batch_size(tmp_path_factory, tiny_model):
         run = run_lm_eval(
             root,
             _greedy_task(root),
-            f"pretrained={tiny_model},dtype=float32",
+            f"pretrained={reasoner_model},dtype=float32",
             "hf",
             "--device",
             "cpu",
