@@ -16,8 +16,10 @@ number; the page's script only lays the numbers out, sorts and filters them.
   difference to the default reference (:func:`~trac_metrics.reporting.leaderboard.ranked_summary`, the
   ``ranked_summary`` table of ``trac report`` for AUROC);
 - ``figures``: per pair and method, the expected risk at every coverage k/N
-  (docs/method.md#risk-coverage-curve-and-aurc) and the reliability bins of its probability of correctness
-  (docs/method.md#figures);
+  (docs/method.md#risk-coverage-curve-and-aurc), the reliability bins of its probability of correctness
+  (docs/method.md#figures) and the histogram of that probability over the correct and over the wrong answers; per
+  pair the oracle's risk curve (every correct answer first) and a random order's risk (the error rate at every
+  coverage), the references of docs/method.md#prediction-rejection-ratio;
 - ``questions``: per pair, every question's prompt (what the search and the question list read), answers, answer
   classes, probe answer, agreement, label, each method's score and probability of correctness, and the questions in
   the top decile of each method's confidence (:func:`top_decile`).
@@ -67,6 +69,8 @@ SCORE_DIGITS = 6
 """Significant digits of the per-question scores and probabilities on the page."""
 CURVE_DECIMALS = 4
 """Decimals of the risk–coverage values on the page."""
+HISTOGRAM_BINS = 20
+"""Equal-width bins of [0, 1] in the histograms of the probability of correctness."""
 
 
 def number(value: Any, digits: int | None = None) -> float | int | None:
@@ -245,21 +249,33 @@ def ranked_data(summary: RankedSummary) -> dict[str, Any]:
     return {"metric": summary.metric, "higher": summary.higher, "reference": summary.reference, "rows": rows}
 
 
+def _curve(scores: np.ndarray, labels: np.ndarray) -> list[float]:
+    return [round(float(value), CURVE_DECIMALS) for value in risk_coverage_curve(scores, labels)[1]]
+
+
 def _figures(data: ReportData, index: int, methods: Sequence[str]) -> dict[str, Any]:
-    """The risk at every coverage k/N (k = 1..N) and the reliability bins of each method the pair has."""
+    """The risk at every coverage k/N (k = 1..N), the reliability bins and the histograms of the probability of
+    correctness over the correct and the wrong answers of each method the pair has; the oracle's risk curve and a
+    random order's risk."""
     evaluation = data.evaluations[index]
+    labels = np.asarray(evaluation.labels, dtype=bool)
     risk: dict[str, list[Any]] = {}
     reliability: dict[str, dict[str, Any]] = {}
+    histogram: dict[str, dict[str, list[int]]] = {}
+    edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
     p_correct = evaluation.p_correct
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TracWarning)  # a method without defined values gets no figure
         for method in methods:
             scores = evaluation.scores.get(method)
             if scores is not None and not np.isnan(scores).any():
-                _, curve = risk_coverage_curve(scores, evaluation.labels)
-                risk[method] = [round(float(value), CURVE_DECIMALS) for value in curve]
+                risk[method] = _curve(scores, evaluation.labels)
             probabilities = p_correct.get(method)
             if probabilities is not None and not np.isnan(probabilities).any():
+                histogram[method] = {
+                    name: [int(count) for count in np.histogram(probabilities[chosen], bins=edges)[0]]
+                    for name, chosen in (("correct", labels), ("wrong", ~labels))
+                }
                 bins = reliability_bins(probabilities, evaluation.labels, data.ece_bins)
                 reliability[method] = {
                     "count": [int(count) for count in bins["count"]],
@@ -267,7 +283,16 @@ def _figures(data: ReportData, index: int, methods: Sequence[str]) -> dict[str, 
                     "accuracy": [number(value, SCORE_DIGITS) for value in bins["accuracy"]],
                     "ece": number(evaluation.metrics.get(f"{method}_ece")),
                 }
-    return {"risk": risk, "reliability": reliability}
+    oracle = _curve(labels.astype(np.float64), labels) if labels.size else []
+    return {
+        "risk": risk,
+        "reliability": reliability,
+        "histogram": histogram,
+        "edges": [round(float(edge), 4) for edge in edges],
+        "oracle": oracle,
+        "oracle_aurc": number(np.mean(oracle)) if oracle else None,
+        "random": number(1.0 - labels.mean()) if labels.size else None,
+    }
 
 
 def _agreement(value: Any) -> int | None:

@@ -41,7 +41,7 @@ from trac_metrics.records import iter_records
 from trac_metrics.reporting.leaderboard import format_p
 from trac_metrics.reporting.runs import evaluate_pairs, load_pairs
 from trac_metrics.reporting.summary_table import probe_cache_line
-from trac_metrics.selective import reliability_bins
+from trac_metrics.selective import reliability_bins, risk_coverage_curve
 
 pytestmark = pytest.mark.xdist_group("html_report_browser")  # one worker, one browser for the whole module
 
@@ -560,7 +560,9 @@ def test_the_figures_have_as_many_points_as_the_data(page: Page, written: dict, 
     page.select_option("#figure-pair", str(pair))
     page.select_option("#figure-method", method)
     evaluation = written["evaluations"][pair]
-    assert chart_points(page, "risk") == [N_QUESTIONS, N_QUESTIONS]
+    curves = page.evaluate("window.tracReport.charts.risk.curves")
+    assert curves[0] == method and curves[-2:] == ["oracle", "random"]
+    assert chart_points(page, "risk") == [N_QUESTIONS] * (1 + len(curves))
     bins = reliability_bins(evaluation.p_correct[method], evaluation.labels)
     assert chart_points(page, "reliability") == [len(bins["count"])] * 3
     assert page.evaluate("window.tracReport.charts.reliability.data[2]") == bins["count"].tolist()
@@ -575,6 +577,52 @@ def test_the_figures_have_as_many_points_as_the_data(page: Page, written: dict, 
     reliability = page.get_attribute("#reliability-chart[role=figure]", "aria-label")
     assert f"ECE {evaluation.metrics[f'{method}_ece']:.3f};" in reliability
     assert reliability.split("(questions): ")[1].count("→") == len(bins["count"])
+
+
+def test_the_risk_coverage_figure_overlays_methods_with_the_oracle_and_random_references(
+    page: Page, written: dict
+) -> None:
+    page.click("button[data-tab=figures]")
+    page.select_option("#figure-pair", "2")
+    page.select_option("#figure-method", "trac")
+    page.select_option("#figure-overlay", ["mean_logprob", "sc_modal"])
+    evaluation = written["evaluations"][2]
+    labels = np.asarray(evaluation.labels, dtype=bool)
+    curves = page.evaluate("window.tracReport.charts.risk.curves")
+    assert curves[0] == "trac" and set(curves[1:3]) == {"sc_modal", "mean_logprob"}
+    assert curves[3:] == ["oracle", "random"]
+    data = page.evaluate("window.tracReport.charts.risk.data")
+    for name, values in zip(curves[:3], data[1:4], strict=True):
+        np.testing.assert_allclose(values, risk_coverage_curve(evaluation.scores[name], labels)[1], atol=1e-4)
+    correct = labels.sum()
+    oracle = [max(0, k - correct) / k for k in range(1, labels.size + 1)]  # every correct answer first
+    np.testing.assert_allclose(data[4], oracle, atol=1e-4)
+    np.testing.assert_allclose(data[5], np.full(labels.size, 1 - labels.mean()), atol=1e-5)
+    assert 0 < correct < labels.size and data[4][0] == 0 and data[4][-1] == pytest.approx(1 - labels.mean(), abs=1e-4)
+    legend = page.eval_on_selector_all("#risk-chart .u-legend th", "cells => cells.map(cell => cell.textContent)")
+    labels_of = [page.inner_text(f"#figure-method option[value={name}]") for name in curves[:3]]
+    assert [label for label in legend if label] == ["coverage", *labels_of, "oracle", "random"]
+    described = page.get_attribute("#risk-chart[role=figure]", "aria-label")
+    for name in curves[:3]:
+        assert f"AURC {evaluation.metrics[f'{name}_aurc']:.3f}" in described
+    assert f"oracle (AURC {np.mean(oracle):.3f}), random (risk {1 - labels.mean():.3f} at every coverage)" in described
+
+
+def test_the_histogram_splits_the_probability_of_correctness_by_correct_and_wrong(page: Page, written: dict) -> None:
+    page.click("button[data-tab=figures]")
+    page.select_option("#figure-pair", "1")
+    page.select_option("#figure-method", "mean_logprob")
+    evaluation = written["evaluations"][1]
+    labels = np.asarray(evaluation.labels, dtype=bool)
+    probabilities = evaluation.p_correct["mean_logprob"]
+    edges = np.linspace(0, 1, 21)
+    data = page.evaluate("window.tracReport.charts.histogram.data")
+    assert data[1] == np.histogram(probabilities[labels], bins=edges)[0].tolist()
+    assert data[2] == np.histogram(probabilities[~labels], bins=edges)[0].tolist()
+    assert sum(data[1]) == labels.sum() and sum(data[2]) == (~labels).sum()
+    described = page.get_attribute("#histogram-chart[role=figure]", "aria-label")
+    assert described.startswith("Histogram of the probability of correctness of Mean log-probability on ")
+    assert described.split("per bin: ")[1].count(" / ") == 20
 
 
 LARGE_QUESTIONS = 550

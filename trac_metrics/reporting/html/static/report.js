@@ -487,7 +487,7 @@
     ctx.restore();
   }
 
-  function drawFigures(pairIndex, method, reliabilityBox, riskBox) {
+  function drawFigures(pairIndex, method, overlay, { reliabilityBox, riskBox, histogramBox }) {
     for (const chart of Object.values(report.charts)) chart.destroy();
     report.charts = {};
     const figures = DATA.figures[pairIndex];
@@ -522,32 +522,87 @@
         reliabilityBox,
       );
     } else reliabilityBox.append(h("p", { class: "note", text: `${methodLabel(method)}: no probability of correctness on this pair.` }));
+    drawRisk(pairIndex, method, overlay, riskBox);
+    drawHistogram(pairIndex, method, histogramBox);
+  }
+
+  // The risk–coverage curves of the chosen method and of each overlaid one (a legend names them, with their AURC),
+  // the oracle's (every correct answer first) and a random order's (the error rate at every coverage).
+  const CURVE_COLOURS = ["#1f5fa8", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"];
+  function drawRisk(pairIndex, method, overlay, riskBox) {
+    const figures = DATA.figures[pairIndex];
     const risk = figures.risk[method];
     riskBox.replaceChildren();
-    if (risk) {
-      const n = risk.length;
-      riskBox.dataset.points = String(n);
-      const coverage = risk.map((_, k) => (k + 1) / n);
-      const aurc = PAIRS[pairIndex].metrics.aurc[method];
-      const at = (share) => fmt(risk[Math.max(0, Math.ceil(share * n) - 1)]);
-      riskBox.setAttribute(
-        "aria-label",
-        `Risk–coverage curve of ${methodLabel(method)} on ${PAIRS[pairIndex].name}: AURC ${fmt(aurc)}; risk ${at(0.1)} at 10 % coverage, ` +
-          `${at(0.5)} at 50 %, ${at(1)} at 100 % (${n} questions).`,
-      );
-      report.charts.risk = new uPlot(
-        {
-          title: `Risk–coverage: ${methodLabel(method)}, AURC ${fmt(aurc)}`,
-          width: chartWidth(riskBox),
-          height: 320,
-          scales: { x: { time: false, range: [0, 1] }, y: { range: (u, min, max) => [0, Math.max(0.05, max)] } },
-          axes: [{ label: "coverage (share of answers kept, most confident first)" }, { label: "risk (error rate of the kept answers)" }],
-          series: [{ label: "coverage", value: hovered }, { label: "risk", stroke: "#1f5fa8", width: 2, value: hovered }],
-        },
-        [coverage, risk],
-        riskBox,
-      );
-    } else riskBox.append(h("p", { class: "note", text: `${methodLabel(method)}: no defined score on this pair.` }));
+    if (!risk) {
+      riskBox.append(h("p", { class: "note", text: `${methodLabel(method)}: no defined score on this pair.` }));
+      return;
+    }
+    const n = risk.length;
+    riskBox.dataset.points = String(n);
+    const coverage = risk.map((_, k) => (k + 1) / n);
+    const aurcOf = (name) => PAIRS[pairIndex].metrics.aurc[name];
+    const methods = [method, ...overlay.filter((name) => name !== method && figures.risk[name])];
+    const at = (share) => fmt(risk[Math.max(0, Math.ceil(share * n) - 1)]);
+    const curves = methods.map((name) => `${methodLabel(name)} (AURC ${fmt(aurcOf(name))})`);
+    riskBox.setAttribute(
+      "aria-label",
+      `Risk–coverage curve of ${methodLabel(method)} on ${PAIRS[pairIndex].name}: AURC ${fmt(aurcOf(method))}; risk ${at(0.1)} at 10 % coverage, ` +
+        `${at(0.5)} at 50 %, ${at(1)} at 100 % (${n} questions). Curves: ${curves.join(", ")}, ` +
+        `oracle (AURC ${fmt(figures.oracle_aurc)}), random (risk ${fmt(figures.random)} at every coverage).`,
+    );
+    report.charts.risk = new uPlot(
+      {
+        title: `Risk–coverage: ${methodLabel(method)}, AURC ${fmt(aurcOf(method))}`,
+        width: chartWidth(riskBox),
+        height: 360,
+        scales: { x: { time: false, range: [0, 1] }, y: { range: (u, min, max) => [0, Math.max(0.05, max)] } },
+        axes: [{ label: "coverage (share of answers kept, most confident first)" }, { label: "risk (error rate of the kept answers)" }],
+        series: [
+          { label: "coverage", value: hovered },
+          ...methods.map((name, i) => ({ label: methodLabel(name), stroke: CURVE_COLOURS[i % CURVE_COLOURS.length], width: i ? 1.5 : 2.5, value: hovered })),
+          { label: "oracle", stroke: "#555", width: 1.5, dash: [6, 4], value: hovered },
+          { label: "random", stroke: "#999", width: 1.5, dash: [2, 3], value: hovered },
+        ],
+      },
+      [coverage, ...methods.map((name) => figures.risk[name]), figures.oracle, coverage.map(() => figures.random)],
+      riskBox,
+    );
+    report.charts.risk.curves = [...methods, "oracle", "random"];
+  }
+
+  // How the method's probability of correctness falls over the correct and over the wrong answers (equal-width bins).
+  function drawHistogram(pairIndex, method, histogramBox) {
+    const figures = DATA.figures[pairIndex];
+    const counts = figures.histogram[method];
+    histogramBox.replaceChildren();
+    if (!counts) {
+      histogramBox.append(h("p", { class: "note", text: `${methodLabel(method)}: no probability of correctness on this pair.` }));
+      return;
+    }
+    const edges = figures.edges;
+    const centres = edges.slice(1).map((edge, i) => (edge + edges[i]) / 2);
+    const bins = centres.map((_, i) => `${edges[i].toFixed(2)}–${edges[i + 1].toFixed(2)}: ${counts.correct[i]} / ${counts.wrong[i]}`);
+    histogramBox.setAttribute(
+      "aria-label",
+      `Histogram of the probability of correctness of ${methodLabel(method)} on ${PAIRS[pairIndex].name}, correct / wrong answers per bin: ${bins.join("; ")}.`,
+    );
+    const width = 1 / centres.length;
+    report.charts.histogram = new uPlot(
+      {
+        title: `P(correct) of ${methodLabel(method)}: correct vs wrong answers`,
+        width: chartWidth(histogramBox),
+        height: 320,
+        scales: { x: { time: false, range: [0, 1] }, y: { range: (u, min, max) => [0, Math.max(1, max) * 1.1] } },
+        axes: [{ label: "P(correct)" }, { label: "answers" }],
+        series: [
+          { label: "P(correct)", value: (u, v) => (missing(v) ? "—" : `${(v - width / 2).toFixed(2)}–${(v + width / 2).toFixed(2)}`) },
+          { label: "correct", stroke: "#2a7a3b", fill: "rgba(42,122,59,0.35)", paths: uPlot.paths.bars({ size: [0.45, 40], align: -1 }), points: { show: false } },
+          { label: "wrong", stroke: "#c0392b", fill: "rgba(192,57,43,0.35)", paths: uPlot.paths.bars({ size: [0.45, 40], align: 1 }), points: { show: false } },
+        ],
+      },
+      [centres, counts.correct, counts.wrong],
+      histogramBox,
+    );
   }
 
   function figuresPanel(panel) {
@@ -555,7 +610,17 @@
     let method = LEADERBOARD.includes("trac") ? "trac" : LEADERBOARD[0];
     const reliabilityBox = h("div", { id: "reliability-chart", class: "chart", role: "figure" });
     const riskBox = h("div", { id: "risk-chart", class: "chart", role: "figure" });
-    const redraw = () => drawFigures(pairIndex, method, reliabilityBox, riskBox);
+    const histogramBox = h("div", { id: "histogram-chart", class: "chart", role: "figure" });
+    let overlay = ["sc_modal", "p_true", "mean_logprob"].filter((name) => LEADERBOARD.includes(name));
+    const overlayChoice = h(
+      "select",
+      { id: "figure-overlay", multiple: true, size: 4, onchange: (event) => {
+        overlay = [...event.target.selectedOptions].map((option) => option.value);
+        redraw();
+      } },
+      ...LEADERBOARD.map((name) => h("option", { value: name, text: methodLabel(name), selected: overlay.includes(name) })),
+    );
+    const redraw = () => drawFigures(pairIndex, method, overlay, { reliabilityBox, riskBox, histogramBox });
     panel.append(
       h(
         "div",
@@ -568,15 +633,19 @@
           method = value;
           redraw();
         })),
+        labelled("risk–coverage also of", overlayChoice),
       ),
-      h("div", { class: "chart-row" }, reliabilityBox, riskBox),
+      h("div", { class: "chart-row" }, reliabilityBox, riskBox, histogramBox),
       h(
         "p",
         { class: "note" },
         `Reliability: the pair's questions in ${DATA.settings.ece_bins} equal-mass bins of the method's probability of ` +
           `correctness (heads: out-of-fold; baselines: ${DATA.settings.calibration_map} calibration map), accuracy ` +
           "against mean probability, the bin's questions as bars. Risk–coverage: the expected error rate of the k most " +
-          "confident answers at coverage k/N, one point per question. Hover a chart for its values.",
+          "confident answers at coverage k/N, one point per question, for the method and the methods chosen beside it, with " +
+          "the oracle (every correct answer first) and a random order (the error rate at every coverage) for reference. " +
+          "Histogram: the method's probability of correctness over the correct and over the wrong answers, in bins of " +
+          "0.05. Hover a chart for its values.",
       ),
     );
     redraw();
