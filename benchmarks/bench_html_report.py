@@ -9,12 +9,18 @@ token), most token log-probabilities near 0 with a heavy tail, entropies that fo
 Stages timed (wall and CPU seconds): reading the records with the primary traces kept, the report's evaluation and
 bootstrap (``trac report`` does it with or without ``--html``), and writing the HTML (per-pair intervals, paired
 differences, token pieces, compression, the file). Then Chromium (Debian's, headless, offline) opens the file: the
-time until the page is interactive (its script has drawn the leaderboard), the time to list every question and to
-open one question's trace. The records are written first (not timed) and kept with ``--runs DIR`` for a rerun. The
-last line printed is one JSON object.
+time until the page is interactive (its script has drawn the leaderboard), the time to list the questions (one page
+of rows), to the first sorted list (a click on a column header until the list is sorted) and to open one question's
+trace. The records are written first (not timed) and kept with ``--runs DIR`` for a rerun. The last line printed is
+one JSON object.
+
+``--scale`` measures a second, larger page in the same run (``--scale-models`` × ``--scale-questions``, default 4 ×
+2,500 = 10,000 questions, with the same K, tokens and resamples) and the ratio of its size, write time, time to
+interactive and time to the first sorted list to the first page's (docs/guide/reports.md, "Size and speed").
 
     python benchmarks/bench_html_report.py [--models 3] [--questions 500] [--k 8] [--tokens 4000]
         [--resamples 2000] [--jobs N] [--runs DIR] [--tokenizer PATH] [--chromium /usr/bin/chromium]
+        [--scale [--scale-models 4] [--scale-questions 2500]]
 """
 
 from __future__ import annotations
@@ -117,8 +123,10 @@ def write_question(
 
 
 def write_runs(root: Path, args: argparse.Namespace, tokenizer: Any) -> list[Path]:
-    """``root/<model>/trac_records/trac_math500.<stamp>.jsonl`` per model, unless already written."""
-    folders = [root / f"model-{index}" for index in range(args.models)]
+    """``root/<shape>/<model>/trac_records/trac_math500.<stamp>.jsonl`` per model, unless already written (the shape:
+    models, questions, K and tokens, so runs of several shapes share ``root``)."""
+    shape = root / f"{args.models}x{args.questions}x{args.k}x{args.tokens}"
+    folders = [shape / f"model-{index}" for index in range(args.models)]
     if all((folder / "trac_records" / f"{TASK}.{STAMP}.jsonl").is_file() for folder in folders):
         return folders
     rng = np.random.default_rng(args.seed)
@@ -150,7 +158,8 @@ def page_parts(page: bytes) -> dict[str, int]:
 
 def browser_timings(html: Path, chromium: str) -> dict[str, float]:
     """Seconds until the page is interactive (its leaderboard drawn; wall clock from navigation and the page's own
-    clock), to list every question, and to open one question's shaded trace; and the page's console errors."""
+    clock), to list the questions, to sort the list by a column, and to open one question's shaded trace; and the
+    page's console errors."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -170,6 +179,11 @@ def browser_timings(html: Path, chromium: str) -> dict[str, float]:
         page.wait_for_selector("#question-list tbody tr")
         listed = time.perf_counter() - start
         start = time.perf_counter()
+        page.click("#question-list thead th[data-key=doc] button")
+        page.wait_for_selector("#question-list thead th[data-key=doc][aria-sort=descending]", state="attached")
+        page.wait_for_selector("#question-list tbody tr")
+        first_sorted = time.perf_counter() - start
+        start = time.perf_counter()
         page.click("#question-list tbody tr:first-child")
         page.wait_for_selector("#question-view[data-loaded]:not([data-loaded=''])", state="attached")
         opened = time.perf_counter() - start
@@ -178,8 +192,57 @@ def browser_timings(html: Path, chromium: str) -> dict[str, float]:
         "interactive_s": interactive,
         "interactive_page_clock_s": page_clock,
         "question_list_s": listed,
+        "first_sorted_list_s": first_sorted,
         "open_question_s": opened,
         "console_errors": len(errors),
+    }
+
+
+def measure(root: Path, html: Path, args: argparse.Namespace, tokenizer: Any) -> dict[str, Any]:
+    """The records of ``args``' shape written under ``root`` (unless there), then read, evaluated and written as
+    ``html``, which Chromium opens: every number the benchmark reports for one page, printed as it goes."""
+    folders = write_runs(root, args, tokenizer)
+    record_bytes = sum(path.stat().st_size for folder in folders for path in folder.rglob("*.jsonl"))
+    stages: dict[str, dict[str, float]] = {}
+    pairs = timed(stages, "read_records", lambda: load_pairs(folders, jobs=args.jobs, details=primary_trace))
+    data = timed(
+        stages,
+        "evaluate_and_bootstrap",
+        lambda: build_report_data(pairs, n_resamples=args.resamples, seed=args.seed, jobs=args.jobs),
+    )
+    size = timed(stages, "write_html", lambda: write_html_report(data, html, {"": args.tokenizer}))
+    parts = page_parts(html.read_bytes())
+    browser = browser_timings(html, args.chromium)
+    per_token = size / (args.models * args.questions * args.tokens)
+    print(f"— {args.models} models × {args.questions} questions = {args.models * args.questions:,} questions")
+    print(f"records {record_bytes / 1e6:.0f} MB → HTML {size / 1e6:.1f} MB ({per_token:.2f} bytes per primary token)")
+    print(", ".join(f"{name} {count / 1e6:.2f} MB" for name, count in parts.items()))
+    for name, stage in stages.items():
+        print(f"{name:<26}{stage['wall_s']:>10.2f} s wall{stage['cpu_s']:>10.2f} s cpu")
+    for name, value in browser.items():
+        print(f"browser {name:<26}{value:>10.2f}")
+    return {
+        "models": args.models,
+        "questions": args.questions,
+        "k": args.k,
+        "tokens_per_response": args.tokens,
+        "resamples": args.resamples,
+        "record_megabytes": record_bytes / 1e6,
+        "html_megabytes": size / 1e6,
+        "html_bytes_per_primary_token": per_token,
+        "html_parts_megabytes": {name: count / 1e6 for name, count in parts.items()},
+        "stages": stages,
+        "browser": browser,
+    }
+
+
+def scale_ratios(small: dict[str, Any], large: dict[str, Any]) -> dict[str, float]:
+    """The large page's size, write time, time to interactive and to the first sorted list over the small page's."""
+    return {
+        "html_megabytes": large["html_megabytes"] / small["html_megabytes"],
+        "write_html_s": large["stages"]["write_html"]["wall_s"] / small["stages"]["write_html"]["wall_s"],
+        "interactive_s": large["browser"]["interactive_s"] / small["browser"]["interactive_s"],
+        "first_sorted_list_s": large["browser"]["first_sorted_list_s"] / small["browser"]["first_sorted_list_s"],
     }
 
 
@@ -195,6 +258,9 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, help="keep the synthetic records here (reused when present)")
     parser.add_argument("--tokenizer", default=str(DEFAULT_DIR), help="tokenizer folder ('none': unshaded text)")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--scale", action="store_true", help="also the larger page, and its ratios to the first")
+    parser.add_argument("--scale-models", type=int, default=4)
+    parser.add_argument("--scale-questions", type=int, default=2500)
     args = parser.parse_args()
 
     tokenizer = None
@@ -204,43 +270,16 @@ def main() -> None:
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = args.runs or Path(tmp) / "runs"
-        folders = write_runs(root, args, tokenizer)
-        record_bytes = sum(path.stat().st_size for path in root.rglob("*.jsonl"))
-        stages: dict[str, dict[str, float]] = {}
-        pairs = timed(stages, "read_records", lambda: load_pairs(folders, jobs=args.jobs, details=primary_trace))
-        data = timed(
-            stages,
-            "evaluate_and_bootstrap",
-            lambda: build_report_data(pairs, n_resamples=args.resamples, seed=args.seed, jobs=args.jobs),
-        )
-        html = Path(tmp) / "report.html"
-        specs = {"": args.tokenizer}
-        size = timed(stages, "write_html", lambda: write_html_report(data, html, specs))
-        parts = page_parts(html.read_bytes())
-        browser = browser_timings(html, args.chromium)
-    primary_tokens = args.models * args.questions * args.tokens
-    per_token = size / primary_tokens
-    result = {
-        "models": args.models,
-        "questions": args.questions,
-        "k": args.k,
-        "tokens_per_response": args.tokens,
-        "resamples": args.resamples,
-        "record_megabytes": record_bytes / 1e6,
-        "html_megabytes": size / 1e6,
-        "html_bytes_per_primary_token": per_token,
-        "html_parts_megabytes": {name: count / 1e6 for name, count in parts.items()},
-        "stages": stages,
-        "browser": browser,
-        "peak_rss_megabytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "cpu_count": os.cpu_count(),
-    }
-    print(f"records {record_bytes / 1e6:.0f} MB → HTML {size / 1e6:.1f} MB ({per_token:.2f} bytes per primary token)")
-    print(", ".join(f"{name} {count / 1e6:.2f} MB" for name, count in parts.items()))
-    for name, stage in stages.items():
-        print(f"{name:<26}{stage['wall_s']:>10.2f} s wall{stage['cpu_s']:>10.2f} s cpu")
-    for name, value in browser.items():
-        print(f"browser {name:<26}{value:>10.2f}")
+        result = measure(root, Path(tmp) / "report.html", args, tokenizer)
+        if args.scale:
+            shape = argparse.Namespace(**{**vars(args), "models": args.scale_models, "questions": args.scale_questions})
+            result["scale"] = measure(root, Path(tmp) / "report_large.html", shape, tokenizer)
+            result["scale_ratios"] = scale_ratios(result, result["scale"])
+            print(
+                "large / small: " + ", ".join(f"{name} {ratio:.2f}" for name, ratio in result["scale_ratios"].items())
+            )
+    result["peak_rss_megabytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["cpu_count"] = os.cpu_count()
     print(json.dumps(result))
 
 
