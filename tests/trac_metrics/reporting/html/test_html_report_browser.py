@@ -684,9 +684,13 @@ def test_a_thousand_questions_are_listed_a_page_at_a_time_keeping_the_open_one(c
         expect(page.locator("#question-count")).to_have_text(f"{LARGE_QUESTIONS} question(s)")
         expect(page.locator("#question-list tbody tr.open")).to_have_attribute("data-key", second_page[0])
         at = page.inner_text(pager)
-        page.click("#panel-questions .page-next")
+        away, back = ["next", "previous"] if page.is_enabled("#panel-questions .page-next") else ["previous", "next"]
+        page.click(f"#panel-questions .page-{away}")
         assert page.inner_text(pager) != at and page.locator("#question-list tbody tr.open").count() == 0
         assert page.inner_text("#question-view h3") == title and len(shown_rows(page)) <= PAGE_SIZE
+        page.click(f"#panel-questions .page-{back}")
+        assert page.inner_text(pager) == at
+        expect(page.locator("#question-list tbody tr.open")).to_have_attribute("data-key", second_page[0])
         # the downloaded list is every listed question, not the page
         listed = pd.read_csv(downloaded(page, ".downloads[data-stem=questions] .download-csv"), dtype={"doc": str})
         assert len(listed) == LARGE_QUESTIONS and set(listed["model"]) == {model}

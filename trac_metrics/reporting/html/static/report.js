@@ -65,8 +65,9 @@
   // time in the tab order: the open row, else the first) and open on a click. With pageSize the body holds one page
   // of the sorted rows at a time (the page of the row `current` when it is listed, else the first), the table's
   // `pager` (previous / next and "rows i–j of n") turns the pages, and `rowAt(index)` shows the page of the index-th
-  // sorted row and returns its row element; `sorted()` is every row in order, `start()` the page's first index.
-  function sortableTable({ id, columns, rows, footer = [], sort = null, onSort = null, onRowClick = null, current = null, pageSize = 0 }) {
+  // sorted row and returns its row element; `sorted()` is every row in order, `start()` the page's first index;
+  // onShow() hears every page shown.
+  function sortableTable({ id, columns, rows, footer = [], sort = null, onSort = null, onRowClick = null, current = null, pageSize = 0, onShow = null }) {
     let state = sort;
     let ordered = rows;
     let start = 0;
@@ -140,6 +141,7 @@
       const end = pageSize ? Math.min(ordered.length, start + pageSize) : ordered.length;
       body.replaceChildren(...ordered.slice(start, end).map(rowNode));
       if (onRowClick && body.firstChild && !body.querySelector("tr[tabindex='0']")) body.firstChild.tabIndex = 0;
+      if (onShow) onShow();
       if (!pager) return;
       shownRows.textContent = ordered.length ? `rows ${(start + 1).toLocaleString("en")}–${end.toLocaleString("en")} of ${ordered.length.toLocaleString("en")}` : "no rows";
       previous.disabled = start === 0;
@@ -1005,17 +1007,22 @@
       const question = PAIRS[Number(pairIndex)] ? DATA.questions[Number(pairIndex)].doc.indexOf(doc) : -1;
       return question < 0 ? null : `${pairIndex}:${question}`;
     };
-    function showOpen() {
+    // The open question's row marked, when its page is shown.
+    function markOpen() {
       const key = openKey();
       for (const row of listBox.querySelectorAll("tr.open")) row.classList.remove("open");
+      const row = key && listBox.querySelector(`tr[data-key="${key}"]`);
+      if (row) row.classList.add("open");
+    }
+    function showOpen() {
+      const key = openKey();
+      markOpen();
       if (!key) {
         view.dataset.key = "";
         view.dataset.loaded = "";
         placeholder();
         return;
       }
-      const row = listBox.querySelector(`tr[data-key="${key}"]`);
-      if (row) row.classList.add("open");
       const [pairIndex, question] = key.split(":").map(Number);
       if (view.dataset.key !== key) {
         view.dataset.key = key;
@@ -1109,6 +1116,7 @@
         onRowClick: open,
         current: openKey(),
         pageSize: PAGE_SIZE,
+        onShow: markOpen,
       });
       listBox.replaceChildren(table);
       pagerBox.replaceChildren(table.pager);
