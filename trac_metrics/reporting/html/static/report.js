@@ -3,13 +3,14 @@
    Text from the records is written with textContent only, never as markup. */
 "use strict";
 (function () {
+  const startedAt = performance.now();
   const DATA = JSON.parse(document.getElementById("trac-data").textContent);
   const PAIRS = DATA.pairs;
   const METHODS = new Map(DATA.methods.map((method) => [method.name, method]));
   const METRICS = new Map(DATA.metrics.map((metric) => [metric.name, metric]));
   const LEADERBOARD = DATA.leaderboard_methods;
   const LEVEL = Math.round(DATA.settings.level * 100);
-  const report = { charts: {}, readyAt: null };
+  const report = { charts: {}, startedAt, parsedAt: performance.now(), readyAt: null };
   window.tracReport = report;
 
   // ------------------------------------------------------------------------------------------------ helpers
@@ -655,6 +656,11 @@
 
   // ------------------------------------------------------------------------------------------- traces on demand
 
+  // The traces follow the script in the file, so the page is drawn while the browser still reads them; a trace is
+  // read once the whole document has been parsed.
+  const documentParsed = new Promise((resolve) =>
+    document.readyState === "loading" ? document.addEventListener("DOMContentLoaded", resolve, { once: true }) : resolve(),
+  );
   const traceStore = new Map();
   function traceLines(pairIndex) {
     if (!traceStore.has(pairIndex)) {
@@ -671,6 +677,7 @@
   }
 
   async function loadTrace(pairIndex, question) {
+    await documentParsed;
     const store = traceLines(pairIndex);
     const line = store.lines[question + 1];
     if (!line) return null;
