@@ -152,7 +152,7 @@ def write_runs(root: Path, args: argparse.Namespace, tokenizer: Any) -> list[Pat
 def page_parts(page: bytes) -> dict[str, int]:
     """Bytes of the page's traces (the per-question lines), its data (the JSON) and the rest (code, style)."""
     traces = sum(map(len, re.findall(rb'<script type="text/plain" id="trac-traces-\d+">(.*?)</script>', page, re.S)))
-    data = len(re.search(rb'<script type="application/json" id="trac-data">(.*?)</script>', page, re.S).group(1))
+    data = sum(map(len, re.findall(rb'<script type="application/json" id="trac-[a-z]+">(.*?)</script>', page, re.S)))
     return {"traces": traces, "data": data, "code_and_style": len(page) - traces - data}
 
 
@@ -169,7 +169,7 @@ def browser_timings(html: Path, chromium: str) -> dict[str, float]:
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
         start = time.perf_counter()
-        page.goto(html.as_uri(), timeout=300_000)
+        page.goto(html.as_uri(), timeout=300_000, wait_until="commit")  # not the load event: the file's end
         # selectors, not wait_for_function: the page's Content-Security-Policy forbids the eval it polls with
         page.wait_for_selector("html[data-ready=true]", state="attached", timeout=300_000)
         interactive = time.perf_counter() - start

@@ -51,13 +51,24 @@ def json_for_script(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
+LATE_DATA = ("figures", "questions")
+"""The parts of :func:`page_data` written after the script (``<script type="application/json" id="trac-<part>">``):
+the page is drawn before the browser has read them, and the tabs that show them are built once it has."""
+
+
 def render_page(data: Mapping[str, Any], traces: Sequence[Sequence[str]]) -> str:
-    """The page: the template with its style, script, ``data`` (:func:`page_data`) and each pair's trace lines."""
+    """The page: the template with its style, script, ``data`` (:func:`page_data`; its :data:`LATE_DATA` parts after
+    the script) and each pair's trace lines."""
+    late = "\n".join(
+        f'<script type="application/json" id="trac-{part}">{json_for_script(data[part])}</script>' for part in LATE_DATA
+    )
     slots = {
         "style": _inline(STYLES),
         "script": _inline(SCRIPTS),
-        "data": json_for_script(data),
-        "traces": "\n".join(
+        "data": json_for_script({key: value for key, value in data.items() if key not in LATE_DATA}),
+        "traces": late
+        + "\n"
+        + "\n".join(
             f'<script type="text/plain" id="trac-traces-{index}">{chr(10).join(lines)}</script>'
             for index, lines in enumerate(traces)
         ),

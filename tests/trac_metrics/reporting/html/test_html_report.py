@@ -57,7 +57,12 @@ def report(runs: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactor
 def embedded(page: str) -> dict:
     """The page's data, read back as the browser reads it."""
     found = re.search(r'<script type="application/json" id="trac-data">(.*?)</script>', page, flags=re.DOTALL)
-    return json.loads(found.group(1))
+    data = json.loads(found.group(1))
+    for part in ("figures", "questions"):  # after the script, in their own elements
+        assert part not in data
+        found = re.search(rf'<script type="application/json" id="trac-{part}">(.*?)</script>', page, flags=re.DOTALL)
+        data[part] = json.loads(found.group(1))
+    return data
 
 
 def trace_lines(page: str, pair: int) -> list[str]:
@@ -225,9 +230,9 @@ def test_per_token_values_travel_only_in_the_compressed_traces(report) -> None:
 
 def test_a_record_text_cannot_end_the_pages_data(tmp_path: Path) -> None:
     hostile = "</script><script>document.title='pwned'</script><!--"
-    data = {"text": hostile, "n": [1.5, None]}
+    data = {"text": hostile, "n": [1.5, None], "figures": [hostile], "questions": [{"prompt": [hostile]}]}
     page = render_page(data, [["", base64.b64encode(b"x").decode()]])
-    assert hostile not in page and page.count("</script>") == 3  # data, one traces element, the script
+    assert hostile not in page and page.count("</script>") == 5  # data, the script, figures, questions, one trace
     assert embedded(page) == data
     assert json.loads(json_for_script(data)) == data
 

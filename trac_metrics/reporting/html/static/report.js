@@ -5,6 +5,12 @@
 (function () {
   const startedAt = performance.now();
   const DATA = JSON.parse(document.getElementById("trac-data").textContent);
+  // The figures and the questions follow the script in the file (page.py, LATE_DATA): each is read the first time it
+  // is used, by a tab built once the document is parsed.
+  for (const part of ["figures", "questions"]) {
+    let value;
+    Object.defineProperty(DATA, part, { get: () => (value ??= JSON.parse(document.getElementById(`trac-${part}`).textContent)) });
+  }
   const PAIRS = DATA.pairs;
   const METHODS = new Map(DATA.methods.map((method) => [method.name, method]));
   const METRICS = new Map(DATA.metrics.map((metric) => [metric.name, metric]));
@@ -1255,6 +1261,7 @@
   const builders = { leaderboard: leaderboardPanel, figures: figuresPanel, questions: questionsPanel, compare: comparePanel };
   const tabs = [...document.querySelectorAll("#tabs [role=tab]")];
   const built = new Set();
+  let building = null; // the tab last built: the others wait until the document is parsed
   function openTab(name, record = true) {
     if (!builders[name]) name = "leaderboard";
     for (const button of tabs) {
@@ -1267,7 +1274,7 @@
       panel.hidden = tab !== name;
       if (tab === name && !built.has(tab)) {
         built.add(tab);
-        build(panel);
+        building = tab === "leaderboard" ? build(panel) : documentParsed.then(() => build(panel));
       }
     }
     if (record && route.tab !== name) {
@@ -1311,6 +1318,9 @@
   );
   openTab(route.tab || "leaderboard", false);
   report.openTab = openTab;
-  report.readyAt = performance.now();
-  document.documentElement.dataset.ready = "true";
+  // Ready once the first tab is drawn (the leaderboard at once; another when the document is parsed).
+  Promise.resolve(building).then(() => {
+    report.readyAt = performance.now();
+    document.documentElement.dataset.ready = "true";
+  });
 })();
