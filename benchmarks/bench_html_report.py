@@ -8,11 +8,11 @@ token), most token log-probabilities near 0 with a heavy tail, entropies that fo
 
 Stages timed (wall and CPU seconds): reading the records with the primary traces kept, the report's evaluation and
 bootstrap (``trac report`` does it with or without ``--html``), and writing the HTML (per-pair intervals, paired
-differences, token pieces, compression, the file). Then Chromium (Debian's, headless, offline) opens the file: the
-time until the page is interactive (its script has drawn the leaderboard), the time to list the questions (one page
-of rows), to the first sorted list (a click on a column header until the list is sorted) and to open one question's
-trace. The records are written first (not timed) and kept with ``--runs DIR`` for a rerun. The last line printed is
-one JSON object.
+differences, token pieces, compression, the file). Then Chromium (Debian's, headless, offline) opens the file, in
+``--browser-runs`` fresh browsers (default 3; each timing is their median): the time until the page is interactive
+(its script has drawn the leaderboard), the time to list the questions (one page of rows), to the first sorted list (a
+click on a column header until the list is sorted) and to open one question's trace. The records are written first
+(not timed) and kept with ``--runs DIR`` for a rerun. The last line printed is one JSON object.
 
 ``--scale`` measures a second, larger page in the same run (``--scale-models`` × ``--scale-questions``, default 4 ×
 2,500 = 10,000 questions, with the same K, tokens and resamples) and the ratio of its size, write time, time to
@@ -20,7 +20,7 @@ interactive and time to the first sorted list to the first page's (docs/guide/re
 
     python benchmarks/bench_html_report.py [--models 3] [--questions 500] [--k 8] [--tokens 4000]
         [--resamples 2000] [--jobs N] [--runs DIR] [--tokenizer PATH] [--chromium /usr/bin/chromium]
-        [--scale [--scale-models 4] [--scale-questions 2500]]
+        [--browser-runs 3] [--scale [--scale-models 4] [--scale-questions 2500]]
 """
 
 from __future__ import annotations
@@ -212,7 +212,9 @@ def measure(root: Path, html: Path, args: argparse.Namespace, tokenizer: Any) ->
     )
     size = timed(stages, "write_html", lambda: write_html_report(data, html, {"": args.tokenizer}))
     parts = page_parts(html.read_bytes())
-    browser = browser_timings(html, args.chromium)
+    opens = [browser_timings(html, args.chromium) for _ in range(args.browser_runs)]
+    browser = {name: float(np.median([timings[name] for timings in opens])) for name in opens[0]}
+    browser["console_errors"] = sum(timings["console_errors"] for timings in opens)
     per_token = size / (args.models * args.questions * args.tokens)
     print(f"— {args.models} models × {args.questions} questions = {args.models * args.questions:,} questions")
     print(f"records {record_bytes / 1e6:.0f} MB → HTML {size / 1e6:.1f} MB ({per_token:.2f} bytes per primary token)")
@@ -258,6 +260,7 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, help="keep the synthetic records here (reused when present)")
     parser.add_argument("--tokenizer", default=str(DEFAULT_DIR), help="tokenizer folder ('none': unshaded text)")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--browser-runs", type=int, default=3, help="fresh browsers per page; timings are medians")
     parser.add_argument("--scale", action="store_true", help="also the larger page, and its ratios to the first")
     parser.add_argument("--scale-models", type=int, default=4)
     parser.add_argument("--scale-questions", type=int, default=2500)
