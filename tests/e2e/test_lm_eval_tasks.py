@@ -39,8 +39,8 @@ LABEL_FILTERS = {GSM8K: "flexible-extract", GPQA: "flexible-extract", MINERVA: "
 LABEL_METRICS = {MINERVA: "math_verify"}
 K = 4
 N_DOCS = 6
-DEMO, FRACTIONS = "trac_demo_prefix_probes", [0.25, 0.5, 0.75]
-"""The bundled demo task with prefix probes at these fractions."""
+DEMO, FRACTIONS, DEMO_ROWS = "trac_demo_prefix_probes", [0.25, 0.5, 0.75], 10
+"""The bundled demo task with prefix probes at these fractions, on the first easy rows."""
 
 
 def _write_demo_with_prefix_probes(tasks: Path) -> None:
@@ -56,7 +56,7 @@ def _write_demo_with_prefix_probes(tasks: Path) -> None:
     kwargs["trac"]["prefix_probes"] = FRACTIONS
     kwargs["trac"]["metadata_fields"] = ["subject", "level"]  # the fields the easy rows have
     rows = tasks.parent / "easy_rows.jsonl"
-    rows.write_text(render(easy_rows()), encoding="utf-8")
+    rows.write_text(render(easy_rows()[:DEMO_ROWS]), encoding="utf-8")
     (tasks / f"{DEMO}.yaml").write_text(
         f"include: {demo}\ntask: {DEMO}\ndataset_kwargs:\n  data_file: {rows}\n"
         f"generation_kwargs: {json.dumps(kwargs)}\n"
@@ -268,7 +268,7 @@ def test_every_demo_record_holds_its_prefix_probes_served_from_the_prefix_cache(
     its trace body, the EOS dropped), as prompt + kept trace + cue, submitted as its trace finishes: every whole
     32-token block of prompt + kept trace is still cached, only the last partial block and the cue are computed."""
     records = _records(runs["k4"], DEMO)
-    assert len(records) == len(easy_rows()) * K
+    assert len(records) == DEMO_ROWS * K
     cue = len(tiny_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids)
     decode = lambda ids: tiny_tokenizer.decode(list(ids), skip_special_tokens=True)  # noqa: E731
     for record in records:
