@@ -220,6 +220,12 @@ def question_evidence(records: Sequence[ResponseRecord], options: EvidenceOption
     return evidence
 
 
+def undecided_total(evidences: Sequence[dict[str, Any]]) -> int:
+    """Comparisons that ran out of the symbolic work budget (docs/method.md#the-symbolic-work-budget), summed over
+    the questions' evidence (:func:`question_evidence`)."""
+    return sum(int(evidence.get(UNDECIDED_KEY, 0)) for evidence in evidences)
+
+
 def _re_extracted(record: ResponseRecord, kind: str) -> ResponseRecord:
     """The record with its answer read again from its stored text (:attr:`EvidenceOptions.re_extract`)."""
     if record.answer is None:

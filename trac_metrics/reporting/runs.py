@@ -32,9 +32,8 @@ import numpy as np
 
 from trac_metrics._util.parallel import Progress, parallel_map
 from trac_metrics._warnings import TracWarning
-from trac_metrics.answers import UNDECIDED_KEY
 from trac_metrics.features.cache_share import ProbeCacheCounts, probe_cache_counts
-from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence
+from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence, undecided_total
 from trac_metrics.heads.calibration_maps import DEFAULT_CALIBRATION_MAP
 from trac_metrics.heads.evaluate import TaskEvaluation, evaluate_task
 from trac_metrics.methods import FeatureRow, get, head_features
@@ -96,7 +95,7 @@ class PairRun:
     def undecided_comparisons(self) -> int:
         """Comparisons of its answers that ran out of the symbolic work budget while its questions were labelled
         (undecided, counted as not equivalent; docs/method.md#the-symbolic-work-budget)."""
-        return sum(int(evidence.get(UNDECIDED_KEY, 0)) for evidence in self.evidences)
+        return undecided_total(self.evidences)
 
     @property
     def labellers(self) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from trac_metrics.answers import UNDECIDED_KEY
 from trac_metrics.features.cache_share import ProbeCacheCounts, low_share_warning, probe_cache_counts
-from trac_metrics.features.evidence import document_accuracy, question_evidence
+from trac_metrics.features.evidence import document_accuracy, question_evidence, undecided_total
 from trac_metrics.heads.evaluate import evaluate_task
 from trac_tasks.generation.progress import LOGGER
 
@@ -96,7 +96,7 @@ def aggregate_trac(items: Sequence[dict[str, Any]]) -> MultiMetricResult:
 def task_undecided(items: Sequence[dict[str, Any]]) -> int:
     """The task's comparisons that ran out of the symbolic work budget (docs/method.md#the-symbolic-work-budget),
     summed over its documents' evidence; logged once for the task when not 0."""
-    undecided = sum(int(evidence.get(UNDECIDED_KEY, 0)) for evidence in items)
+    undecided = undecided_total(items)
     if undecided:
         LOGGER.warning(
             "trac-eval: task %s: %d comparison(s) of answers ran out of the symbolic work budget: undecided, counted "
