@@ -30,7 +30,14 @@ from trac_tasks.engines.hf_probes import HeldCache, extend_rows, greedy_rows, re
 from trac_tasks.generation.chunk import ChunkState, ProbeJob
 from trac_tasks.generation.config import PROBE_MAX_TOKENS, strip_trac
 from trac_tasks.generation.probe import trace_body
-from trac_tasks.generation.runner import P_TRUE_CANDIDATES, ProbeOutput, Trace, TracRunner, hook_generate_until
+from trac_tasks.generation.runner import (
+    P_TRUE_CANDIDATES,
+    ProbeOutput,
+    Trace,
+    TracRunner,
+    check_generation_room,
+    hook_generate_until,
+)
 
 
 def install(module: ModuleType) -> None:
@@ -120,11 +127,7 @@ class HfTracRunner(TracRunner):
             kwargs = normalize_gen_kwargs(strip_trac(request.args[1]), self.lm.max_gen_toks)
             until = handle_stop_sequences(kwargs.pop("until", None), eos=eos)
             max_gen_toks = kwargs.pop("max_gen_toks")
-            if self.lm.max_length - max_gen_toks <= 0:
-                raise ValueError(
-                    f"task {request.task_name}: max_gen_toks {max_gen_toks} leaves no room for the "
-                    f"prompt in the model's {self.lm.max_length} tokens"
-                )
+            check_generation_room(max_gen_toks, self.lm.max_length)
             if not kwargs.get("do_sample"):
                 kwargs.pop("temperature", None)
                 kwargs.pop("top_p", None)
