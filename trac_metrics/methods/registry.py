@@ -99,6 +99,7 @@ FeatureRow = Callable[[Mapping[str, Any]], "list[float] | None"]
 
 LAST_ROW = math.inf
 """The default :attr:`Method.leaderboard_row`: after the paper's rows of the block."""
+_DOC = re.compile(r"docs/[\w/-]+\.md#[\w-]+")
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 ACCURACY_KEYS = ("acc", "maj_acc")
 """The results keys of a TrAC task that are no method's (docs/method.md#metric-names): the accuracy of the primary
@@ -118,7 +119,8 @@ class Method:
     cost. ``switch``: the task switch that enables it (None: every TrAC task computes it, so the ``trac_math`` group
     averages it). ``requires``: the methods whose scores its ``score`` or ``features`` reads by name (e.g.
     ``evidence["baselines"]["mean_logprob"]``); each must be registered before it and cannot be unregistered while
-    it is.
+    it is. ``summary``: what it measures in one line and ``doc``: the docs section defining it
+    (``docs/method.md#<heading>``), shown beside its name in the HTML report (empty: none given).
     """
 
     name: str
@@ -133,6 +135,8 @@ class Method:
     scope: Scope = Scope.TASK
     switch: str | None = None
     requires: tuple[str, ...] = ()
+    summary: str = ""
+    doc: str = ""
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
@@ -150,6 +154,8 @@ class Method:
             raise ValueError(f"method {self.name!r}: only a head has feature names")
         if self.name in self.requires:
             raise ValueError(f"method {self.name!r} cannot require itself")
+        if self.doc and not _DOC.fullmatch(self.doc):
+            raise ValueError(f"method {self.name!r}: doc {self.doc!r} must read docs/<page>.md#<heading>")
 
     @property
     def results_keys(self) -> tuple[str, ...]:

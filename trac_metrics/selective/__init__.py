@@ -32,6 +32,7 @@ from trac_metrics.selective.metrics import (
 from trac_metrics.selective.rejection import REJECTION_METRIC_NAMES, auprc, prr, prr_50, rejection_metrics
 from trac_metrics.selective.reported import (
     HIGHER_IS_BETTER,
+    METRIC_DEFINITIONS,
     METRIC_LABELS,
     METRIC_NAMES,
     RANKING_METRIC_NAMES,
@@ -43,6 +44,7 @@ __all__ = [
     "DEFAULT_COVERAGES",
     "DEFAULT_ECE_BINS",
     "HIGHER_IS_BETTER",
+    "METRIC_DEFINITIONS",
     "METRIC_LABELS",
     "METRIC_NAMES",
     "RANKING_METRIC_NAMES",

@@ -527,3 +527,12 @@ def test_every_head_declares_the_method_scores_it_reads() -> None:
             baselines = _Recording(evidence["baselines"])
             method.features({**evidence, "baselines": baselines})
             assert baselines.read & methods <= set(method.requires), method.name
+
+
+def test_every_built_in_method_is_defined_in_one_line_with_its_docs_section() -> None:
+    # the HTML report's header help; tests/test_docs.py checks that each docs section exists
+    for method in all_methods():
+        assert method.summary and "\n" not in method.summary and len(method.summary) <= 110, method.name
+        assert method.doc.startswith("docs/method.md#"), method.name
+    with pytest.raises(ValueError, match="must read docs/<page>.md#<heading>"):
+        dataclasses.replace(get("selfdoubt"), name="selfdoubt_linked", doc="https://example.org/x")

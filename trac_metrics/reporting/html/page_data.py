@@ -56,6 +56,7 @@ from trac_metrics.reporting.summary_table import HEADLINE_METRICS, probe_cache_l
 from trac_metrics.reporting.tables import ReportTable, rank_marks, with_notes
 from trac_metrics.selective import (
     HIGHER_IS_BETTER,
+    METRIC_DEFINITIONS,
     METRIC_LABELS,
     METRIC_NAMES,
     reliability_bins,
@@ -124,12 +125,19 @@ def top_decile(scores: np.ndarray) -> np.ndarray:
 
 
 def _methods(data: ReportData) -> list[dict[str, Any]]:
-    """Every method scored on some pair, in registry order: name, label, leaderboard block (None when it has none)."""
+    """Every method scored on some pair, in registry order: name, label, leaderboard block (None when it has none),
+    its one-line definition and the docs section defining it."""
     scored = {method for evaluation in data.evaluations for method in evaluation.scores}
     blocks = dict((method, block) for block, method in leaderboard_methods(data))
     k = k_label(data.pairs)
     return [
-        {"name": method.name, "label": method_label(method.name, k), "block": blocks.get(method.name)}
+        {
+            "name": method.name,
+            "label": method_label(method.name, k),
+            "block": blocks.get(method.name),
+            "summary": method.summary,
+            "doc": method.doc,
+        }
         for method in all_methods()
         if method.name in scored
     ]
@@ -349,7 +357,14 @@ def page_data(
             "level": LEVEL,
         },
         "metrics": [
-            {"name": name, "label": METRIC_LABELS[name], "higher": HIGHER_IS_BETTER[name]} for name in METRIC_NAMES
+            {
+                "name": name,
+                "label": METRIC_LABELS[name],
+                "higher": HIGHER_IS_BETTER[name],
+                "summary": METRIC_DEFINITIONS[name][0],
+                "doc": METRIC_DEFINITIONS[name][1],
+            }
+            for name in METRIC_NAMES
         ],
         "headline_metrics": list(HEADLINE_METRICS),
         "methods": _methods(data),
