@@ -57,6 +57,7 @@ from trac_metrics.heads.saved_heads import (
 from trac_metrics.methods import saved_head_methods
 from trac_metrics.records import iter_records
 from trac_metrics.reporting.html import primary_trace, write_html_report
+from trac_metrics.reporting.html.page import docs_url
 from trac_metrics.reporting.html.prompts import readable_samples_files
 from trac_metrics.reporting.html.tokens import parse_tokenizer_specs
 from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, build_report_data
@@ -240,6 +241,10 @@ def _report(args: argparse.Namespace) -> None:
     if (args.tokenizer or args.tokenizer_from_records) and args.html is None:
         option = "--tokenizer" if args.tokenizer else "--tokenizer-from-records"
         raise ValueError(f"{option} chooses the tokenizer of the HTML report's traces: give --html FILE too")
+    if args.docs_url is not None:
+        if args.html is None:
+            raise ValueError("--docs-url chooses where the HTML report's definitions link: give --html FILE too")
+        docs_url(args.docs_url)  # refused before the slow evaluation
     tokenizers = parse_tokenizer_specs(args.tokenizer or [])
     inputs = _inputs(args.runs, samples=args.html is not None)
     if args.out is not None:
@@ -274,6 +279,8 @@ def _report(args: argparse.Namespace) -> None:
             tokenizers,
             progress=_progress("writing the HTML report", "pair"),
             tokenizer_from_records=args.tokenizer_from_records,
+            tail_window=args.tail_window,
+            docs=args.docs_url,
         )
         print(f"HTML report: {args.html} ({size / 1e6:.1f} MB)")
 
@@ -438,6 +445,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="load each model's tokenizer (from this machine's files only) by the model name its records give, for "
         "models --tokenizer does not name",
+    )
+    report.add_argument(
+        "--docs-url",
+        metavar="URL",
+        help="where the HTML report's definitions link: an http(s) or file address of trac-eval's docs/ folder "
+        "(default: this checkout's docs/ folder when there is one; give a public address for a page you share)",
     )
     report.add_argument("--latex", action="store_true", help="also write LaTeX tables")
     report.add_argument(

@@ -10,6 +10,7 @@ as text, never as markup. The same report gives the same bytes.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -21,6 +22,7 @@ from typing import Any
 from trac_metrics._util.files import atomic_write
 from trac_metrics._util.parallel import Progress
 from trac_metrics._warnings import TracWarning
+from trac_metrics.features.vectors import TAIL_WINDOW
 from trac_metrics.reporting.html.page_data import page_data
 from trac_metrics.reporting.html.payloads import pair_payloads
 from trac_metrics.reporting.html.prompts import question_prompts
@@ -44,6 +46,31 @@ def _inline(names: Sequence[str]) -> str:
             raise ValueError(f"{name} cannot be inlined: it holds '</script', '</style' or '<!--'")
         parts.append(text)
     return "\n".join(parts)
+
+
+DOCS = Path(__file__).resolve().parents[3] / "docs"
+"""The docs folder of a source checkout (absent from an installed wheel)."""
+_DOCS_SCHEMES = re.compile(r"(https?|file)://\S+")
+
+
+def docs_url(given: str | None) -> str | None:
+    """Where the page's definitions link (``<url>method.md#<heading>``): ``given`` (``trac report --docs-url``: an
+    http(s) or file address of a ``docs/`` folder, a ``/`` added), else this checkout's ``docs/`` folder when there is
+    one, else None (the page names the docs section without a link). Any other scheme is refused: the page would
+    follow it."""
+    if given is None:
+        return DOCS.as_uri() + "/" if (DOCS / "method.md").is_file() else None
+    if not _DOCS_SCHEMES.fullmatch(given):
+        raise ValueError(f"--docs-url {given!r}: give an http://, https:// or file:// address of the docs/ folder")
+    return given if given.endswith("/") else given + "/"
+
+
+def trac_version() -> str:
+    """The installed trac-eval's version ("unknown" when it is not installed, e.g. run from a bare copy)."""
+    try:
+        return importlib.metadata.version("trac-eval")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def json_for_script(value: Any) -> str:
@@ -104,6 +131,8 @@ def write_html_report(
     tokenizers: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     tokenizer_from_records: bool = False,
+    tail_window: int = TAIL_WINDOW,
+    docs: str | None = None,
 ) -> int:
     """Write the HTML report of ``data`` to ``path`` (atomically, its folder created) and return its size in bytes.
 
@@ -112,7 +141,8 @@ def write_html_report(
     turns its token ids into text (``""``: every model; :data:`~trac_metrics.reporting.html.tokens.NO_TOKENIZER`:
     none); a model it does not name gets none (plain text), or with ``tokenizer_from_records`` its own name's tokenizer
     from local files only (:func:`~trac_metrics.reporting.html.tokens.tokenizer_spec`). ``progress`` wraps the stream
-    of pairs.
+    of pairs. ``tail_window`` is TUP's W, the tail each trace marks (docs/method.md#tail-and-low-confidence-fraction);
+    ``docs`` where the definitions link (:func:`docs_url`).
     """
     traced = [pair.model for pair in data.pairs if pair.details]  # a tokenizer only where there are traces to show
     chosen = _tokenizers(list(dict.fromkeys(traced)), tokenizers or {}, tokenizer_from_records)
@@ -123,7 +153,9 @@ def write_html_report(
         infos.append(info)
         lines.append(pair_lines)
         prompts.append(question_prompts(pair))
-    page = render_page(page_data(data, infos, prompts), lines)
+    shown = page_data(data, infos, prompts)
+    shown["settings"].update(version=trac_version(), docs=docs_url(docs), tail_window=tail_window)
+    page = render_page(shown, lines)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     encoded = page.encode("utf-8")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import importlib.metadata
 import json
 import math
 import re
@@ -18,10 +19,12 @@ import pandas as pd
 import pytest
 from html_report_runs import MARKER, confidently_wrong_from_records, prompt_of, write_tokenized_runs
 from run_factory import pair_specs, write_runs
+from testenv import REPO
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.answers import answer_classes
 from trac_metrics.cli import main
+from trac_metrics.features.vectors import TAIL_WINDOW
 from trac_metrics.records import iter_records
 from trac_metrics.reporting.html import primary_trace, write_html_report
 from trac_metrics.reporting.html.page import STATIC, json_for_script, render_page
@@ -341,6 +344,21 @@ def test_trac_report_refuses_options_that_write_nothing_in_one_line(capsys, tmp_
     assert "give --html FILE too" in cli_error(capsys, "report", root, "--out", tmp_path / "o", "--tokenizer", "x")
     html = tmp_path / "r.html"
     assert "expected PATH_OR_ID" in cli_error(capsys, "report", root, "--html", html, "--tokenizer", "=x")
+    assert "give --html FILE too" in cli_error(capsys, "report", root, "--out", tmp_path / "o", "--docs-url", "x")
+    refused = cli_error(capsys, "report", root, "--html", html, "--docs-url", "javascript:alert(1)")
+    assert "give an http://, https:// or file:// address of the docs/ folder" in refused and not html.exists()
+
+
+def test_the_definitions_link_where_docs_url_says(report, tmp_path: Path) -> None:
+    data, out, _ = report
+    settings = embedded((out / "report.html").read_text(encoding="utf-8"))["settings"]
+    assert settings["docs"] == (REPO / "docs").as_uri() + "/"  # the checkout's docs/ folder by default
+    assert settings["version"] == importlib.metadata.version("trac-eval") and settings["tail_window"] == TAIL_WINDOW
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        write_html_report(data, tmp_path / "shared.html", docs="https://example.org/trac/docs", tail_window=12)
+    settings = embedded((tmp_path / "shared.html").read_text(encoding="utf-8"))["settings"]
+    assert settings["docs"] == "https://example.org/trac/docs/" and settings["tail_window"] == 12
 
 
 # ------------------------------------------------------------------ only what the model saw, only code the user ran

@@ -17,6 +17,7 @@ Chromium must be installed (``scripts/setup_env.sh``: ``apt-get install chromium
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import math
 import os
@@ -37,11 +38,18 @@ from testenv import REPO
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.cli import main
+from trac_metrics.methods import get
 from trac_metrics.records import iter_records
 from trac_metrics.reporting.leaderboard import format_p
 from trac_metrics.reporting.runs import evaluate_pairs, load_pairs
 from trac_metrics.reporting.summary_table import probe_cache_line
-from trac_metrics.selective import reliability_bins, risk_coverage_curve
+from trac_metrics.selective import (
+    METRIC_DEFINITIONS,
+    METRIC_LABELS,
+    METRIC_NAMES,
+    reliability_bins,
+    risk_coverage_curve,
+)
 
 pytestmark = pytest.mark.xdist_group("html_report_browser")  # one worker, one browser for the whole module
 
@@ -128,11 +136,23 @@ def phone(browser: Browser, written: dict) -> Iterator[Page]:
 
 
 def cells(page: Page, selector: str) -> list[list[str | None]]:
-    """Each body row of a table: a numeric cell's value (``data-value``; None for nan), else its text."""
+    """Each body row of a table: a numeric cell's value (``data-value``; None for nan), else its text (without the
+    "?" of a definition)."""
     return page.eval_on_selector_all(
         f"{selector} tbody tr",
-        """rows => rows.map(row => [...row.children].map(cell =>
-            cell.classList.contains('num') ? (cell.dataset.value ?? null) : cell.textContent))""",
+        """rows => rows.map(row => [...row.children].map(cell => {
+            if (cell.classList.contains('num')) return cell.dataset.value ?? null;
+            const copy = cell.cloneNode(true);
+            copy.querySelectorAll('.help').forEach(node => node.remove());
+            return copy.textContent;
+        }))""",
+    )
+
+
+def headings(page: Page, selector: str) -> list[str]:
+    """A sortable table's column names: the text of each header's sort button."""
+    return page.eval_on_selector_all(
+        f"{selector} thead th button.sort", "buttons => buttons.map(node => node.textContent)"
     )
 
 
@@ -152,7 +172,7 @@ def test_the_leaderboard_rows_and_values_are_trac_reports_table(page: Page, writ
     assert [row[:2] for row in shown] == expected[["block", "method"]].values.tolist()
     values = np.array([[math.nan if cell is None else float(cell) for cell in row[2:]] for row in shown])
     np.testing.assert_allclose(values, expected.iloc[:, 2:].to_numpy(dtype=float), rtol=1e-12, equal_nan=True)
-    headers = page.eval_on_selector_all("#table-leaderboard thead th", "cells => cells.map(cell => cell.textContent)")
+    headers = headings(page, "#table-leaderboard")
     assert headers == list(expected.columns)
 
 
@@ -193,6 +213,50 @@ def test_the_ranked_summary_comes_first_and_is_trac_reports_ranked_table(page: P
     aurc = floats(page.eval_on_selector_all("#ranked-summary td.value", "cells => cells.map(c => c.dataset.value)"))
     assert aurc == sorted(aurc) and len(set(aurc)) > 1
     assert page.locator("#ranked-summary svg.whisker circle.dot").count() >= 2 * len(aurc) - 1
+
+
+def test_every_method_and_metric_says_what_it_is_and_links_its_docs_section(page: Page) -> None:
+    docs = (REPO / "docs").as_uri() + "/"
+    link = lambda doc: docs + doc.removeprefix("docs/")  # noqa: E731 - the page's address of a docs section
+    columns = page.eval_on_selector_all(
+        "#pair-table thead th",
+        "cells => cells.map(cell => [cell.dataset.key, cell.querySelector('a.help')?.href ?? null,"
+        " cell.querySelector('a.help')?.title ?? null])",
+    )
+    methods = [
+        (key, href, title) for key, href, title in columns if key not in ("pair", "n", "k", "accuracy", "majority")
+    ]
+    assert len(methods) >= 10
+    assert all(href == link(get(key).doc) and title == get(key).summary for key, href, title in methods), methods
+    ranked = page.eval_on_selector_all("#ranked-summary tbody th.method a.help", "links => links.map(a => a.href)")
+    assert len(ranked) == page.locator("#ranked-summary tbody tr").count()
+    page.select_option("#pair-metric", "prr")
+    summary, doc = METRIC_DEFINITIONS["prr"]
+    assert summary in page.text_content("#pair-metric-definition")
+    assert page.get_attribute("#pair-metric-definition a", "href") == link(doc)
+    page.click("#glossary summary")
+    terms = page.eval_on_selector_all("#glossary dt", "terms => terms.map(term => term.textContent)")
+    shown = page.evaluate("JSON.parse(document.getElementById('trac-data').textContent).methods.map(m => m.label)")
+    assert terms == shown + [METRIC_LABELS[name] for name in METRIC_NAMES]
+    footer = page.locator("#report-footer")
+    assert f"trac-eval {importlib.metadata.version('trac-eval')}" in footer.text_content()
+    assert footer.locator("a").get_attribute("href") == link("docs/method.md")
+
+
+def test_one_format_per_quantity_no_nan_on_the_page(page: Page, written: dict) -> None:
+    for summary in page.locator("#panel-leaderboard details > summary").all():
+        summary.click()  # every table of trac report shown
+    visible = page.evaluate("document.body.innerText")
+    assert "nan" not in re.findall(r"\bnan\b", visible.replace("p = nan", "")), "missing values read —"
+    numbers = page.eval_on_selector_all(
+        "#pair-table td.num",
+        "cells => cells.map(cell => (cell.firstElementChild ?? cell).firstChild?.textContent ?? '')",
+    )
+    assert all(re.fullmatch(r"|\d+|[+-]?\d\.\d{3}|—", text) for text in numbers), numbers  # 3 decimals, counts whole
+    page.goto(f"{written['html'].as_uri()}#tab=questions&open=0:3")
+    page.wait_for_selector(loaded("#question-view"), state="attached")
+    length = page.text_content("#question-view tr[data-method=trace_length] td.score")
+    assert re.fullmatch(r"-\d+", length), length  # a trace length is a whole number of tokens
 
 
 def test_every_method_column_of_the_pair_table_is_readable_beside_its_labels(page: Page) -> None:
@@ -270,10 +334,25 @@ def test_the_downloaded_question_list_is_the_listed_questions(page: Page, writte
     assert (shown["correct"] == 0).all() and shown["trac score"].is_monotonic_decreasing
 
 
+@pytest.fixture(scope="module")
+def dark(browser: Browser) -> Iterator[BrowserContext]:
+    """A browser that prefers a dark colour scheme."""
+    context = browser.new_context(offline=True, viewport={"width": 1440, "height": 960}, color_scheme="dark")
+    yield context
+    context.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("state", ["", "tab=figures", "tab=questions&cw=1&open=0:7", "tab=compare"])
-def test_axe_core_finds_no_serious_accessibility_violation(context: BrowserContext, written: dict, state: str) -> None:
-    """axe-core (axe-playwright-python) on each tab, a question open, a pair side by side."""
-    with opened(context, f"{written['html'].as_uri()}#{state}", written["html"]) as page:
+def test_axe_core_finds_no_serious_accessibility_violation(
+    context: BrowserContext, dark: BrowserContext, written: dict, state: str, scheme: str
+) -> None:
+    """axe-core (axe-playwright-python) on each tab, a question open (its trace shaded), a pair side by side, in the
+    light and the dark colour scheme (axe checks every text's contrast, 4.5:1)."""
+    chosen = dark if scheme == "dark" else context
+    with opened(chosen, f"{written['html'].as_uri()}#{state}", written["html"]) as page:
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert (background == "rgb(255, 255, 255)") == (scheme == "light"), background
         if "open=" in state:
             page.wait_for_selector(loaded("#question-view"), state="attached")
         if state == "tab=compare":
@@ -293,7 +372,7 @@ def column(page: Page, table: str, position: int) -> list[float]:
 
 @pytest.mark.parametrize(("table", "header"), [("#table-leaderboard", "macro AUROC"), ("#pair-table", "TrAC")])
 def test_sorting_a_column_orders_its_rows_by_their_numbers(page: Page, table: str, header: str) -> None:
-    headers = page.eval_on_selector_all(f"{table} thead th", "cells => cells.map(cell => cell.textContent)")
+    headers = headings(page, table)
     position = headers.index(header)
     target = page.locator(f"{table} thead th").nth(position)
     target.click()

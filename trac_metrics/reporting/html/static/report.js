@@ -38,20 +38,47 @@
     return node;
   }
 
+  // One format per quantity: metrics, probabilities and shares with 3 decimals, a method's raw score with 4
+  // significant digits (an integer one, such as a trace length, whole), counts whole; a missing value is "—" on the
+  // page (the downloads write nan, as trac report's CSV files do).
   const missing = (value) => value === null || value === undefined || Number.isNaN(value);
-  function fmt(value, digits = 3) {
-    if (missing(value)) return "nan";
-    if (typeof value !== "number") return String(value);
-    return Number.isInteger(value) && digits === 0 ? String(value) : value.toFixed(digits);
+  const MISSING = "—";
+  function fmt(value) {
+    if (missing(value)) return MISSING;
+    return typeof value === "number" ? value.toFixed(3) : String(value);
   }
-  const hovered = (u, value) => (missing(value) ? "—" : fmt(value));
-  const signed = (value) => (missing(value) ? "nan" : (value > 0 ? "+" : "") + value.toFixed(3));
+  function fmtScore(value) {
+    if (missing(value)) return MISSING;
+    return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(4)));
+  }
+  const hovered = (u, value) => fmt(value);
+  const signed = (value) => (missing(value) ? MISSING : (value > 0 ? "+" : "") + value.toFixed(3));
+  // A bootstrap p as trac report words it (leaderboard.format_p): below the finest step the resamples can show.
+  function pText(p) {
+    if (missing(p)) return "p = nan";
+    const floor = Math.max(1 / DATA.settings.resamples, 0.001);
+    return p < floor ? `p < ${Number(floor.toPrecision(3))}` : `p = ${p.toFixed(3)}`;
+  }
   const interval = (bounds) =>
     bounds && !missing(bounds[0]) && !missing(bounds[1]) ? `[${fmt(bounds[0])}, ${fmt(bounds[1])}]` : "";
   // A model named by a local folder shows as the folder's name (the whole path on hover).
   const modelName = (model) => (model.startsWith("/") ? model.split("/").filter(Boolean).pop() || model : model);
   const modelCell = (model) => ({ text: modelName(model), value: model, node: h("span", { title: model, text: modelName(model) }) });
   const methodLabel = (name) => (METHODS.has(name) ? METHODS.get(name).label : name);
+  // A method's or metric's entry by the label tables show it under (the leaderboard's rows and columns).
+  const DEFINED = new Map([...DATA.methods, ...DATA.metrics].map((entry) => [entry.label, entry]));
+  // Where a definition's docs section is: settings.docs is the address of trac-eval's docs/ folder (none: no link).
+  const docHref = (doc) => (DATA.settings.docs && doc ? DATA.settings.docs + doc.replace(/^docs\//, "") : null);
+  // "?" beside a method's or metric's name: its one-line definition on hover and for screen readers, a link to the
+  // section of docs/method.md defining it.
+  function help(entry) {
+    if (!entry || !entry.summary) return null;
+    const href = docHref(entry.doc);
+    const props = { class: "help", title: entry.summary };
+    const hidden = h("span", { class: "visually-hidden", text: `: ${entry.summary}` });
+    return href ? h("a", { ...props, href, target: "_blank", rel: "noopener" }, "?", hidden) : h("span", props, "?", hidden);
+  }
+  const helpFor = (label) => help(DEFINED.get(label));
   const unique = (values) => [...new Set(values)];
 
   function choice(id, options, value, onchange) {
@@ -67,7 +94,8 @@
   }
 
   // A table sorted by its column headers (buttons: click, Enter or Space): first largest first, then smallest first;
-  // missing values always last. columns: [{key, label, numeric, sticky}]; rows: [{key, cells: {column: {text, value,
+  // missing values always last. columns: [{key, label, numeric, sticky, help}] (help: a definition, see help());
+  // rows: [{key, cells: {column: {text, value,
   // cls, node}}}]; onSort(state) hears every change of {key, dir}. With onRowClick the rows are focusable (one at a
   // time in the tab order: the open row, else the first) and open on a click. With pageSize the body holds one page
   // of the sorted rows at a time (the page of the row `current` when it is listed, else the first), the table's
@@ -92,7 +120,7 @@
           if (onSort) onSort(state);
         },
       });
-      const th = h("th", { class: ["sortable", column.numeric ? "num" : "", column.sticky ? "sticky" : ""].join(" ").trim(), scope: "col", dataset: { key: column.key }, "aria-sort": "none" }, button);
+      const th = h("th", { class: ["sortable", column.numeric ? "num" : "", column.sticky ? "sticky" : ""].join(" ").trim(), scope: "col", dataset: { key: column.key }, "aria-sort": "none" }, button, column.help ? help(column.help) : null);
       th.addEventListener("click", (event) => event.target === th && button.click()); // the whole cell is the target
       head.append(th);
     }
@@ -206,14 +234,14 @@
   function reportTable(table) {
     const columns = [
       ...table.index.map((name, level) => ({ key: `i${level}`, label: name || "" })),
-      ...table.columns.map((name, position) => ({ key: `c${position}`, label: name, numeric: true })),
+      ...table.columns.map((name, position) => ({ key: `c${position}`, label: name, numeric: true, help: DEFINED.get(name.replace(/^macro /, "")) })),
     ];
     const rows = table.rows.map((labels, row) => {
       const cells = {};
-      labels.forEach((text, level) => (cells[`i${level}`] = { text, value: text }));
+      labels.forEach((text, level) => (cells[`i${level}`] = { text, value: text, node: DEFINED.has(text) ? h("span", null, text, helpFor(text)) : null }));
       table.values[row].forEach((value, position) => {
         const integer = table.integer[position];
-        const text = typeof value === "number" ? (integer ? String(value) : fmt(value)) : missing(value) ? "nan" : value;
+        const text = typeof value === "number" ? (integer ? String(value) : fmt(value)) : missing(value) ? MISSING : value;
         cells[`c${position}`] = { text, value, cls: table.marks[row][position] || "" };
       });
       return { key: labels.join(" / "), cells };
@@ -242,7 +270,7 @@
       { key: "k", label: "K", numeric: true },
       { key: "accuracy", label: "accuracy", numeric: true },
       { key: "majority", label: "majority acc.", numeric: true },
-      ...LEADERBOARD.map((method) => ({ key: method, label: methodLabel(method), numeric: true })),
+      ...LEADERBOARD.map((method) => ({ key: method, label: methodLabel(method), numeric: true, help: METHODS.get(method) })),
     ];
     const rows = PAIRS.map((pair, index) => {
       const values = pair.metrics[metric];
@@ -289,7 +317,7 @@
       const row = paired ? paired[method] : null;
       if (method === reference) footerCells[method] = { text: "reference" };
       else if (row) {
-        const detail = `${interval([row.lo, row.hi])} p=${fmt(row.p)} W/T/L ${row.wins}/${row.ties}/${row.losses}`;
+        const detail = `${interval([row.lo, row.hi])} ${pText(row.p)} W/T/L ${row.wins}/${row.ties}/${row.losses}`;
         footerCells[method] = { text: signed(row.difference), value: row.difference, node: h("span", null, signed(row.difference), h("span", { class: "interval", text: detail })) };
       } else {
         const difference = missing(entry.value) || missing(macro[metric][reference].value) ? null : entry.value - macro[metric][reference].value;
@@ -362,7 +390,7 @@
         "tr",
         { dataset: { method: row.method }, class: row.method === ranked.reference ? "reference" : null },
         h("td", { class: "num", text: String(position + 1) }),
-        h("th", { scope: "row", class: "method" }, row.label, mark ? h("span", { class: `badge mark ${row.mark}`, text: mark }) : null),
+        h("th", { scope: "row", class: "method" }, row.label, help(METHODS.get(row.method)), mark ? h("span", { class: `badge mark ${row.mark}`, text: mark }) : null),
         h(
           "td",
           { class: `num value ${row.mark || ""}`.trim(), dataset: { value: missing(row.value) ? "" : String(row.value), lo: String(row.interval[0] ?? ""), hi: String(row.interval[1] ?? "") } },
@@ -377,12 +405,33 @@
               signed(difference.value),
               h("span", { class: "interval", text: interval(difference.interval) }),
             )
-          : h("td", { class: "num difference", text: reference && row.method === ranked.reference ? "reference" : "—" }),
+          : h("td", { class: "num difference", text: reference && row.method === ranked.reference ? "reference" : MISSING }),
         h("td", null, difference ? whisker(difference.value, difference.interval, differenceDomain, 0, `${row.label} − ${reference}: ${signed(difference.value)} ${interval(difference.interval)}`) : null),
         h("td", { class: "num p", text: difference ? difference.p_text : "", title: difference ? `wins / ties / losses over ${difference.pairs} pairs: ${difference.wins} / ${difference.ties} / ${difference.losses}` : null }),
       );
     });
     return h("table", { id: "ranked-summary", class: "ranked" }, h("caption", { class: "note" }, `Leaderboard methods ranked by macro ${label}` + (reference ? `, against ${reference}` : "")), h("thead", null, head), h("tbody", null, ...rows));
+  }
+
+  // A definition in words with its docs section, linked when the page knows where the docs are.
+  function definition(entry) {
+    const href = docHref(entry.doc);
+    const where = entry.doc ? (href ? h("a", { href, target: "_blank", rel: "noopener", text: entry.doc }) : entry.doc) : null;
+    return h("span", { class: "definition" }, entry.summary || "", where ? " (" : "", where, where ? ")" : "");
+  }
+
+  // Every method on the page and every metric, defined in one line each.
+  function glossary() {
+    const list = (entries) => h("dl", { class: "glossary" }, ...entries.flatMap((entry) => [h("dt", { text: entry.label }), h("dd", null, definition(entry))]));
+    return h(
+      "details",
+      { id: "glossary" },
+      h("summary", null, "What each method and metric means"),
+      h("h3", null, "Methods"),
+      list(DATA.methods),
+      h("h3", null, "Metrics"),
+      list(DATA.metrics),
+    );
   }
 
   function leaderboardPanel(panel) {
@@ -393,6 +442,7 @@
     const rankedNote = h("p", { class: "note" });
     const drawRanked = () => {
       rankedBox.replaceChildren(rankedTable(rankedMetric));
+      rankedHelp.replaceChildren(`${METRICS.get(rankedMetric).label}: `, definition(METRICS.get(rankedMetric)));
       const ranked = DATA.ranked[rankedMetric];
       rankedNote.textContent =
         `Each method's pair-equal macro with its ${LEVEL}% hierarchical-bootstrap interval (dot and whisker, one scale ` +
@@ -405,8 +455,11 @@
     };
     let metric = "auroc";
     let reference = "";
+    const rankedHelp = h("p", { class: "note", id: "ranked-metric-definition" });
+    const pairHelp = h("p", { class: "note", id: "pair-metric-definition" });
     const redraw = () => {
       pairBox.replaceChildren(pairTable(metric, reference));
+      pairHelp.replaceChildren(`${METRICS.get(metric).label}: `, definition(METRICS.get(metric)));
       const label = METRICS.get(metric).label;
       pairNote.textContent =
         (reference
@@ -441,6 +494,7 @@
         });
         return { header, rows };
       }, "the ranked summary"),
+      rankedHelp,
       rankedBox,
       rankedNote,
       h("h2", null, "Models × tasks"),
@@ -468,17 +522,32 @@
           ),
         ),
       ),
+      pairHelp,
       pairBox,
       pairNote,
       h("h2", null, main.title),
       reportTable(main),
       h("details", null, h("summary", null, "The other tables of trac report"), ...others.flatMap((table) => [h("h2", null, table.title), reportTable(table)])),
+      glossary(),
     );
     redraw();
     drawRanked();
   }
 
   // --------------------------------------------------------------------------------------------- figures tab
+
+  // The charts take their colours from the page's style, so they follow a dark colour scheme; they are drawn again
+  // when the scheme changes.
+  const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  const darkScheme = window.matchMedia("(prefers-color-scheme: dark)");
+  function axis(props = {}) {
+    return { stroke: css("--ink"), ...props, grid: { stroke: css("--line"), width: 1, ...(props.grid || {}) }, ticks: { stroke: css("--line"), width: 1 } };
+  }
+  const palette = () =>
+    darkScheme.matches
+      ? { curves: ["#79b0f2", "#ff8a80", "#6fd08a", "#d2a8ff", "#e3b341", "#f778ba", "#39c5cf", "#c9cb48"], correct: "#6fd08a", wrong: "#ff8a80" }
+      : { curves: ["#1f5fa8", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"], correct: "#2a7a3b", wrong: "#c0392b" };
+  const translucent = (colour, alpha) => colour + Math.round(alpha * 255).toString(16).padStart(2, "0");
 
   function chartWidth(node) {
     return Math.max(260, Math.min(720, node.clientWidth || 600));
@@ -487,7 +556,7 @@
   function diagonal(u) {
     const ctx = u.ctx;
     ctx.save();
-    ctx.strokeStyle = "#999";
+    ctx.strokeStyle = css("--muted");
     ctx.setLineDash([5, 5]);
     ctx.beginPath();
     ctx.moveTo(u.valToPos(0, "x", true), u.valToPos(0, "y", true));
@@ -516,14 +585,14 @@
           height: 320,
           scales: { x: { time: false, range: [0, 1] }, y: { range: [0, 1] }, count: { range: (u, min, max) => [0, Math.max(1, max) * 1.15] } },
           axes: [
-            { label: "mean P(correct) of the bin" },
-            { label: "accuracy of the bin" },
-            { side: 1, scale: "count", label: "questions", grid: { show: false } },
+            axis({ label: "mean P(correct) of the bin" }),
+            axis({ label: "accuracy of the bin" }),
+            axis({ side: 1, scale: "count", label: "questions", grid: { show: false } }),
           ],
           series: [
             { label: "mean P(correct)", value: hovered },
-            { label: "accuracy", stroke: "#d62728", width: 2, points: { show: true, size: 7 }, value: hovered },
-            { label: "questions", scale: "count", value: (u, v) => (missing(v) ? "—" : String(v)), stroke: "#8c96a0", fill: "rgba(140,150,160,0.25)", paths: uPlot.paths.bars({ size: [0.5, 24] }), points: { show: false } },
+            { label: "accuracy", stroke: palette().curves[1], width: 2, points: { show: true, size: 7 }, value: hovered },
+            { label: "questions", scale: "count", value: (u, v) => (missing(v) ? MISSING : String(v)), stroke: css("--muted"), fill: translucent("#8c96a0", 0.3), paths: uPlot.paths.bars({ size: [0.5, 24] }), points: { show: false } },
           ],
           hooks: { draw: [diagonal] },
         },
@@ -537,7 +606,6 @@
 
   // The risk–coverage curves of the chosen method and of each overlaid one (a legend names them, with their AURC),
   // the oracle's (every correct answer first) and a random order's (the error rate at every coverage).
-  const CURVE_COLOURS = ["#1f5fa8", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"];
   function drawRisk(pairIndex, method, overlay, riskBox) {
     const figures = DATA.figures[pairIndex];
     const risk = figures.risk[method];
@@ -553,6 +621,7 @@
     const methods = [method, ...overlay.filter((name) => name !== method && figures.risk[name])];
     const at = (share) => fmt(risk[Math.max(0, Math.ceil(share * n) - 1)]);
     const curves = methods.map((name) => `${methodLabel(name)} (AURC ${fmt(aurcOf(name))})`);
+    const colours = palette().curves;
     riskBox.setAttribute(
       "aria-label",
       `Risk–coverage curve of ${methodLabel(method)} on ${PAIRS[pairIndex].name}: AURC ${fmt(aurcOf(method))}; risk ${at(0.1)} at 10 % coverage, ` +
@@ -565,12 +634,12 @@
         width: chartWidth(riskBox),
         height: 360,
         scales: { x: { time: false, range: [0, 1] }, y: { range: (u, min, max) => [0, Math.max(0.05, max)] } },
-        axes: [{ label: "coverage (share of answers kept, most confident first)" }, { label: "risk (error rate of the kept answers)" }],
+        axes: [axis({ label: "coverage (share of answers kept, most confident first)" }), axis({ label: "risk (error rate of the kept answers)" })],
         series: [
           { label: "coverage", value: hovered },
-          ...methods.map((name, i) => ({ label: methodLabel(name), stroke: CURVE_COLOURS[i % CURVE_COLOURS.length], width: i ? 1.5 : 2.5, value: hovered })),
-          { label: "oracle", stroke: "#555", width: 1.5, dash: [6, 4], value: hovered },
-          { label: "random", stroke: "#999", width: 1.5, dash: [2, 3], value: hovered },
+          ...methods.map((name, i) => ({ label: methodLabel(name), stroke: colours[i % colours.length], width: i ? 1.5 : 2.5, value: hovered })),
+          { label: "oracle", stroke: css("--ink"), width: 1.5, dash: [6, 4], value: hovered },
+          { label: "random", stroke: css("--muted"), width: 1.5, dash: [2, 3], value: hovered },
         ],
       },
       [coverage, ...methods.map((name) => figures.risk[name]), figures.oracle, coverage.map(() => figures.random)],
@@ -596,17 +665,18 @@
       `Histogram of the probability of correctness of ${methodLabel(method)} on ${PAIRS[pairIndex].name}, correct / wrong answers per bin: ${bins.join("; ")}.`,
     );
     const width = 1 / centres.length;
+    const colours = palette();
     report.charts.histogram = new uPlot(
       {
         title: `P(correct) of ${methodLabel(method)}: correct vs wrong answers`,
         width: chartWidth(histogramBox),
         height: 320,
         scales: { x: { time: false, range: [0, 1] }, y: { range: (u, min, max) => [0, Math.max(1, max) * 1.1] } },
-        axes: [{ label: "P(correct)" }, { label: "answers" }],
+        axes: [axis({ label: "P(correct)" }), axis({ label: "answers" })],
         series: [
-          { label: "P(correct)", value: (u, v) => (missing(v) ? "—" : `${(v - width / 2).toFixed(2)}–${(v + width / 2).toFixed(2)}`) },
-          { label: "correct", stroke: "#2a7a3b", fill: "rgba(42,122,59,0.35)", paths: uPlot.paths.bars({ size: [0.45, 40], align: -1 }), points: { show: false } },
-          { label: "wrong", stroke: "#c0392b", fill: "rgba(192,57,43,0.35)", paths: uPlot.paths.bars({ size: [0.45, 40], align: 1 }), points: { show: false } },
+          { label: "P(correct)", value: (u, v) => (missing(v) ? MISSING : `${(v - width / 2).toFixed(2)}–${(v + width / 2).toFixed(2)}`) },
+          { label: "correct", stroke: colours.correct, fill: translucent(colours.correct, 0.35), paths: uPlot.paths.bars({ size: [0.45, 40], align: -1 }), points: { show: false } },
+          { label: "wrong", stroke: colours.wrong, fill: translucent(colours.wrong, 0.35), paths: uPlot.paths.bars({ size: [0.45, 40], align: 1 }), points: { show: false } },
         ],
       },
       [centres, counts.correct, counts.wrong],
@@ -630,6 +700,7 @@
       ...LEADERBOARD.map((name) => h("option", { value: name, text: methodLabel(name), selected: overlay.includes(name) })),
     );
     const redraw = () => drawFigures(pairIndex, method, overlay, { reliabilityBox, riskBox, histogramBox });
+    darkScheme.addEventListener("change", redraw);
     panel.append(
       h(
         "div",
@@ -875,8 +946,8 @@
               h(
                 "tr",
                 { dataset: { method: method.name } },
-                h("td", { text: method.label }),
-                h("td", { class: "num score", text: fmt(data.scores[method.name][question], 4), dataset: { value: String(data.scores[method.name][question]) } }),
+                h("td", null, method.label, help(method)),
+                h("td", { class: "num score", text: fmtScore(data.scores[method.name][question]), dataset: { value: String(data.scores[method.name][question]) } }),
                 h("td", { class: "num p-correct", text: data.p_correct[method.name] ? fmt(data.p_correct[method.name][question]) : "" }),
                 h("td", { text: topDecile(pairIndex, method.name).has(question) ? "yes" : "" }),
               ),
@@ -1097,7 +1168,7 @@
               label: { text: correct ? "✓" : "✗", value: correct ? 1 : 0, cls: correct ? "ok" : "no" },
               answer: { text: missing(data.answer[question]) ? "(none)" : data.answer[question], value: data.answer[question] },
               probe: { text: (missing(data.probe[question]) ? "(none)" : data.probe[question]) + (data.agree[question] === 0 ? " ≠" : ""), value: data.probe[question] },
-              score: { text: fmt(score, 4), value: score },
+              score: { text: fmtScore(score), value: score },
             },
           });
         });
@@ -1315,6 +1386,13 @@
         pair.probe_cache.warning && h("details", null, h("summary", { text: "below 50 %: likely causes" }), h("p", { class: "note", text: pair.probe_cache.warning })),
       ),
     ),
+  );
+  // The footer names the trac-eval that wrote the page and the docs its definitions come from.
+  const docs = docHref("docs/method.md");
+  document.getElementById("report-footer").append(
+    `Written by trac-eval ${settings.version}. Every method and metric is defined in `,
+    docs ? h("a", { href: docs, target: "_blank", rel: "noopener", text: "docs/method.md" }) : "docs/method.md",
+    ` of trac-eval ${settings.version}` + (docs ? "." : " (trac report --docs-url links it)."),
   );
   openTab(route.tab || "leaderboard", false);
   report.openTab = openTab;
