@@ -1,5 +1,6 @@
-"""The ``trac report`` writer (docs/architecture.md#command-line): the cross-run report's leaderboard tables, the
-paper's analyses and the figures (docs/method.md#figures), written to a folder.
+"""The ``trac report`` writer (docs/architecture.md#command-line): the cross-run report's leaderboard tables (the report
+model's, :mod:`~trac_metrics.reporting.report_model`), the paper's analyses and the figures (docs/method.md#figures),
+written to a folder.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from pathlib import Path
 from trac_metrics._util.files import atomic_write
 from trac_metrics.reporting.analyses import all_analyses
 from trac_metrics.reporting.calibration_plots import rejection_curve_plot, reliability_plot
-from trac_metrics.reporting.leaderboard import leaderboard_tables
 from trac_metrics.reporting.plots import cost_quality_plot, risk_coverage_plot
 from trac_metrics.reporting.report_data import ReportData
+from trac_metrics.reporting.report_model import ReportModel, report_model
 from trac_metrics.reporting.tables import ReportTable, to_latex, to_markdown, with_notes, write_csv
 
 FIGURES = (
@@ -25,17 +26,20 @@ FIGURES = (
 _FILE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-def write_report(data: ReportData, out_dir: str | Path, latex: bool = False) -> str:
-    """Write the ``trac report`` folder and return its Markdown (the CLI prints it).
+def write_report(report: ReportData | ReportModel, out_dir: str | Path, latex: bool = False) -> str:
+    """Write the ``trac report`` folder of ``report`` (its model, or the data to build one without the pairs' details
+    only the page shows) and return its Markdown (the CLI prints it).
 
-    Files: ``leaderboard.md`` (every table: leaderboard, intervals, paired differences, per pair, then each table of
+    Files: ``leaderboard.md`` (every table: the model's leaderboard tables, then each table of
     :func:`trac_metrics.reporting.analyses.all_analyses`), ``<name>.csv`` per table (``leaderboard.csv`` is the main
     table), ``<name>.tex`` per table when ``latex``, and the figures of :data:`FIGURES`. Each file is
     written atomically (:func:`trac_metrics._util.files.atomic_write`): a failure leaves no half-written file.
     """
+    model = report_model(report, with_pairs=False)
+    data = model.data
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tables = with_notes([*leaderboard_tables(data), *all_analyses(data)], data.notes)
+    tables = [*model.tables, *with_notes(all_analyses(data), data.notes)]
     check_table_names(tables)
     for table in tables:
         write_csv(table, out / f"{table.name}.csv")
@@ -43,7 +47,7 @@ def write_report(data: ReportData, out_dir: str | Path, latex: bool = False) -> 
             atomic_write(out / f"{table.name}.tex", to_latex(table))
     for file_name, _, draw in FIGURES:
         draw(data, out / file_name)
-    markdown = report_markdown(data, tables)
+    markdown = report_markdown(model, tables)
     atomic_write(out / "leaderboard.md", markdown)
     return markdown
 
@@ -59,19 +63,20 @@ def check_table_names(tables: Sequence[ReportTable]) -> None:
         raise ValueError(f"report table names must be file stems (letters, digits, '_', '.', '-'): {unusable}")
 
 
-def report_header(data: ReportData) -> str:
+def report_header(model: ReportModel) -> str:
     """Title, the pairs (name, questions, accuracy, K) and the bootstrap settings."""
+    data = model.data
     lines = ["# TrAC report", "", f"{len(data.pairs)} (model, task) pair(s):", ""]
     lines += [
-        f"- {pair.name}: n = {len(pair.evidences)}, accuracy {pair.accuracy:.3f}, K = {pair.num_samples}"
-        for pair in data.pairs
+        f"- {pair.name}: n = {counts.n}, accuracy {counts.accuracy:.3f}, K = {counts.k}"
+        for pair, counts in zip(data.pairs, model.statistics.pairs)
     ]
     lines += ["", f"Bootstrap: {data.n_resamples} hierarchical resamples, seed {data.seed}."]
     lines += [f"Calibration: {data.calibration_map} maps for the baselines, ECE over {data.ece_bins} bins.", ""]
     return "\n".join(lines)
 
 
-def report_markdown(data: ReportData, tables: Sequence[ReportTable]) -> str:
+def report_markdown(model: ReportModel, tables: Sequence[ReportTable]) -> str:
     """The header, every table in order, then the figures (linked by their file names)."""
     figures = "\n".join(f"![{title}]({file_name})\n" for file_name, title, _ in FIGURES)
-    return "\n".join([report_header(data), *(to_markdown(table) for table in tables), "## Figures", "", figures])
+    return "\n".join([report_header(model), *(to_markdown(table) for table in tables), "## Figures", "", figures])

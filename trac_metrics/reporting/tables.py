@@ -84,6 +84,15 @@ def format_value(value: object) -> str:
     return str(value)
 
 
+def format_p(p: float, n_resamples: int) -> str:
+    """A bootstrap p-value as the report words it: ``p < 0.001`` below the finest step the resamples can show
+    (1 / resamples, at least 0.001), else ``p = 0.012``; ``p = nan`` when there is none."""
+    if math.isnan(p):
+        return "p = nan"
+    floor = max(1.0 / n_resamples, 0.001)
+    return f"p < {floor:.3g}" if p < floor else f"p = {p:.3f}"
+
+
 def _row_labels(frame: pd.DataFrame) -> tuple[list[str], list[tuple[str, ...]]]:
     """Header cells of the index levels and each row's label cells (a repeated outer level is left blank)."""
     names = [name or "" for name in frame.index.names]

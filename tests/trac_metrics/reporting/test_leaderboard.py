@@ -1,4 +1,5 @@
-"""The leaderboard tables of ``trac report`` against values recomputed independently from the same records."""
+"""The leaderboard tables of ``trac report`` (laid out from the report model's statistics) against values recomputed
+independently from the same records."""
 
 from __future__ import annotations
 
@@ -18,21 +19,18 @@ from trac_metrics.heads.evaluate import evaluate_task
 from trac_metrics.methods import all_methods
 from trac_metrics.reporting import leaderboard
 from trac_metrics.reporting.leaderboard import (
-    COMPARISONS,
     ci_table,
-    format_p,
-    k_label,
     main_table,
-    method_label,
-    paired_row,
     paired_table,
     per_pair_table,
-    ranked_summary,
     ranked_table,
 )
+from trac_metrics.reporting.model import statistics as report_statistics
+from trac_metrics.reporting.model.methods import k_label, leaderboard_methods, method_label
+from trac_metrics.reporting.model.statistics import COMPARISONS
 from trac_metrics.reporting.report_data import ReportData, build_report_data
 from trac_metrics.reporting.runs import load_pairs
-from trac_metrics.reporting.tables import to_markdown
+from trac_metrics.reporting.tables import format_p, to_markdown
 
 K = 4
 N_RESAMPLES = 200
@@ -225,19 +223,28 @@ def test_paired_differences_match_independent_resamples_and_per_pair_wins(data, 
 
 @pytest.mark.parametrize("metric", ["auroc", "aurc"])
 def test_the_ranked_summary_ranks_by_the_macro_against_sc_at_k(data, metric):
-    summary = ranked_summary(data, metric)
+    statistics = report_statistics.report_statistics(data)
+    summary = statistics.ranked[metric]
     higher = metric == "auroc"
     values = [row.value for row in summary.rows]
     assert values == sorted(values, reverse=higher) and len(set(values)) > 2
-    assert {row.method for row in summary.rows} == {method for _, method in leaderboard.leaderboard_methods(data)}
+    assert {row.method for row in summary.rows} == {method for _, method in leaderboard_methods(data)}
     assert summary.reference == "sc_modal"
+    reference = data.per_pair("sc_modal", metric)
     for row in summary.rows:
         assert row.value == data.macro(row.method, metric)
         assert (row.lo, row.hi) == data.ci(row.method, metric)
         if row.method == "sc_modal":
             assert row.difference is None
-        else:
-            assert row.difference == pytest.approx(paired_row(data, row.method, "sc_modal", metric), nan_ok=True)
+            continue
+        assert row.difference is statistics.paired[metric, row.method, "sc_modal"]  # one difference, shown twice
+        assert row.difference.difference == pytest.approx(
+            data.macro(row.method, metric) - data.macro("sc_modal", metric)
+        )
+        better = (
+            data.per_pair(row.method, metric) > reference if higher else data.per_pair(row.method, metric) < reference
+        )
+        assert row.difference.wins == int(better.sum()) and row.difference.pairs == len(data.pairs)
     assert [row.mark for row in summary.rows[:3]] == ["best", "second", None]
     table = ranked_table(summary)
     label = selective.METRIC_LABELS[metric]
@@ -247,13 +254,13 @@ def test_the_ranked_summary_ranks_by_the_macro_against_sc_at_k(data, metric):
 
 
 def test_without_sc_at_k_the_reference_is_the_best_single_trace_baseline(data, monkeypatch):
-    monkeypatch.setattr(leaderboard, "SC_REFERENCE", "not_a_method")
+    monkeypatch.setattr(report_statistics, "SC_REFERENCE", "not_a_method")
     baselines = ("mean_logprob", "self_certainty", "deepconf_bottom", "selfdoubt", "trace_length")
     best = max(baselines, key=lambda method: data.macro(method, "auroc"))
-    assert ranked_summary(data).reference == best
-    assert ranked_summary(data, "aurc").reference == min(baselines, key=lambda method: data.macro(method, "aurc"))
-    with pytest.raises(ValueError, match="'smece' is not bootstrapped"):
-        ranked_summary(data, "smece")
+    ranked = report_statistics.report_statistics(data).ranked
+    assert ranked["auroc"].reference == best
+    assert ranked["aurc"].reference == min(baselines, key=lambda method: data.macro(method, "aurc"))
+    assert set(ranked) == set(data.bootstraps) and "smece" not in ranked  # smECE has no interval to rank with
 
 
 def test_a_p_value_is_written_down_to_the_step_the_resamples_can_show():

@@ -14,8 +14,9 @@ from run_factory import pair_specs, write_runs
 from trac_metrics._util import limits
 from trac_metrics._util.limits import MemoryLimitError
 from trac_metrics.reporting.analyses import all_analyses
-from trac_metrics.reporting.leaderboard import leaderboard_tables, main_table
+from trac_metrics.reporting.leaderboard import main_table
 from trac_metrics.reporting.report_data import bootstrap, build_report_data
+from trac_metrics.reporting.report_model import build_report_model
 from trac_metrics.reporting.report_writer import write_report
 from trac_metrics.reporting.runs import load_pairs
 
@@ -46,8 +47,8 @@ def report(data, tmp_path_factory):
 
 def test_write_report_writes_every_file(report, data):
     out, markdown = report
-    titles = [table.title for table in [*leaderboard_tables(data), *all_analyses(data)]]
-    names = [table.name for table in [*leaderboard_tables(data), *all_analyses(data)]]
+    tables = [*build_report_model(data, with_pairs=False).tables, *all_analyses(data)]
+    titles, names = [table.title for table in tables], [table.name for table in tables]
     assert names[0] == "leaderboard"
     expected = {
         "leaderboard.md",

@@ -1,0 +1,62 @@
+"""The report model (docs/architecture.md#report): every number ``trac report`` shows, computed once from the
+report's :class:`~trac_metrics.reporting.report_data.ReportData` and rendered alike by the Markdown / CSV / LaTeX
+writer (:mod:`~trac_metrics.reporting.report_writer`) and the HTML page's data
+(:mod:`~trac_metrics.reporting.html.page_data`), which compute nothing of their own.
+
+:func:`build_report_model` gathers the methods shown (:mod:`~trac_metrics.reporting.model.methods`), the leaderboard's
+numbers (:mod:`~trac_metrics.reporting.model.statistics`: per-pair values, macros with intervals, paired differences,
+ranked summaries), the leaderboard tables laid out from them (:func:`~trac_metrics.reporting.leaderboard
+.leaderboard_tables`, with the report's notes) and each pair's own intervals, figure points and question rows
+(:mod:`~trac_metrics.reporting.model.pairs`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trac_metrics.reporting.leaderboard import leaderboard_tables
+from trac_metrics.reporting.model.methods import ShownMethod, shown_methods
+from trac_metrics.reporting.model.pairs import PairDetails, pair_details
+from trac_metrics.reporting.model.statistics import ReportStatistics, report_statistics
+from trac_metrics.reporting.report_data import ReportData
+from trac_metrics.reporting.tables import ReportTable, with_notes
+
+LEVEL = 0.95
+"""The confidence level of every interval of the report."""
+
+
+@dataclass(frozen=True)
+class ReportModel:
+    """What ``trac report`` and its page show: the report's ``data``, the interval ``level``, the ``methods`` scored
+    on some pair (registry order), the leaderboard's ``statistics``, the leaderboard ``tables`` (report order, the
+    report's notes under each) and each pair's ``pairs`` details (same order as ``data.pairs``; empty when built
+    without them)."""
+
+    data: ReportData
+    level: float
+    methods: tuple[ShownMethod, ...]
+    statistics: ReportStatistics
+    tables: tuple[ReportTable, ...]
+    pairs: tuple[PairDetails, ...]
+
+
+def build_report_model(data: ReportData, level: float = LEVEL, with_pairs: bool = True) -> ReportModel:
+    """The :class:`ReportModel` of ``data`` at interval ``level``; without ``with_pairs`` the pairs' own intervals,
+    figure points and question rows (what only the page shows) are left out."""
+    statistics = report_statistics(data, level)
+    pairs = (
+        tuple(pair_details(data, index, statistics.methods, level) for index in range(len(data.pairs)))
+        if with_pairs
+        else ()
+    )
+    tables = tuple(with_notes(leaderboard_tables(statistics), data.notes))
+    return ReportModel(data, level, shown_methods(data), statistics, tables, pairs)
+
+
+def report_model(report: ReportData | ReportModel, with_pairs: bool = True) -> ReportModel:
+    """``report`` itself when it is a model (with the pairs' details when ``with_pairs``), else its model."""
+    if not isinstance(report, ReportModel):
+        return build_report_model(report, with_pairs=with_pairs)
+    if with_pairs and len(report.pairs) != len(report.data.pairs):
+        raise ValueError("this report model was built without its pairs' details (with_pairs=False)")
+    return report
