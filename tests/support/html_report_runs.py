@@ -26,6 +26,10 @@ REASONING = (
 )
 
 
+SUBJECTS = ("Algebra", "Geometry", "Number Theory")
+"""Each question's ``subject`` metadata: the one of its doc_id modulo 3 (``level``: ``Level`` doc_id % 5 + 1)."""
+
+
 def tokenized(record: ResponseRecord, tokenizer, rng: np.random.Generator) -> ResponseRecord:
     """``record`` with a thinking trace as its text and its per-token arrays rebuilt on the tokenizer's ids of that
     text (plus the end-of-sequence token), so a page can decode them back."""
@@ -40,6 +44,7 @@ def tokenized(record: ResponseRecord, tokenizer, rng: np.random.Generator) -> Re
         topk_entropy=rng.uniform(0.0, 1.5, ids.size),
         topk_mean_logprob=logprobs - rng.uniform(1.0, 3.0, ids.size),
         marker=MARKER,
+        metadata={"level": f"Level {record.doc_id % 5 + 1}", "subject": SUBJECTS[record.doc_id % len(SUBJECTS)]},
     )
 
 

@@ -32,12 +32,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from html_report_runs import MARKER, confidently_wrong_from_records, prompt_of, write_tokenized_runs
+from html_report_runs import MARKER, SUBJECTS, confidently_wrong_from_records, prompt_of, write_tokenized_runs
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 from testenv import REPO
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.cli import main
+from trac_metrics.features.vectors import TAIL_WINDOW
 from trac_metrics.methods import get
 from trac_metrics.records import iter_records
 from trac_metrics.reporting.leaderboard import format_p
@@ -614,6 +615,67 @@ def test_opening_a_question_shows_its_trace_probe_answer_and_scores(page: Page, 
     assert page.inner_text("#question-view .legend").endswith(f"{math.log(top_k):.2f} nats (ln {top_k}, the maximum)")
 
 
+def test_the_list_filters_on_a_metadata_field_and_a_probability_threshold_and_keeps_them_in_the_link(
+    context: BrowserContext, page: Page, written: dict
+) -> None:
+    page.click("button[data-tab=questions]")
+    page.select_option("#filter-field", "subject")
+    page.fill("#filter-field-value", "geometry")  # the whole value, any case
+    expected = {
+        (m, t, str(d)) for m in MODELS for t in TASKS for d in range(N_QUESTIONS) if SUBJECTS[d % 3] == "Geometry"
+    }
+    expect(page.locator("#question-count")).to_have_text(f"{len(expected)} question(s)")
+    assert {tuple(row) for row in ordered_questions(page)} == expected
+    page.select_option("#filter-p-op", "ge")
+    page.fill("#filter-p-threshold", "0.6")
+    kept = set()
+    for pair, evaluation in zip(written["pairs"], written["evaluations"], strict=True):
+        for doc, p in zip(evaluation.doc_ids, evaluation.p_correct["trac"], strict=True):
+            if (pair.model, pair.task, str(doc)) in expected and p >= 0.6:
+                kept.add((pair.model, pair.task, str(doc)))
+    assert 0 < len(kept) < len(expected)
+    expect(page.locator("#question-count")).to_have_text(f"{len(kept)} question(s)")
+    assert {tuple(row) for row in ordered_questions(page)} == kept
+    link = page.url
+    assert all(part in link for part in ("mf=subject", "mv=geometry", "pop=ge", "pt=0.6"))
+    with opened(context, link, written["html"]) as again:
+        expect(again.locator("#question-count")).to_have_text(f"{len(kept)} question(s)")
+        assert again.input_value("#filter-field") == "subject" and again.input_value("#filter-p-threshold") == "0.6"
+
+
+def test_a_trace_is_read_token_by_token_from_the_keyboard_its_strip_and_its_uncertain_tokens(
+    page: Page, written: dict
+) -> None:
+    record = primary(written["runs"], "model-a", "task-x", 7)
+    surprisal = -np.asarray(record.token_logprobs, dtype=float)
+    shade = np.minimum(9, np.rint(np.rint(surprisal * 32) / 32 / 3 * 9))  # the page's shades of the stored bytes
+    open_question(page, "model-a", "task-x", 7)
+    trace = page.locator("#question-view .trace")
+    status = page.locator("#question-view .hover-info")
+    trace.focus()  # token values on focus, then step with the arrows
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert trace.get_attribute("data-active") == "2"
+    said = re.search(r"token 2 of (\d+): .*−log p = ([\d.]+)", status.text_content())
+    assert int(said.group(1)) == record.num_tokens and float(said.group(2)) == pytest.approx(surprisal[2], abs=1 / 64)
+    page.keyboard.press("n")  # the next uncertain token: shade 6 of 9 or darker, none skipped
+    expected = next(i for i in range(3, record.num_tokens) if shade[i] >= 6)
+    assert trace.get_attribute("data-active") == str(expected)
+    page.click("#question-view button.previous-uncertain")
+    before = [i for i in range(expected) if shade[i] >= 6]
+    assert trace.get_attribute("data-active") == (str(before[-1]) if before else str(expected))
+    # TUP's tail underlined: the last W tokens
+    tail = page.eval_on_selector_all("#question-view .trace span.tail", "spans => spans.map(span => +span.dataset.i)")
+    assert tail == list(range(max(0, record.num_tokens - TAIL_WINDOW), record.num_tokens))
+    # the strip: a click near its end jumps to the darkest token of that stretch, inside the last 1/200 of the trace
+    strip = page.locator("#question-view canvas.strip")
+    assert f"{record.num_tokens} tokens" in strip.get_attribute("aria-label")
+    box = strip.bounding_box()
+    strip.click(position={"x": box["width"] - 3, "y": box["height"] / 2})
+    jumped = int(trace.get_attribute("data-active"))
+    assert jumped >= record.num_tokens - max(1, math.ceil(record.num_tokens / 200)) - 1
+
+
 def test_side_by_side_shows_both_models_answers_for_the_same_document(page: Page, written: dict) -> None:
     page.click("button[data-tab=compare]")
     page.select_option("#compare-task", "task-y")
@@ -627,6 +689,28 @@ def test_side_by_side_shows_both_models_answers_for_the_same_document(page: Page
         assert page.inner_text(f"{view} .primary-answer").startswith(record.answer)
         spans = page.eval_on_selector(f"{view} .trace", "box => box.querySelectorAll('span[data-i]').length")
         assert spans == record.num_tokens
+
+
+def test_side_by_side_steps_through_the_documents_where_the_two_models_disagree(page: Page, written: dict) -> None:
+    page.click("button[data-tab=compare]")
+    page.select_option("#compare-task", "task-x")
+    labels = {}
+    for pair, evaluation in zip(written["pairs"], written["evaluations"], strict=True):
+        if pair.task == "task-x":
+            labels[pair.model] = dict(zip(map(str, evaluation.doc_ids), evaluation.labels, strict=True))
+    differ = [doc for doc in labels["model-a"] if labels["model-a"][doc] != labels["model-b"][doc]]
+    assert 0 < len(differ) < N_QUESTIONS
+    page.check("#compare-disagree")
+    expect(page.locator("#compare-count")).to_have_text(f"{len(differ)} of {N_QUESTIONS} documents disagree")
+    options = page.eval_on_selector_all("#compare-doc option", "options => options.map(option => option.value)")
+    assert sorted(options, key=int) == sorted(differ, key=int)
+    page.select_option("#compare-doc", differ[-1])
+    for side in ("left", "right"):
+        page.wait_for_selector(loaded(f"#compare-{side}-view"), state="attached")
+    verdicts = [
+        page.inner_text(f"#compare-{side}-view .badge.ok, #compare-{side}-view .badge.no") for side in ("left", "right")
+    ]
+    assert sorted(verdict.split("\n")[0] for verdict in verdicts) == ["correct", "wrong"]
 
 
 def chart_points(page: Page, chart: str) -> list[int]:

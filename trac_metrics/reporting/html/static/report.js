@@ -786,20 +786,30 @@
     const top = by === "entropy" ? `${full.toFixed(2)} nats (ln ${trace.top_k}, the maximum)` : `≥ ${full.toFixed(2)} nats`;
     return [by === "entropy" ? "entropy 0" : "−log p 0", ...swatches, top];
   }
-  function shadedTrace(trace, by) {
-    const box = h("div", { class: "trace", dataset: { tokens: String(trace.n), shading: by } });
+  // Each token's shade (0..SHADES) under a shading.
+  function shadesOf(trace, by) {
     const values = by === "entropy" ? trace.entropy : trace.surprisal;
     const step = by === "entropy" ? trace.entropy_step : trace.surprisal_step;
     const full = fullShade(trace, by);
+    return Uint8Array.from(values, (value) => Math.min(SHADES, Math.round(((value * step) / full) * SHADES)));
+  }
+  // A token is "uncertain" from this shade up: two thirds of the darkest (2 nats of −log p).
+  const UNCERTAIN = 6;
+  // The tail TUP reads (docs/method.md#tail-and-low-confidence-fraction): the last W tokens.
+  const tailStart = (trace) => Math.max(0, trace.n - DATA.settings.tail_window);
+  function shadedTrace(trace, by) {
+    const box = h("div", { class: "trace", dataset: { tokens: String(trace.n), shading: by } });
+    const shades = shadesOf(trace, by);
+    const tail = tailStart(trace);
     const fragment = document.createDocumentFragment();
     for (let i = 0; i < trace.n; i++) {
       if (i === trace.marker) fragment.append(h("span", { class: "eot", text: "end of thinking ▸" }));
       const span = document.createElement("span");
       span.textContent = trace.pieces[trace.indices[i]];
       span.dataset.i = String(i);
-      const shade = Math.min(SHADES, Math.round(((values[i] * step) / full) * SHADES));
-      if (shade > 0) span.className = `s${shade}`;
+      if (shades[i] > 0) span.className = `s${shades[i]}`;
       if (i === trace.marker) span.classList.add("marker");
+      if (i >= tail) span.classList.add("tail");
       fragment.append(span);
     }
     box.append(fragment);
@@ -827,28 +837,113 @@
       section.append(h("p", { class: "note warning", text: info.note }), plainTrace(trace));
       return section;
     }
-    const hover = h("div", { class: "hover-info" }, "Hover a token for its values.");
+    const hover = h("div", { class: "hover-info", role: "status" }, "Hover a token, or focus the trace and step with ← / →, for its values.");
     const holder = h("div");
     const legend = h("span", { class: "legend" });
+    const stripBox = h("div", { class: "strip-box" });
+    const tail = tailStart(trace);
+    const tailMean = trace.surprisal.slice(tail).reduce((sum, value) => sum + value * trace.surprisal_step, 0) / Math.max(1, trace.n - tail);
+    let shades = null;
+    let box = null;
+    let active = -1;
+    const describe = (i) => {
+      const surprisal = (trace.surprisal[i] * trace.surprisal_step).toFixed(2);
+      const entropy = (trace.entropy[i] * trace.entropy_step).toFixed(2);
+      return `token ${i} of ${trace.n}: ${JSON.stringify(trace.pieces[trace.indices[i]])}  −log p = ${surprisal}  entropy (top-${trace.top_k}) = ${entropy}` + (i >= tail ? "  (in TUP's tail)" : "");
+    };
+    // The token the keyboard, the strip and the "uncertain token" buttons move to: marked, scrolled to, its values said.
+    const activate = (i) => {
+      if (i < 0 || i >= trace.n) return;
+      if (active >= 0) box.querySelector(`span[data-i="${active}"]`)?.classList.remove("active");
+      active = i;
+      const span = box.querySelector(`span[data-i="${i}"]`);
+      span.classList.add("active");
+      span.scrollIntoView({ block: "nearest" });
+      box.dataset.active = String(i);
+      hover.textContent = describe(i);
+    };
+    // The next (previous) uncertain token after (before) the active one.
+    const seek = (direction) => {
+      for (let i = active + direction; i >= 0 && i < trace.n; i += direction) {
+        if (shades[i] >= UNCERTAIN) return activate(i);
+      }
+      hover.textContent = `No ${direction > 0 ? "later" : "earlier"} token at shade ${UNCERTAIN} of ${SHADES} or darker.`;
+    };
     const draw = (by) => {
       legend.replaceChildren(...shadeLegend(trace, by));
-      const box = shadedTrace(trace, by);
+      shades = shadesOf(trace, by);
+      box = shadedTrace(trace, by);
+      Object.assign(box, { tabIndex: 0 });
+      box.setAttribute("role", "group");
+      box.setAttribute("aria-label", `trace of ${trace.n} tokens: ← / → step through the tokens, n / p the next / previous uncertain one`);
       box.addEventListener("mouseover", (event) => {
         const i = event.target.dataset ? event.target.dataset.i : undefined;
-        if (i === undefined) return;
-        const surprisal = (trace.surprisal[i] * trace.surprisal_step).toFixed(2);
-        const entropy = (trace.entropy[i] * trace.entropy_step).toFixed(2);
-        hover.textContent = `token ${i}: ${JSON.stringify(trace.pieces[trace.indices[i]])}  −log p = ${surprisal}  entropy (top-${trace.top_k}) = ${entropy}`;
+        if (i !== undefined) hover.textContent = describe(Number(i));
+      });
+      box.addEventListener("click", (event) => event.target.dataset && event.target.dataset.i !== undefined && activate(Number(event.target.dataset.i)));
+      box.addEventListener("focus", () => activate(active < 0 ? 0 : active));
+      box.addEventListener("keydown", (event) => {
+        const moves = { ArrowRight: () => activate(active + 1), ArrowLeft: () => activate(active - 1), Home: () => activate(0), End: () => activate(trace.n - 1), n: () => seek(1), p: () => seek(-1) };
+        if (!moves[event.key] || event.altKey || event.ctrlKey || event.metaKey) return;
+        event.preventDefault();
+        event.stopPropagation(); // the question list's keys (j / k, arrows) stay with the list
+        moves[event.key]();
       });
       holder.replaceChildren(box);
+      stripBox.replaceChildren(uncertaintyStrip(trace, shades, activate));
+      if (active >= 0) activate(active);
     };
     section.append(
       h("div", { class: "controls" }, labelled("shade by", choice(null, [{ value: "surprisal", label: "−log p of the token" }, { value: "entropy", label: `top-${trace.top_k} entropy` }], "surprisal", draw)), legend),
+      h(
+        "div",
+        { class: "controls" },
+        h("button", { type: "button", class: "previous-uncertain", text: "◂ previous uncertain token", onclick: () => seek(-1) }),
+        h("button", { type: "button", class: "next-uncertain", text: "next uncertain token ▸", onclick: () => seek(1) }),
+        h("span", { class: "note", text: `uncertain: shade ${UNCERTAIN} of ${SHADES} or darker. Underlined: TUP's tail, the last ${trace.n - tail} tokens (mean −log p ≈ ${tailMean.toFixed(2)}).` }),
+      ),
+      stripBox,
       holder,
       hover,
     );
     draw("surprisal");
     return section;
+  }
+
+  // The whole trace at a glance: one column per stretch of tokens, as dark as its darkest token; the end-of-thinking
+  // marker and TUP's tail drawn on it; a click jumps to the stretch's darkest token.
+  function uncertaintyStrip(trace, shades, jump) {
+    const width = 600;
+    const height = 18;
+    const columns = Math.min(width, trace.n);
+    const per = trace.n / columns;
+    const darkest = new Int32Array(columns);
+    for (let column = 0; column < columns; column++) {
+      let best = Math.floor(column * per);
+      for (let i = best; i < Math.min(trace.n, Math.floor((column + 1) * per)); i++) if (shades[i] > shades[best]) best = i;
+      darkest[column] = best;
+    }
+    const canvas = h("canvas", { class: "strip", width, height, role: "img" });
+    const uncertain = shades.reduce((count, shade) => count + (shade >= UNCERTAIN), 0);
+    canvas.setAttribute("aria-label", `Uncertainty over the whole trace: ${trace.n} tokens, ${uncertain} of them uncertain (shade ${UNCERTAIN} of ${SHADES} or darker); the last ${trace.n - tailStart(trace)} are TUP's tail.`);
+    const ctx = canvas.getContext("2d");
+    const shade = css("--shade");
+    const x = (i) => (i / trace.n) * width;
+    ctx.fillStyle = css("--soft");
+    ctx.fillRect(0, 0, width, height);
+    darkest.forEach((i, column) => {
+      ctx.fillStyle = `rgba(${shade}, ${((shades[i] / SHADES) * 0.9).toFixed(3)})`;
+      ctx.fillRect((column / columns) * width, 0, Math.ceil(width / columns), height - 4);
+    });
+    ctx.fillStyle = css("--accent");
+    ctx.fillRect(x(tailStart(trace)), height - 3, width - x(tailStart(trace)), 3);
+    if (!missing(trace.marker)) ctx.fillRect(x(trace.marker), 0, 2, height);
+    canvas.addEventListener("click", (event) => {
+      const rect = canvas.getBoundingClientRect();
+      const column = Math.min(columns - 1, Math.max(0, Math.floor(((event.clientX - rect.left) / rect.width) * columns)));
+      jump(darkest[column]);
+    });
+    return canvas;
   }
 
   // ------------------------------------------------------------------------------------------- one question
@@ -1031,8 +1126,26 @@
     return promptTexts.get(key);
   }
 
+  // Every metadata field of the questions with its values as text (a field's values listed while there are few).
+  const MAX_VALUES = 200;
+  const metadataText = (value) => (typeof value === "string" ? value : JSON.stringify(value));
+  function metadataFields() {
+    const fields = new Map();
+    for (const data of DATA.questions) {
+      for (const entry of data.metadata) {
+        for (const [field, value] of Object.entries(entry || {})) {
+          if (!fields.has(field)) fields.set(field, new Set());
+          const values = fields.get(field);
+          if (values.size <= MAX_VALUES) values.add(metadataText(value));
+        }
+      }
+    }
+    return fields;
+  }
+
   function questionsPanel(panel) {
     const defaultMethod = METHODS.has("trac") ? "trac" : DATA.methods[0].name;
+    const fields = metadataFields();
     const state = {};
     const methodOptions = DATA.methods.map((method) => ({ value: method.name, label: method.label }));
     const listBox = h("div", { class: "list-wrap" });
@@ -1050,15 +1163,24 @@
       dis: h("input", { type: "checkbox", id: "filter-disagrees", onchange: (event) => change("dis", event.target.checked ? "1" : "") }),
       score: choice("sort-method", [{ value: "", label: "the same method" }, ...methodOptions], "", (value) => change("score", value)),
       q: h("input", { type: "search", id: "question-search", placeholder: "text, or /regex/", "aria-label": "search questions, answers and traces" }),
+      mf: choice("filter-field", [{ value: "", label: "(any)" }, ...[...fields.keys()].sort().map((field) => ({ value: field, label: field }))], "", (value) => change("mf", value)),
+      mv: h("input", { type: "text", id: "filter-field-value", list: "filter-field-values", placeholder: "value", "aria-label": "metadata value", size: 12 }),
+      pop: choice("filter-p-op", [{ value: "", label: "any" }, { value: "ge", label: "≥" }, { value: "lt", label: "<" }], "", (value) => change("pop", value)),
+      pt: h("input", { type: "number", id: "filter-p-threshold", min: "0", max: "1", step: "0.05", value: "0.5", "aria-label": "P(correct) threshold", size: 5 }),
       traces: h("input", { type: "checkbox", id: "search-traces", onchange: (event) => change("traces", event.target.checked ? "1" : "") }),
     };
     // One method defines "confident" and orders the list, unless another is chosen to sort by.
     const scoring = () => state.score || state.by;
     let typing = null;
-    controls.q.addEventListener("input", () => {
-      clearTimeout(typing);
-      typing = setTimeout(() => change("q", controls.q.value), 150);
-    });
+    for (const field of ["q", "mv", "pt"]) {
+      controls[field].addEventListener("input", () => {
+        clearTimeout(typing);
+        typing = setTimeout(() => change(field, controls[field].value), 150);
+      });
+    }
+    // The chosen field's values, offered as the value box's suggestions.
+    const valueList = h("datalist", { id: "filter-field-values" });
+    const suggest = () => valueList.replaceChildren(...[...(fields.get(state.mf) || [])].sort().map((value) => h("option", { value })));
     // The panel's state is the route's (the URL hash): read it, show it in the controls, draw.
     function load(route) {
       Object.assign(state, {
@@ -1072,16 +1194,22 @@
         sort: route.sort || "score:-1",
         q: route.q || "",
         traces: route.traces || "",
+        mf: fields.has(route.mf) ? route.mf : "",
+        mv: route.mv || "",
+        pop: ["ge", "lt"].includes(route.pop) ? route.pop : "",
+        pt: route.pt || "0.5",
         open: route.open || "",
       });
       for (const [field, control] of Object.entries(controls)) {
         if (control.type === "checkbox") control.checked = state[field] === "1";
         else if (control.value !== state[field]) control.value = state[field];
       }
+      suggest();
       redraw();
     }
     function change(field, value) {
       state[field] = value;
+      if (field === "mf") suggest();
       Object.assign(route, state);
       writeRoute(false);
       redraw();
@@ -1136,6 +1264,11 @@
       const search = searcher(state.q);
       searchNote.textContent = search.error || "";
       const withTraces = state.traces === "1" && state.q.trim() !== "";
+      // A metadata field equal to a value (its whole text, case-insensitive); P(correct) of the method against a
+      // threshold (a question without one is left out while the threshold is on).
+      const wanted = state.mv.trim().toLowerCase();
+      const threshold = Number(state.pt);
+      const byThreshold = state.pop && state.pt !== "" && Number.isFinite(threshold);
       const rows = [];
       let pending = false;
       PAIRS.forEach((pair, pairIndex) => {
@@ -1143,12 +1276,21 @@
         const data = DATA.questions[pairIndex];
         const decile = topDecile(pairIndex, state.by);
         const scores = data.scores[scoring()] || [];
+        const probabilities = data.p_correct[state.by] || [];
         data.doc.forEach((doc, question) => {
           const correct = data.correct[question] === 1;
           if (state.label === "correct" && !correct) return;
           if (state.label === "wrong" && correct) return;
           if (state.cw === "1" && (correct || !decile.has(question))) return;
           if (state.dis === "1" && data.agree[question] !== 0) return;
+          if (state.mf && wanted) {
+            const entry = data.metadata[question] || {};
+            if (!(state.mf in entry) || metadataText(entry[state.mf]).toLowerCase() !== wanted) return;
+          }
+          if (byThreshold) {
+            const p = probabilities[question];
+            if (missing(p) || (state.pop === "ge" ? p < threshold : p >= threshold)) return;
+          }
           if (!search.all && !search.test(haystack(pairIndex, question))) {
             const trace = withTraces ? traceTexts.get(`${pairIndex}:${question}`) : undefined;
             if (trace === undefined) pending = pending || withTraces;
@@ -1268,9 +1410,18 @@
         labelled("method", controls.by),
         labelled("probe disagrees", controls.dis),
         labelled("sort by the score of", controls.score),
+      ),
+      h(
+        "div",
+        { class: "controls" },
+        labelled("metadata", controls.mf),
+        labelled("=", controls.mv),
+        valueList,
+        labelled("P(correct) of the method", controls.pop),
+        controls.pt,
         count,
       ),
-      h("p", { class: "note", text: "Search: words of the question, the reference, the answers or the probe's answer (case-insensitive); /…/ for a regular expression; tick \"in traces too\" to search the primary traces (each is unpacked once). Method: the one whose confidence defines “confidently wrong” (a wrong answer in the top decile of its confidence within its pair: its score at least the ⌈n/10⌉-th largest) and whose score orders the list, unless “sort by the score of” names another. Probe disagrees: the probe's re-stated answer is not equivalent to the primary answer." }),
+      h("p", { class: "note", text: "Search: words of the question, the reference, the answers or the probe's answer (case-insensitive); /…/ for a regular expression; tick \"in traces too\" to search the primary traces (each is unpacked once). Method: the one whose confidence defines “confidently wrong” (a wrong answer in the top decile of its confidence within its pair: its score at least the ⌈n/10⌉-th largest) and whose score orders the list, unless “sort by the score of” names another. Probe disagrees: the probe's re-stated answer is not equivalent to the primary answer. Metadata: the questions whose field has that value (the whole value, case-insensitive). P(correct): the method's probability of correctness against the threshold." }),
       h("div", { class: "explorer" }, h("div", { class: "list-column" }, pagerBox, listBox), view),
     );
     report.questions = { load };
@@ -1281,32 +1432,46 @@
 
   function comparePanel(panel) {
     const tasks = unique(PAIRS.map((pair) => pair.task));
-    const state = { task: tasks[0], doc: null, left: null, right: null };
+    const state = { task: tasks[0], doc: null, left: null, right: null, disagree: false };
     const controls = h("div", { class: "controls" });
     const leftView = h("div", { id: "compare-left-view" });
     const rightView = h("div", { id: "compare-right-view" });
-    const docsOf = (task) => unique(PAIRS.flatMap((pair, index) => (pair.task === task ? DATA.questions[index].doc : [])));
-    const pairsWith = (task, doc) => PAIRS.map((pair, index) => index).filter((index) => PAIRS[index].task === task && DATA.questions[index].doc.includes(doc));
+    const pairsOf = (task) => PAIRS.map((pair, index) => index).filter((index) => PAIRS[index].task === task);
+    const correctOf = (index, doc) => DATA.questions[index].correct[DATA.questions[index].doc.indexOf(doc)];
+    // The task's documents both sides have; with "disagree", those one side answers correctly and the other not.
+    function documents() {
+      const right = new Set(DATA.questions[state.right].doc);
+      const shared = DATA.questions[state.left].doc.filter((doc) => right.has(doc));
+      return { shared, shown: state.disagree ? shared.filter((doc) => correctOf(state.left, doc) !== correctOf(state.right, doc)) : shared };
+    }
     function redraw() {
-      const docs = docsOf(state.task);
-      if (!docs.includes(state.doc)) state.doc = docs[0];
-      const candidates = pairsWith(state.task, state.doc);
+      const candidates = pairsOf(state.task);
       if (!candidates.includes(state.left)) state.left = candidates[0];
       if (!candidates.includes(state.right)) state.right = candidates.find((index) => index !== state.left) ?? candidates[0];
+      const { shared, shown } = documents();
+      if (!shown.includes(state.doc)) state.doc = shown[0] ?? null;
       const pairOptions = candidates.map((index) => ({ value: String(index), label: PAIRS[index].name }));
+      const disagree = h("input", { type: "checkbox", id: "compare-disagree", checked: state.disagree, onchange: (event) => { state.disagree = event.target.checked; redraw(); } });
       controls.replaceChildren(
         labelled("task", choice("compare-task", tasks.map((task) => ({ value: task, label: task })), state.task, (value) => { state.task = value; redraw(); })),
-        labelled("document", choice("compare-doc", docs.map((doc) => ({ value: doc, label: doc })), state.doc, (value) => { state.doc = value; redraw(); })),
         labelled("left", choice("compare-left", pairOptions, String(state.left), (value) => { state.left = Number(value); redraw(); })),
         labelled("right", choice("compare-right", pairOptions, String(state.right), (value) => { state.right = Number(value); redraw(); })),
+        labelled("only where the two disagree (one correct, one wrong)", disagree),
+        labelled("document", choice("compare-doc", shown.map((doc) => ({ value: doc, label: doc })), state.doc ?? "", (value) => { state.doc = value; redraw(); })),
+        h("span", { id: "compare-count", role: "status", text: state.disagree ? `${shown.length} of ${shared.length} documents disagree` : `${shared.length} documents` }),
       );
+      if (state.doc === null) {
+        leftView.replaceChildren(h("p", { class: "note", text: "The two agree on every document: each is correct on the same ones." }));
+        rightView.replaceChildren();
+        return;
+      }
       for (const [view, index] of [[leftView, state.left], [rightView, state.right]]) {
         renderQuestion(view, index, DATA.questions[index].doc.indexOf(state.doc), false);
       }
     }
     panel.append(h("h2", { class: "visually-hidden" }, "Side by side"), controls, h("div", { class: "side-by-side" }, leftView, rightView));
     report.compare = (task, doc, left) => {
-      Object.assign(state, { task, doc, left, right: null });
+      Object.assign(state, { task, doc, left, right: null, disagree: false });
       redraw();
     };
     redraw();
