@@ -30,7 +30,7 @@ from trac_metrics.reporting.model.methods import k_label, leaderboard_methods, m
 from trac_metrics.reporting.model.statistics import COMPARISONS
 from trac_metrics.reporting.report_data import ReportData, build_report_data
 from trac_metrics.reporting.runs import load_pairs
-from trac_metrics.reporting.tables import format_p, to_markdown
+from trac_metrics.reporting.tables import to_markdown
 
 K = 4
 N_RESAMPLES = 200
@@ -261,14 +261,6 @@ def test_without_sc_at_k_the_reference_is_the_best_single_trace_baseline(data, m
     assert ranked["auroc"].reference == best
     assert ranked["aurc"].reference == min(baselines, key=lambda method: data.macro(method, "aurc"))
     assert set(ranked) == set(data.bootstraps) and "smece" not in ranked  # smECE has no interval to rank with
-
-
-def test_a_p_value_is_written_down_to_the_step_the_resamples_can_show():
-    assert format_p(0.0, 2000) == "p < 0.001"
-    assert format_p(0.0, 50) == "p < 0.02"
-    assert format_p(0.0004, 2000) == "p < 0.001"
-    assert format_p(0.0125, 2000) == "p = 0.013"
-    assert format_p(math.nan, 2000) == "p = nan"
 
 
 def test_per_pair_table_lists_every_pair_with_its_own_numbers(data, pairs, independent):

@@ -12,7 +12,15 @@ import pytest
 
 from trac_metrics.reporting.report_writer import check_table_names
 from trac_metrics.reporting.summary_table import format_table, method_table
-from trac_metrics.reporting.tables import ReportTable, format_value, rank_marks, to_latex, to_markdown, write_csv
+from trac_metrics.reporting.tables import (
+    ReportTable,
+    format_p,
+    format_value,
+    rank_marks,
+    to_latex,
+    to_markdown,
+    write_csv,
+)
 
 
 @pytest.fixture
@@ -117,3 +125,11 @@ def test_table_names_must_be_distinct_file_stems(table):
         check_table_names([table, table])
     with pytest.raises(ValueError, match="file stems"):
         check_table_names([replace(table, name="../escape")])
+
+
+def test_a_p_value_is_written_down_to_the_step_the_resamples_can_show():
+    assert format_p(0.0, 2000) == "p < 0.001"
+    assert format_p(0.0, 50) == "p < 0.02"
+    assert format_p(0.0004, 2000) == "p < 0.001"
+    assert format_p(0.0125, 2000) == "p = 0.013"
+    assert format_p(math.nan, 2000) == "p = nan"
