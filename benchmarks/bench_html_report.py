@@ -239,10 +239,18 @@ def measure(root: Path, html: Path, args: argparse.Namespace, tokenizer: Any) ->
 
 
 def scale_ratios(small: dict[str, Any], large: dict[str, Any]) -> dict[str, float]:
-    """The large page's size, write time, time to interactive and to the first sorted list over the small page's."""
+    """The large page's size, write time, time to interactive and to the first sorted list over the small page's;
+    size and write time also per question (the file carries every question's trace, so its whole size grows with
+    the questions: per question it should not)."""
+    questions = (large["models"] * large["questions"]) / (small["models"] * small["questions"])
+    size = large["html_megabytes"] / small["html_megabytes"]
+    write = large["stages"]["write_html"]["wall_s"] / small["stages"]["write_html"]["wall_s"]
     return {
-        "html_megabytes": large["html_megabytes"] / small["html_megabytes"],
-        "write_html_s": large["stages"]["write_html"]["wall_s"] / small["stages"]["write_html"]["wall_s"],
+        "questions": questions,
+        "html_megabytes": size,
+        "html_megabytes_per_question": size / questions,
+        "write_html_s": write,
+        "write_html_s_per_question": write / questions,
         "interactive_s": large["browser"]["interactive_s"] / small["browser"]["interactive_s"],
         "first_sorted_list_s": large["browser"]["first_sorted_list_s"] / small["browser"]["first_sorted_list_s"],
     }

@@ -61,6 +61,7 @@ from trac_metrics.reporting.html.page import docs_url
 from trac_metrics.reporting.html.prompts import readable_samples_files
 from trac_metrics.reporting.html.tokens import parse_tokenizer_specs
 from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, build_report_data
+from trac_metrics.reporting.report_model import build_report_model
 from trac_metrics.reporting.report_writer import write_report
 from trac_metrics.reporting.rescore import changes_to_json, format_changes, rescore
 from trac_metrics.reporting.runs import (
@@ -270,11 +271,12 @@ def _report(args: argparse.Namespace) -> None:
         calibration_map=args.calibration_map,
         ece_bins=args.ece_bins,
     )
+    model = build_report_model(data, with_pairs=args.html is not None)  # every number, once for both outputs
     if args.out is not None:
-        print(write_report(data, args.out, latex=args.latex))
+        print(write_report(model, args.out, latex=args.latex))
     if args.html is not None:
         size = write_html_report(
-            data,
+            model,
             args.html,
             tokenizers,
             progress=_progress("writing the HTML report", "pair"),

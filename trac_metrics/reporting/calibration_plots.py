@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from trac_metrics.reporting.leaderboard import k_label, method_label
+from trac_metrics.reporting.model.methods import k_label, method_label
 from trac_metrics.reporting.plots import COVERAGE_GRID, RISK_COVERAGE_METHODS, macro_risk_coverage, save_png
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.selective import ece, reliability_bins, risk_coverage_curve

@@ -18,8 +18,6 @@ import pandas as pd
 
 from trac_metrics.heads.evaluate import TaskEvaluation
 from trac_metrics.methods import leaderboard_rows
-from trac_metrics.reporting.model.methods import k_label as k_label
-from trac_metrics.reporting.model.methods import leaderboard_methods as leaderboard_methods
 from trac_metrics.reporting.model.methods import method_label
 from trac_metrics.reporting.model.statistics import (
     COMPARISONS,
@@ -29,10 +27,8 @@ from trac_metrics.reporting.model.statistics import (
     report_statistics,
     tasks,
 )
-from trac_metrics.reporting.model.statistics import mean_latency as mean_latency
 from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, ReportData
 from trac_metrics.reporting.tables import ReportTable
-from trac_metrics.reporting.tables import format_p as format_p
 from trac_metrics.selective import (
     CALIBRATION_METRIC_NAMES,
     DEFAULT_COVERAGES,
@@ -42,10 +38,6 @@ from trac_metrics.selective import (
     risk_key,
 )
 from trac_metrics.selective.rejection import MAX_REJECTION, prr_undefined
-
-# Re-exported for the modules that still import them from here: k_label, method_label, leaderboard_methods and
-# mean_latency (now in trac_metrics.reporting.model) for reporting/plots.py, reporting/calibration_plots.py and
-# tests/trac_metrics/reporting/test_calibration_plots.py; format_p (now in tables) for the HTML browser test.
 
 CALIBRATION_TABLE_METRICS = (*REJECTION_METRIC_NAMES, *CALIBRATION_METRIC_NAMES)
 """The metrics of :func:`calibration_table`: the rejection metrics, then the calibration metrics."""

@@ -22,7 +22,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from trac_metrics._util.files import atomic_write
-from trac_metrics.reporting.leaderboard import k_label, leaderboard_methods, mean_latency, method_label
+from trac_metrics.reporting.model.methods import k_label, leaderboard_methods, method_label
+from trac_metrics.reporting.model.statistics import mean_latency
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.selective import risk_coverage_curve
 

@@ -12,7 +12,8 @@ from run_factory import pair_specs, write_runs
 
 from trac_metrics import selective
 from trac_metrics.reporting.calibration_plots import pooled_probabilities
-from trac_metrics.reporting.leaderboard import CALIBRATION_TABLE_METRICS, calibration_table, leaderboard_methods
+from trac_metrics.reporting.leaderboard import CALIBRATION_TABLE_METRICS, calibration_table
+from trac_metrics.reporting.model.methods import leaderboard_methods
 from trac_metrics.reporting.report_data import PROBABILITIES, bootstrap, build_report_data
 from trac_metrics.reporting.runs import load_pairs
 

@@ -28,6 +28,7 @@ from trac_metrics.reporting.html.payloads import pair_payloads
 from trac_metrics.reporting.html.prompts import question_prompts
 from trac_metrics.reporting.html.tokens import load_tokenizer, tokenizer_spec
 from trac_metrics.reporting.report_data import ReportData
+from trac_metrics.reporting.report_model import ReportModel, report_model
 
 STATIC = Path(__file__).resolve().parent / "static"
 """The page template, style, script and vendored libraries."""
@@ -126,7 +127,7 @@ def _tokenizers(
 
 
 def write_html_report(
-    data: ReportData,
+    report: ReportData | ReportModel,
     path: str | os.PathLike[str],
     tokenizers: Mapping[str, str] | None = None,
     progress: Progress | None = None,
@@ -134,7 +135,8 @@ def write_html_report(
     tail_window: int = TAIL_WINDOW,
     docs: str | None = None,
 ) -> int:
-    """Write the HTML report of ``data`` to ``path`` (atomically, its folder created) and return its size in bytes.
+    """Write the HTML report of ``report`` (its model, or the data to build it from: ``trac report --out --html``
+    builds the model once for both) to ``path`` (atomically, its folder created) and return its size in bytes.
 
     Traces come from the pairs' :attr:`~trac_metrics.reporting.runs.PairRun.details` (records read with
     :func:`~trac_metrics.reporting.html.traces.primary_trace`); ``tokenizers`` maps a model to the tokenizer that
@@ -144,6 +146,8 @@ def write_html_report(
     of pairs. ``tail_window`` is TUP's W, the tail each trace marks (docs/method.md#tail-and-low-confidence-fraction);
     ``docs`` where the definitions link (:func:`docs_url`).
     """
+    model = report_model(report)
+    data = model.data
     traced = [pair.model for pair in data.pairs if pair.details]  # a tokenizer only where there are traces to show
     chosen = _tokenizers(list(dict.fromkeys(traced)), tokenizers or {}, tokenizer_from_records)
     infos, lines, prompts = [], [], []
@@ -153,7 +157,7 @@ def write_html_report(
         infos.append(info)
         lines.append(pair_lines)
         prompts.append(question_prompts(pair))
-    shown = page_data(data, infos, prompts)
+    shown = page_data(model, infos, prompts)
     shown["settings"].update(version=trac_version(), docs=docs_url(docs), tail_window=tail_window)
     page = render_page(shown, lines)
     target = Path(path)

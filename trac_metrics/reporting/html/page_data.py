@@ -35,7 +35,6 @@ import pandas as pd
 
 from trac_metrics.features.cache_share import low_share_warning
 from trac_metrics.reporting.model.pairs import PairFigures, QuestionRows
-from trac_metrics.reporting.model.pairs import top_decile as top_decile
 from trac_metrics.reporting.model.statistics import RankedSummary, ReportStatistics
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.report_model import ReportModel, report_model
@@ -43,9 +42,6 @@ from trac_metrics.reporting.runs import decoding_label
 from trac_metrics.reporting.summary_table import HEADLINE_METRICS, probe_cache_line
 from trac_metrics.reporting.tables import ReportTable, format_p, rank_marks
 from trac_metrics.selective import HIGHER_IS_BETTER, METRIC_DEFINITIONS, METRIC_LABELS, METRIC_NAMES
-
-# top_decile (trac_metrics.reporting.model.pairs) is re-exported: tests/trac_metrics/reporting/html/test_html_report.py
-# imports it from here.
 
 SCORE_DIGITS = 6
 """Significant digits of the per-question scores and probabilities on the page."""

@@ -28,9 +28,9 @@ from trac_metrics.features.vectors import TAIL_WINDOW
 from trac_metrics.records import iter_records
 from trac_metrics.reporting.html import primary_trace, write_html_report
 from trac_metrics.reporting.html.page import STATIC, json_for_script, render_page
-from trac_metrics.reporting.html.page_data import top_decile
 from trac_metrics.reporting.html.tokens import TokenPieces, parse_tokenizer_specs, tokenizer_mismatch
 from trac_metrics.reporting.html.traces import ENTROPY_STEP, SURPRISAL_STEP
+from trac_metrics.reporting.model.pairs import top_decile
 from trac_metrics.reporting.report_data import build_report_data
 from trac_metrics.reporting.report_writer import write_report
 from trac_metrics.reporting.runs import load_pairs

@@ -41,9 +41,9 @@ from trac_metrics.cli import main
 from trac_metrics.features.vectors import TAIL_WINDOW
 from trac_metrics.methods import get
 from trac_metrics.records import iter_records
-from trac_metrics.reporting.leaderboard import format_p
 from trac_metrics.reporting.runs import evaluate_pairs, load_pairs
 from trac_metrics.reporting.summary_table import probe_cache_line
+from trac_metrics.reporting.tables import format_p
 from trac_metrics.selective import (
     METRIC_DEFINITIONS,
     METRIC_LABELS,
