@@ -13,14 +13,24 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from trac_metrics.reporting.model.methods import k_label, method_label
-from trac_metrics.reporting.plots import COVERAGE_GRID, RISK_COVERAGE_METHODS, macro_risk_coverage, save_png
+from trac_metrics.reporting.model.methods import method_label
+from trac_metrics.reporting.plots import (
+    COVERAGE_GRID,
+    RISK_COVERAGE_METHODS,
+    macro_risk_coverage,
+    macro_value,
+    save_png,
+)
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.selective import ece, reliability_bins, risk_coverage_curve
+
+if TYPE_CHECKING:
+    from trac_metrics.reporting.report_model import ReportModel
 
 RELIABILITY_METHODS = RISK_COVERAGE_METHODS
 """One reliability diagram per method family: TrAC, SC@K (modal answer), P(True) (when recorded), mean
@@ -42,11 +52,12 @@ def pooled_probabilities(data: ReportData, method: str) -> tuple[np.ndarray, np.
     return np.concatenate(probabilities), np.concatenate(labels), len(probabilities)
 
 
-def reliability_plot(data: ReportData, path: str | os.PathLike[str]) -> Path:
+def reliability_plot(model: ReportModel, path: str | os.PathLike[str]) -> Path:
     """Reliability diagrams of :data:`RELIABILITY_METHODS`, pooled over pairs, with bin counts and pooled ECE; a
     method no pair has (or none with defined probabilities) gets an empty panel saying so."""
+    data = model.data
     figure = Figure(figsize=(9.0, 7.5))
-    k = k_label(data.pairs)
+    k = model.statistics.k
     for position, method in enumerate(RELIABILITY_METHODS, start=1):
         axes = figure.add_subplot(2, 2, position)
         probabilities, labels, n_pairs = pooled_probabilities(data, method)
@@ -92,18 +103,19 @@ def _macro_reference_risk(data: ReportData, oracle: bool) -> np.ndarray:
     return np.mean(curves, axis=0)
 
 
-def rejection_curve_plot(data: ReportData, path: str | os.PathLike[str]) -> Path:
-    """Macro accuracy of the kept answers against the share rejected for :data:`RELIABILITY_METHODS` (macro PRR in
-    the legend), with the oracle and random orders averaged over the same pairs."""
+def rejection_curve_plot(model: ReportModel, path: str | os.PathLike[str]) -> Path:
+    """Macro accuracy of the kept answers against the share rejected for :data:`RELIABILITY_METHODS` (the report
+    model's macro PRR in the legend), with the oracle and random orders averaged over the same pairs."""
+    data = model.data
     figure = Figure(figsize=(5.5, 4.0))
     axes = figure.add_subplot()
-    k = k_label(data.pairs)
+    k = model.statistics.k
     rejected = 1.0 - COVERAGE_GRID
     for method in RELIABILITY_METHODS:
         curve, n_pairs = macro_risk_coverage(data, method)
         if n_pairs:
             share = "" if n_pairs == len(data.pairs) else f", {n_pairs} of {len(data.pairs)} pairs"
-            prr = data.macro(method, "prr")
+            prr = macro_value(model, method, "prr")
             shown = "nan" if math.isnan(prr) else f"{prr:.3f}"
             axes.plot(rejected, 1.0 - curve, label=f"{method_label(method, k)} (PRR {shown}{share})")
     axes.plot(rejected, 1.0 - _macro_reference_risk(data, oracle=True), linestyle="--", color="0.3", label="oracle")

@@ -15,6 +15,7 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -22,10 +23,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from trac_metrics._util.files import atomic_write
-from trac_metrics.reporting.model.methods import k_label, leaderboard_methods, method_label
-from trac_metrics.reporting.model.statistics import mean_latency
+from trac_metrics.reporting.model.methods import method_label
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.selective import risk_coverage_curve
+
+if TYPE_CHECKING:
+    from trac_metrics.reporting.report_model import ReportModel
 
 RISK_COVERAGE_METHODS = ("trac", "sc_modal", "p_true", "mean_logprob")
 """Curves of the risk–coverage figure (docs/method.md#figures); P(True) only when the runs recorded it."""
@@ -62,11 +65,18 @@ def save_png(figure: Figure, path: str | os.PathLike[str]) -> Path:
     return Path(path)
 
 
-def risk_coverage_plot(data: ReportData, path: str | os.PathLike[str]) -> Path:
+def macro_value(model: ReportModel, method: str, metric: str) -> float:
+    """The report model's pair-equal macro of ``method``'s ``metric`` (NaN when the leaderboard has none)."""
+    macro = model.statistics.macro[metric].get(method)
+    return math.nan if macro is None else macro.value
+
+
+def risk_coverage_plot(model: ReportModel, path: str | os.PathLike[str]) -> Path:
     """Macro risk–coverage curves of TrAC, SC@K (modal answer), P(True) when present and mean log-probability."""
+    data = model.data
     figure = Figure(figsize=(5.5, 4.0))
     axes = figure.add_subplot()
-    k = k_label(data.pairs)
+    k = model.statistics.k
     for method in RISK_COVERAGE_METHODS:
         curve, n_pairs = macro_risk_coverage(data, method)
         if n_pairs:
@@ -96,17 +106,19 @@ def spread_labels(xs: Sequence[float], ys: Sequence[float], gap: float) -> list[
     return heights
 
 
-def cost_quality_plot(data: ReportData, path: str | os.PathLike[str]) -> Path:
-    """Relative latency (x, log scale) vs macro AUROC (y), one labelled point per leaderboard method.
+def cost_quality_plot(model: ReportModel, path: str | os.PathLike[str]) -> Path:
+    """Relative latency (x, log scale) vs macro AUROC (y), one labelled point per leaderboard method: the report
+    model's numbers, those of the leaderboard table.
 
     Methods without timings or without a defined macro AUROC are listed under the plot instead of a point.
     """
+    statistics = model.statistics
     figure = Figure(figsize=(7.0, 5.0))
     axes = figure.add_subplot()
-    k = k_label(data.pairs)
+    k = statistics.k
     points, left_out = [], []
-    for _, method in leaderboard_methods(data):
-        latency, quality = mean_latency(data, method), data.macro(method, "auroc")
+    for _, method in statistics.rows:
+        latency, quality = statistics.latency[method], macro_value(model, method, "auroc")
         if math.isnan(latency) or math.isnan(quality):
             left_out.append(method_label(method, k))
         else:
@@ -134,7 +146,7 @@ def cost_quality_plot(data: ReportData, path: str | os.PathLike[str]) -> Path:
     axes.xaxis.set_minor_formatter(NullFormatter())
     axes.set_xlabel("relative latency (generations per question, log scale)")
     axes.set_ylabel("macro AUROC")
-    axes.set_title(f"Cost vs quality over {len(data.pairs)} pair(s)")
+    axes.set_title(f"Cost vs quality over {len(model.data.pairs)} pair(s)")
     axes.grid(alpha=0.3, which="both")
     if left_out:
         figure.text(0.01, 0.01, "not plotted (no timings or no AUROC): " + ", ".join(left_out), fontsize=7)

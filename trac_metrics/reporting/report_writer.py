@@ -46,7 +46,7 @@ def write_report(report: ReportData | ReportModel, out_dir: str | Path, latex: b
         if latex:
             atomic_write(out / f"{table.name}.tex", to_latex(table))
     for file_name, _, draw in FIGURES:
-        draw(data, out / file_name)
+        draw(model, out / file_name)
     markdown = report_markdown(model, tables)
     atomic_write(out / "leaderboard.md", markdown)
     return markdown

@@ -19,6 +19,7 @@ from trac_metrics.reporting.plots import (
     spread_labels,
 )
 from trac_metrics.reporting.report_data import build_report_data
+from trac_metrics.reporting.report_model import build_report_model
 from trac_metrics.reporting.runs import load_pairs
 
 
@@ -60,10 +61,11 @@ def test_a_method_the_runs_lack_gives_no_curve(data):
 
 
 def test_plots_are_valid_pngs_identical_across_runs(data, tmp_path):
+    model = build_report_model(data, with_pairs=False)
     for draw in (risk_coverage_plot, cost_quality_plot, reliability_plot, rejection_curve_plot):
         first, second = tmp_path / f"{draw.__name__}_1.png", tmp_path / f"{draw.__name__}_2.png"
-        assert draw(data, first) == first
-        draw(data, second)
+        assert draw(model, first) == first
+        draw(model, second)
         image = imread(first)
         assert image.ndim == 3 and image.shape[0] > 300 and image.shape[1] > 400
         assert image.std() > 0  # something was drawn
@@ -73,11 +75,11 @@ def test_plots_are_valid_pngs_identical_across_runs(data, tmp_path):
 
 def test_a_failed_figure_write_keeps_the_old_png(data, tmp_path, monkeypatch):
     path = tmp_path / "figure.png"
-    risk_coverage_plot(data, path)
+    risk_coverage_plot(build_report_model(data, with_pairs=False), path)
     before = folder_bytes(tmp_path)
     fill_disk_after(monkeypatch, n_bytes=1000)
     with pytest.raises(OSError, match="No space left on device"):
-        cost_quality_plot(data, path)
+        cost_quality_plot(build_report_model(data, with_pairs=False), path)
     assert folder_bytes(tmp_path) == before
 
 

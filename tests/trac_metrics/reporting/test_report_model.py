@@ -11,9 +11,11 @@ import pandas as pd
 import pytest
 
 from trac_metrics.heads.evaluate import TaskEvaluation
+from trac_metrics.reporting.calibration_plots import rejection_curve_plot
 from trac_metrics.reporting.html.page_data import page_data, table_data
 from trac_metrics.reporting.leaderboard import leaderboard_tables
 from trac_metrics.reporting.model import pairs as model_pairs
+from trac_metrics.reporting.plots import cost_quality_plot
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.report_model import ReportModel, build_report_model
 from trac_metrics.reporting.report_writer import write_report
@@ -128,7 +130,7 @@ def _watch(monkeypatch: pytest.MonkeyPatch) -> dict[str, Counter]:
 
 
 def test_building_the_model_computes_each_number_once_and_rendering_computes_none(
-    six_task_report: ReportData, monkeypatch: pytest.MonkeyPatch
+    six_task_report: ReportData, monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:
     data = six_task_report
     calls = _watch(monkeypatch)
@@ -153,6 +155,8 @@ def test_building_the_model_computes_each_number_once_and_rendering_computes_non
         counted.clear()
     page_data(model)
     leaderboard_tables(model.statistics)
+    cost_quality_plot(model, tmp_path / "cost_quality.png")  # the figures with leaderboard numbers read the model's
+    rejection_curve_plot(model, tmp_path / "rejection_curve.png")
     assert not any(calls.values()), {what: dict(counted) for what, counted in calls.items() if counted}
 
 
