@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from testenv import REPO
 
 from trac_tasks.harness import compat
 from trac_tasks.harness.lm_eval_hooks import task_config_dir
@@ -153,3 +154,20 @@ def test_include_defaults_false_indexes_only_the_callers_folders(tmp_path):
         )
     )
     assert found == [["custom_arc_task"], str(tmp_path / "custom_arc_task.yaml"), ["custom_arc_task"], True]
+
+
+@pytest.mark.parametrize("package_there", [True, False])
+def test_the_startup_file_steps_aside_in_silence_when_the_package_is_gone(tmp_path, package_there):
+    """An editable install whose checkout moved or was deleted leaves trac_eval.pth behind: every Python start must
+    stay silent then (no "Error processing line 1 of trac_eval.pth" traceback), and load the hook when it is there."""
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    (site_dir / "trac_eval.pth").write_bytes((REPO / "trac_eval.pth").read_bytes())
+    add_repo = f"sys.path.insert(0, {str(REPO)!r}); " if package_there else ""
+    loaded = "print('trac_tasks.harness.autoload' in sys.modules)"
+    code = f"import site, sys; {add_repo}site.addsitedir({str(site_dir)!r}); {loaded}"
+    result = subprocess.run(  # -S: no site-packages, so only what the test puts on the path is importable
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=300, check=True, cwd=tmp_path
+    )
+    assert result.stderr == ""
+    assert result.stdout.strip() == str(package_there)
