@@ -237,11 +237,36 @@ def test_every_method_and_metric_says_what_it_is_and_links_its_docs_section(page
     assert page.get_attribute("#pair-metric-definition a", "href") == link(doc)
     page.click("#glossary summary")
     terms = page.eval_on_selector_all("#glossary dt", "terms => terms.map(term => term.textContent)")
-    shown = page.evaluate("JSON.parse(document.getElementById('trac-data').textContent).methods.map(m => m.label)")
-    assert terms == shown + [METRIC_LABELS[name] for name in METRIC_NAMES]
+    methods = page.evaluate("JSON.parse(document.getElementById('trac-data').textContent).methods")
+    assert sorted(terms[: len(methods)]) == sorted(method["label"] for method in methods)
+    assert terms[len(methods) :] == [METRIC_LABELS[name] for name in METRIC_NAMES]
     footer = page.locator("#report-footer")
     assert f"trac-eval {importlib.metadata.version('trac-eval')}" in footer.text_content()
     assert footer.locator("a").get_attribute("href") == link("docs/method.md")
+
+
+def test_every_tab_lists_the_methods_in_one_order(page: Page, written: dict) -> None:
+    data = page.evaluate("JSON.parse(document.getElementById('trac-data').textContent)")
+    leaderboard = data["leaderboard_methods"]
+    others = [method["name"] for method in data["methods"] if method["name"] not in leaderboard]
+    columns = page.eval_on_selector_all("#pair-table thead th", "cells => cells.map(cell => cell.dataset.key)")
+    assert columns[-len(leaderboard) :] == leaderboard
+    label = {method["name"]: method["label"] for method in data["methods"]}
+    page.click("#glossary summary")
+    glossary = page.eval_on_selector_all(
+        "#glossary dl:first-of-type dt", "terms => terms.map(term => term.textContent)"
+    )
+    assert glossary == [label[name] for name in leaderboard + others]
+    page.click("button[data-tab=figures]")
+    figures = page.eval_on_selector_all("#figure-method option", "options => options.map(option => option.value)")
+    assert figures == leaderboard
+    page.click("button[data-tab=questions]")
+    chosen = page.eval_on_selector_all("#confidence-method option", "options => options.map(option => option.value)")
+    assert chosen == leaderboard + others
+    page.goto(f"{written['html'].as_uri()}#tab=questions&open=0:3")
+    page.wait_for_selector(loaded("#question-view"), state="attached")
+    rows = page.eval_on_selector_all("#question-view tr[data-method]", "rows => rows.map(row => row.dataset.method)")
+    assert rows == [name for name in leaderboard + others if name in rows]
 
 
 def test_one_format_per_quantity_no_nan_on_the_page(page: Page, written: dict) -> None:

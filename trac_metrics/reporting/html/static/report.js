@@ -15,6 +15,12 @@
   const METHODS = new Map(DATA.methods.map((method) => [method.name, method]));
   const METRICS = new Map(DATA.metrics.map((metric) => [metric.name, metric]));
   const LEADERBOARD = DATA.leaderboard_methods;
+  // One method order on every tab: the leaderboard's (paper Table 1: single-trace, then sampling), then the methods
+  // outside it in registry order.
+  const ORDERED_METHODS = [
+    ...LEADERBOARD.map((name) => METHODS.get(name)).filter(Boolean),
+    ...DATA.methods.filter((method) => !LEADERBOARD.includes(method.name)),
+  ];
   const LEVEL = Math.round(DATA.settings.level * 100);
   const report = { charts: {}, startedAt, parsedAt: performance.now(), readyAt: null };
   window.tracReport = report;
@@ -428,7 +434,7 @@
       { id: "glossary" },
       h("summary", null, "What each method and metric means"),
       h("h3", null, "Methods"),
-      list(DATA.methods),
+      list(ORDERED_METHODS),
       h("h3", null, "Metrics"),
       list(DATA.metrics),
     );
@@ -1035,7 +1041,7 @@
         h(
           "tbody",
           null,
-          ...DATA.methods
+          ...ORDERED_METHODS
             .filter((method) => data.scores[method.name])
             .map((method) =>
               h(
@@ -1144,10 +1150,10 @@
   }
 
   function questionsPanel(panel) {
-    const defaultMethod = METHODS.has("trac") ? "trac" : DATA.methods[0].name;
+    const defaultMethod = METHODS.has("trac") ? "trac" : ORDERED_METHODS[0].name;
     const fields = metadataFields();
     const state = {};
-    const methodOptions = DATA.methods.map((method) => ({ value: method.name, label: method.label }));
+    const methodOptions = ORDERED_METHODS.map((method) => ({ value: method.name, label: method.label }));
     const listBox = h("div", { class: "list-wrap" });
     const pagerBox = h("div", { class: "pager-wrap" });
     const view = h("div", { id: "question-view", tabindex: "-1" });
