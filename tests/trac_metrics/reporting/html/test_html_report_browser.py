@@ -509,6 +509,28 @@ def test_copy_link_puts_the_address_of_the_open_question_on_the_clipboard(browse
     context.close()
 
 
+def test_copy_as_json_puts_the_open_question_on_the_clipboard(browser: Browser, written: dict, tiny_tokenizer) -> None:
+    context = browser.new_context(offline=True, viewport={"width": 1440, "height": 960})
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    record = primary(written["runs"], "model-a", "task-x", 7)
+    index = next(i for i, pair in enumerate(written["pairs"]) if (pair.model, pair.task) == ("model-a", "task-x"))
+    evaluation = written["evaluations"][index]
+    position = evaluation.doc_ids.index(7)
+    with opened(context, written["html"].as_uri(), written["html"]) as page:
+        open_question(page, "model-a", "task-x", 7)
+        page.wait_for_selector(loaded("#question-view"), state="attached")
+        page.click("#question-view .copy-question")
+        expect(page.locator("#question-view .copy-question")).to_have_text("JSON copied")
+        copied = json.loads(page.evaluate("navigator.clipboard.readText()"))
+    context.close()
+    assert (copied["model"], copied["task"], copied["doc_id"]) == ("model-a", "task-x", "7")
+    assert copied["answer"] == record.answer and copied["correct"] == bool(evaluation.labels[position])
+    assert copied["prompt"] == prompt_of("model-a", "task-x", 7)
+    assert copied["trace"] == tiny_tokenizer.decode(record.token_ids, skip_special_tokens=False)
+    assert copied["scores"]["trac"] == pytest.approx(evaluation.scores["trac"][position], rel=1e-5)
+    assert copied["metadata"] == {"level": "Level 3", "subject": SUBJECTS[7 % 3]}
+
+
 def test_the_search_finds_a_question_by_a_phrase_of_its_text(page: Page) -> None:
     page.click("button[data-tab=questions]")
     page.fill("#question-search", "QUESTION 7 of task-y")  # the prompt says "Question 7 of task-y for model-a: ..."

@@ -974,22 +974,49 @@
     );
   }
 
-  // The address of what is shown (the open question, the list's filters) to the clipboard; where the browser refuses,
-  // the address is shown to be copied by hand.
-  async function copyLink(button) {
-    const link = location.href;
+  // Text to the clipboard (the address of what is shown: the open question, the list's filters; or a question as
+  // JSON); where the browser refuses, the text is shown in a box to be copied by hand.
+  async function copyText(button, text, done, what) {
     try {
-      await navigator.clipboard.writeText(link);
-      button.textContent = "link copied";
+      await navigator.clipboard.writeText(text);
+      button.textContent = done;
     } catch (error) {
-      button.replaceWith(h("input", { class: "link", readonly: true, value: link, "aria-label": "link to this question", size: 40 }));
+      button.replaceWith(h("textarea", { class: "copied", readonly: true, rows: 6, cols: 60, "aria-label": what, text }));
     }
+  }
+
+  // One question as the page holds it, as JSON: its pair, prompt, answers, label, metadata, every method's score and
+  // probability of correctness, and the primary trace's text when it has been read.
+  function questionRecord(pairIndex, question, trace) {
+    const pair = PAIRS[pairIndex];
+    const data = DATA.questions[pairIndex];
+    const byMethod = (values) => Object.fromEntries(ORDERED_METHODS.filter((method) => values[method.name]).map((method) => [method.name, values[method.name][question]]));
+    return {
+      model: pair.model,
+      task: pair.task,
+      decoding: pair.decoding,
+      doc_id: data.doc[question],
+      prompt: data.prompt[question],
+      reference: data.reference[question],
+      answer: data.answer[question],
+      correct: data.correct[question] === 1,
+      probe_answer: data.probe[question],
+      probe_agrees: data.agree[question] === null ? null : data.agree[question] === 1,
+      majority_correct: data.majority[question] === 1,
+      sampled_answers: data.answers[question],
+      answer_classes: data.classes[question],
+      metadata: data.metadata[question],
+      scores: byMethod(data.scores),
+      p_correct: byMethod(data.p_correct),
+      trace: !trace ? null : trace.indices ? Array.from(trace.indices, (i) => trace.pieces[i]).join("") : trace.text ?? null,
+    };
   }
 
   async function renderQuestion(container, pairIndex, question, offerComparison = true) {
     const pair = PAIRS[pairIndex];
     const data = DATA.questions[pairIndex];
     const key = `${pairIndex}:${question}`;
+    let loadedTrace = null; // what "copy as JSON" adds once the trace is read
     container.dataset.loaded = "";
     const correct = data.correct[question] === 1;
     const agree = data.agree[question];
@@ -1005,7 +1032,13 @@
         offerComparison && PAIRS.some((other, index) => index !== pairIndex && other.task === pair.task)
           ? h("button", { type: "button", class: "compare-button", text: "compare side by side", onclick: () => { openTab("compare"); report.compare(pair.task, data.doc[question], pairIndex); } })
           : null,
-        offerComparison ? h("button", { type: "button", class: "copy-link", text: "copy link", onclick: (event) => copyLink(event.currentTarget) }) : null,
+        offerComparison ? h("button", { type: "button", class: "copy-link", text: "copy link", onclick: (event) => copyText(event.currentTarget, location.href, "link copied", "link to this question") }) : null,
+        h("button", {
+          type: "button",
+          class: "copy-question",
+          text: "copy as JSON",
+          onclick: (event) => copyText(event.currentTarget, JSON.stringify(questionRecord(pairIndex, question, loadedTrace), null, 2), "JSON copied", "this question as JSON"),
+        }),
       ),
     );
     const metadata = Object.entries(data.metadata[question] || {});
@@ -1058,6 +1091,7 @@
     );
     container.replaceChildren(node);
     const trace = await loadTrace(pairIndex, question);
+    loadedTrace = trace;
     if (container.firstChild !== node) return; // another question was opened meanwhile
     traceBox.replaceChildren(traceSection(pairIndex, trace));
     if (trace && trace.probe) {
