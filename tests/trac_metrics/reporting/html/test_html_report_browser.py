@@ -279,6 +279,10 @@ def test_one_format_per_quantity_no_nan_on_the_page(page: Page, written: dict) -
         "cells => cells.map(cell => (cell.firstElementChild ?? cell).firstChild?.textContent ?? '')",
     )
     assert all(re.fullmatch(r"|\d+|[+-]?\d\.\d{3}|—", text) for text in numbers), numbers  # 3 decimals, counts whole
+    page.select_option("#pair-reference", "sc_modal")  # the macro row's p is worded as trac report words it
+    paired = page.evaluate("JSON.parse(document.getElementById('trac-data').textContent).paired.auroc.sc_modal.trac")
+    footer = page.eval_on_selector_all("#pair-table tfoot td", "cells => cells.map(cell => cell.textContent)")
+    assert any(f"{format_p(paired['p'], 50)} W/T/L" in text for text in footer), footer
     page.goto(f"{written['html'].as_uri()}#tab=questions&open=0:3")
     page.wait_for_selector(loaded("#question-view"), state="attached")
     length = page.text_content("#question-view tr[data-method=trace_length] td.score")

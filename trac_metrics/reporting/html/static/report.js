@@ -58,13 +58,14 @@
     return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(4)));
   }
   const hovered = (u, value) => fmt(value);
-  const signed = (value) => (missing(value) ? MISSING : (value > 0 ? "+" : "") + value.toFixed(3));
-  // A bootstrap p as trac report words it (leaderboard.format_p): below the finest step the resamples can show.
+  // A bootstrap p as trac report words it (tables.format_p): below the finest step the resamples can show. The page
+  // computes it from the number: a worded p for every pair of methods would grow the page's data.
   function pText(p) {
     if (missing(p)) return "p = nan";
     const floor = Math.max(1 / DATA.settings.resamples, 0.001);
     return p < floor ? `p < ${Number(floor.toPrecision(3))}` : `p = ${p.toFixed(3)}`;
   }
+  const signed = (value) => (missing(value) ? MISSING : (value > 0 ? "+" : "") + value.toFixed(3));
   const interval = (bounds) =>
     bounds && !missing(bounds[0]) && !missing(bounds[1]) ? `[${fmt(bounds[0])}, ${fmt(bounds[1])}]` : "";
   // A model named by a local folder shows as the folder's name (the whole path on hover).
@@ -101,8 +102,7 @@
 
   // A table sorted by its column headers (buttons: click, Enter or Space): first largest first, then smallest first;
   // missing values always last. columns: [{key, label, numeric, sticky, help}] (help: a definition, see help());
-  // rows: [{key, cells: {column: {text, value,
-  // cls, node}}}]; onSort(state) hears every change of {key, dir}. With onRowClick the rows are focusable (one at a
+  // rows: [{key, cells: {column: {text, value, cls, node}}}]; onSort(state) hears every change of {key, dir}. With onRowClick the rows are focusable (one at a
   // time in the tab order: the open row, else the first) and open on a click. With pageSize the body holds one page
   // of the sorted rows at a time (the page of the row `current` when it is listed, else the first), the table's
   // `pager` (previous / next and "rows i–j of n") turns the pages, and `rowAt(index)` shows the page of the index-th
@@ -803,9 +803,9 @@
   const UNCERTAIN = 6;
   // The tail TUP reads (docs/method.md#tail-and-low-confidence-fraction): the last W tokens.
   const tailStart = (trace) => Math.max(0, trace.n - DATA.settings.tail_window);
-  function shadedTrace(trace, by) {
+  // The trace's tokens, each in its shade (shadesOf(trace, by)), the marker and TUP's tail marked.
+  function shadedTrace(trace, shades, by) {
     const box = h("div", { class: "trace", dataset: { tokens: String(trace.n), shading: by } });
-    const shades = shadesOf(trace, by);
     const tail = tailStart(trace);
     const fragment = document.createDocumentFragment();
     for (let i = 0; i < trace.n; i++) {
@@ -878,7 +878,7 @@
     const draw = (by) => {
       legend.replaceChildren(...shadeLegend(trace, by));
       shades = shadesOf(trace, by);
-      box = shadedTrace(trace, by);
+      box = shadedTrace(trace, shades, by);
       Object.assign(box, { tabIndex: 0 });
       box.setAttribute("role", "group");
       box.setAttribute("aria-label", `trace of ${trace.n} tokens: ← / → step through the tokens, n / p the next / previous uncertain one`);
