@@ -85,8 +85,8 @@ def table_data(table: ReportTable) -> dict[str, Any]:
 
 
 def _methods(model: ReportModel) -> list[dict[str, Any]]:
-    """Every method scored on some pair, in registry order: name, label, leaderboard block (None when it has none),
-    its one-line definition and the docs section defining it."""
+    """Every method scored on some pair, in the report's one order (the leaderboard's, then registry order): name,
+    label, leaderboard block (None when it has none), its one-line definition and the docs section defining it."""
     return [
         {
             "name": method.name,

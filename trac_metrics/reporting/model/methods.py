@@ -44,12 +44,13 @@ def leaderboard_methods(data: ReportData) -> list[tuple[str, str]]:
 
 
 def shown_methods(data: ReportData) -> tuple[ShownMethod, ...]:
-    """Every method scored on some pair, in registry order (:class:`ShownMethod`)."""
+    """Every method scored on some pair (:class:`ShownMethod`), in the one order every view of the report lists them:
+    the leaderboard's (paper Table 1: single-trace, then sampling), then the other methods in registry order."""
     scored = {method for evaluation in data.evaluations for method in evaluation.scores}
     blocks = dict((method, block) for block, method in leaderboard_methods(data))
     k = k_label(data.pairs)
+    others = [method.name for method in all_methods() if method.name in scored and method.name not in blocks]
     return tuple(
-        ShownMethod(method.name, method_label(method.name, k), blocks.get(method.name), method.summary, method.doc)
-        for method in all_methods()
-        if method.name in scored
+        ShownMethod(name, method_label(name, k), blocks.get(name), get(name).summary, get(name).doc)
+        for name in [*blocks, *others]
     )

@@ -15,12 +15,6 @@
   const METHODS = new Map(DATA.methods.map((method) => [method.name, method]));
   const METRICS = new Map(DATA.metrics.map((metric) => [metric.name, metric]));
   const LEADERBOARD = DATA.leaderboard_methods;
-  // One method order on every tab: the leaderboard's (paper Table 1: single-trace, then sampling), then the methods
-  // outside it in registry order.
-  const ORDERED_METHODS = [
-    ...LEADERBOARD.map((name) => METHODS.get(name)).filter(Boolean),
-    ...DATA.methods.filter((method) => !LEADERBOARD.includes(method.name)),
-  ];
   const LEVEL = Math.round(DATA.settings.level * 100);
   const report = { charts: {}, startedAt, parsedAt: performance.now(), readyAt: null };
   window.tracReport = report;
@@ -434,7 +428,7 @@
       { id: "glossary" },
       h("summary", null, "What each method and metric means"),
       h("h3", null, "Methods"),
-      list(ORDERED_METHODS),
+      list(DATA.methods),
       h("h3", null, "Metrics"),
       list(DATA.metrics),
     );
@@ -990,7 +984,7 @@
   function questionRecord(pairIndex, question, trace) {
     const pair = PAIRS[pairIndex];
     const data = DATA.questions[pairIndex];
-    const byMethod = (values) => Object.fromEntries(ORDERED_METHODS.filter((method) => values[method.name]).map((method) => [method.name, values[method.name][question]]));
+    const byMethod = (values) => Object.fromEntries(DATA.methods.filter((method) => values[method.name]).map((method) => [method.name, values[method.name][question]]));
     return {
       model: pair.model,
       task: pair.task,
@@ -1074,7 +1068,7 @@
         h(
           "tbody",
           null,
-          ...ORDERED_METHODS
+          ...DATA.methods
             .filter((method) => data.scores[method.name])
             .map((method) =>
               h(
@@ -1184,10 +1178,10 @@
   }
 
   function questionsPanel(panel) {
-    const defaultMethod = METHODS.has("trac") ? "trac" : ORDERED_METHODS[0].name;
+    const defaultMethod = METHODS.has("trac") ? "trac" : DATA.methods[0].name;
     const fields = metadataFields();
     const state = {};
-    const methodOptions = ORDERED_METHODS.map((method) => ({ value: method.name, label: method.label }));
+    const methodOptions = DATA.methods.map((method) => ({ value: method.name, label: method.label }));
     const listBox = h("div", { class: "list-wrap" });
     const pagerBox = h("div", { class: "pager-wrap" });
     const view = h("div", { id: "question-view", tabindex: "-1" });
