@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from trac_metrics.reporting.html.tokens import TokenPieces, marker_position, tokenizer_mismatch
+from trac_metrics.reporting.html.tokens import TokenizerMismatch, marker_position, trace_pieces
 from trac_metrics.reporting.html.traces import ENTROPY_STEP, SURPRISAL_STEP, PrimaryTrace, trace_payload
 from trac_metrics.reporting.runs import PairRun
 
@@ -58,17 +58,19 @@ def pair_payloads(
 ) -> tuple[dict[str, Any], list[str]]:
     """How ``pair``'s traces are shown (``mode``, ``tokenizer``, ``note``) and the page lines: the pair's piece list
     (``tokens`` mode; empty otherwise), then one line per question in document order. ``why_not`` says why there is
-    no ``tokenizer``; one that does not fit every trace of the pair (:func:`tokenizer_mismatch`) is not used: the
-    pair is shown as text, never shaded with pieces the model did not write. Without traces every line is empty."""
+    no ``tokenizer``; one that does not fit every trace of the pair
+    (:func:`~trac_metrics.reporting.html.tokens.trace_pieces`) is not used: the pair is shown as text, never shaded
+    with pieces the model did not write. Without traces every line is empty."""
     traces: tuple[PrimaryTrace, ...] = pair.details
     doc_ids = [str(evidence["doc_id"]) for evidence in pair.evidences]
     if not traces:
         return {"mode": NONE, "tokenizer": None, "note": "the traces were not read"}, [""] * (len(doc_ids) + 1)
     if tokenizer is not None:
-        mismatch = tokenizer_mismatch(
-            tokenizer, [trace.token_ids for trace in traces], [trace.text for trace in traces], doc_ids
-        )
-        if mismatch is not None:
+        try:
+            pieces, indices = trace_pieces(
+                tokenizer, [trace.token_ids for trace in traces], [trace.text for trace in traces], doc_ids
+            )
+        except TokenizerMismatch as mismatch:
             tokenizer, why_not = None, f"tokenizer {tokenizer_name!r} does not fit {pair.model}: {mismatch}"
     if tokenizer is None:
         info = {"mode": TEXT, "tokenizer": None, "note": f"Traces unshaded: {why_not}."}
@@ -78,14 +80,12 @@ def pair_payloads(
             header["marker"] = _text_position(trace.text, trace.marker)
             lines.append(_line(trace_payload(header)))
         return info, ["", *lines]
-    pieces = TokenPieces(tokenizer)
-    indices = [pieces.encode(trace.token_ids) for trace in traces]
-    width = np.uint16 if len(pieces.pieces) <= 1 << 16 else np.uint32
-    lines = [_line(gzip.compress(json.dumps(pieces.pieces, ensure_ascii=False).encode(), mtime=0))]
+    width = np.uint16 if len(pieces) <= 1 << 16 else np.uint32
+    lines = [_line(gzip.compress(json.dumps(pieces, ensure_ascii=False).encode(), mtime=0))]
     for trace, index in zip(traces, indices, strict=True):
         header = {
             **_header(trace),
-            "marker": marker_position(tokenizer, trace.token_ids, index, pieces.pieces, trace.marker or ""),
+            "marker": marker_position(tokenizer, trace.token_ids, index, pieces, trace.marker or ""),
             "index_bytes": np.dtype(width).itemsize,
         }
         lines.append(_line(trace_payload(header, [index.astype(width), trace.surprisal, trace.entropy])))

@@ -10,7 +10,7 @@ code (``auto_map``) is refused with a one-line reason: the page shows that model
 (docs/guide/reliability.md#files-are-data). :class:`TokenPieces` decodes every distinct id once, after an anchor
 token (so a SentencePiece word keeps its leading space), and decodes runs of tokens that each hold part of one
 character (byte-level BPE splits an emoji over several tokens) together; the pieces of a trace joined are its decoded
-text. :func:`tokenizer_mismatch` refuses a tokenizer that does not reproduce the stored text of every trace it would
+text. :func:`trace_pieces` refuses a tokenizer whose pieces do not reproduce the stored text of every trace it would
 shade: a wrong tokenizer would shade a made-up text.
 """
 
@@ -90,39 +90,51 @@ def _squashed(text: str) -> str:
     return "".join(text.split())
 
 
-DECODE_BATCH = 64
-"""Traces decoded at once by :func:`tokenizer_mismatch` (bounds the memory of the id lists handed to the tokenizer)."""
+def _special_ids(tokenizer: Any) -> set[int]:
+    """The ids a decoding with ``skip_special_tokens`` leaves out: the named special tokens and every added token
+    marked special (SmolLM2's ``<file_sep>``, ...)."""
+    added = getattr(tokenizer, "added_tokens_decoder", {})
+    return set(tokenizer.all_special_ids) | {int(token) for token, added_token in added.items() if added_token.special}
 
 
-def tokenizer_mismatch(
+class TokenizerMismatch(ValueError):
+    """Why a tokenizer is not the one that wrote a pair's traces: the page shows them as text instead."""
+
+
+def trace_pieces(
     tokenizer: Any, traces: Sequence[np.ndarray], texts: Sequence[str], names: Sequence[str] = ()
-) -> str | None:
-    """Why ``tokenizer`` is not the one that wrote the token ids of ``traces`` (an id beyond its vocabulary, or a trace
-    whose decoding does not hold its stored text ``texts[i]``, whitespace aside), or None when it fits every trace:
-    each trace is checked, so a tokenizer shades only text it reproduces. ``names`` name the traces (document ids)
-    in the reason."""
+) -> tuple[list[str], list[np.ndarray]]:
+    """The text pieces of ``traces`` under ``tokenizer`` (:class:`TokenPieces`): the shared piece list and each
+    trace's piece indices. :class:`TokenizerMismatch` when ``tokenizer`` is not the one that wrote them: an id beyond
+    its vocabulary, or a trace whose pieces, joined without the special tokens, do not hold its stored text
+    ``texts[i]`` (whitespace aside). Each trace is checked, on the very pieces the page would shade, so a tokenizer
+    shades only text it reproduces. ``names`` name the traces (document ids) in the reason."""
     size = len(tokenizer)
     largest = max((int(ids.max()) for ids in traces if ids.size), default=-1)
     if largest >= size:
-        return f"token id {largest} is beyond its {size} tokens"
-    wrong = []
-    for start in range(0, len(traces), DECODE_BATCH):
-        batch = [ids.tolist() for ids in traces[start : start + DECODE_BATCH]]
-        decoded = tokenizer.batch_decode(batch, skip_special_tokens=True, clean_up_tokenization_spaces=False)
-        wrong += [
-            start + offset
-            for offset, (text, stored) in enumerate(zip(decoded, texts[start : start + DECODE_BATCH], strict=True))
-            if _squashed(stored) not in _squashed(text)
-        ]
-    if not wrong:
-        return None
-    first = names[wrong[0]] if names else str(wrong[0])
-    others = f" and {len(wrong) - 1} other(s)" if len(wrong) > 1 else ""
-    return f"its decoding of the token ids differs from the stored text on question {first}{others} of {len(traces)}"
+        raise TokenizerMismatch(f"token id {largest} is beyond its {size} tokens")
+    pieces = TokenPieces(tokenizer)
+    indices = pieces.encode_all(traces)
+    shown = np.asarray(pieces.pieces, dtype=object)
+    kept = np.ones(size, dtype=bool)
+    kept[sorted(_special_ids(tokenizer))] = False
+    wrong = [
+        number
+        for number, (ids, index, stored) in enumerate(zip(traces, indices, texts, strict=True))
+        if _squashed(stored) not in _squashed("".join(shown[index[kept[ids]]].tolist()))
+    ]
+    if wrong:
+        first = names[wrong[0]] if names else str(wrong[0])
+        others = f" and {len(wrong) - 1} other(s)" if len(wrong) > 1 else ""
+        raise TokenizerMismatch(
+            f"its decoding of the token ids differs from the stored text on question {first}{others} of {len(traces)}"
+        )
+    return pieces.pieces, indices
 
 
 class TokenPieces:
-    """The text pieces of traces under one tokenizer, as indices into one shared list (:attr:`pieces`)."""
+    """The text pieces of traces under one tokenizer, as indices into one shared list (:attr:`pieces`). Each distinct
+    id is decoded once, and each distinct run of split-character tokens once, whatever the number of traces."""
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
@@ -130,8 +142,12 @@ class TokenPieces:
         self.anchor_text = self._batch_decode([self.anchor])[0]
         self.pieces: list[str] = []
         self._index: dict[str, int] = {}
-        self._of_id: dict[int, int] = {}
-        self._partial: set[int] = set()
+        self._of_id = np.full(len(tokenizer), -1, dtype=np.int64)
+        """Piece index of each id decoded so far (-1: not yet)."""
+        self._partial = np.zeros(len(tokenizer), dtype=bool)
+        """Whether an id decodes to part of a character."""
+        self._run_text: dict[tuple[int, ...], str] = {}
+        """The decoded text of each run of split-character ids met so far."""
 
     def _batch_decode(self, runs: Sequence[Sequence[int]]) -> list[str]:
         if not runs:  # transformers reads an empty batch as one empty sequence
@@ -143,6 +159,8 @@ class TokenPieces:
     def _decode(self, runs: Sequence[Sequence[int]]) -> list[str]:
         """Each run of ids decoded after the anchor, the anchor's own text removed (decoded alone when the anchor
         merged with it)."""
+        if not runs:
+            return []
         texts = self._batch_decode([self.anchor + list(run) for run in runs])
         return [
             text[len(self.anchor_text) :] if text.startswith(self.anchor_text) else self._batch_decode([run])[0]
@@ -156,30 +174,41 @@ class TokenPieces:
         return self._index[text]
 
     def encode(self, token_ids: np.ndarray) -> np.ndarray:
-        """The piece index of every token of one trace (uint32). A run of tokens each holding part of a character is
-        decoded as one: its first token gets the run's text, the others the empty piece."""
-        ids = np.asarray(token_ids, dtype=np.int64)
-        distinct = np.unique(ids)
-        new = [int(token) for token in distinct if int(token) not in self._of_id]
-        for token, text in zip(new, self._decode([[token] for token in new]), strict=True):
-            if REPLACEMENT in text:  # part of a character: its run's text is its piece (below)
-                self._partial.add(token)
-                self._of_id[token] = 0
-            else:
-                self._of_id[token] = self._piece(text)
-        lookup = np.fromiter((self._of_id[int(token)] for token in distinct), dtype=np.uint32, count=distinct.size)
-        indices = lookup[np.searchsorted(distinct, ids)]
-        partial = np.isin(ids, list(self._partial)) if self._partial else np.zeros(ids.size, dtype=bool)
-        position = 0
-        for start in np.flatnonzero(partial):
-            if start < position:  # inside the run just decoded
-                continue
-            end = int(start)
-            while end < ids.size and partial[end]:
-                end += 1
-            indices[start] = self._piece(self._decode([ids[start:end].tolist()])[0])
+        """The piece index of every token of one trace (:meth:`encode_all`)."""
+        return self.encode_all([token_ids])[0]
+
+    def encode_all(self, traces: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The piece index of every token of each trace (uint32; ids within the tokenizer's vocabulary). A run of
+        tokens each holding part of a character is decoded as one: its first token gets the run's text, the others
+        the empty piece. The ids and runs never met before are decoded in one batch each, then pieces are numbered
+        trace by trace in order of appearance."""
+        traces = [np.asarray(ids, dtype=np.int64) for ids in traces]
+        undecoded = np.unique(np.concatenate([ids[self._of_id[ids] < 0] for ids in traces] or [[]]).astype(np.int64))
+        texts = dict(zip(undecoded.tolist(), self._decode([[token] for token in undecoded.tolist()]), strict=True))
+        self._partial[undecoded] = [REPLACEMENT in text for text in texts.values()]
+        runs = [self._runs(ids) for ids in traces]
+        unseen = list(dict.fromkeys(run for trace in runs for _, _, run in trace if run not in self._run_text))
+        self._run_text.update(zip(unseen, self._decode(unseen), strict=True))
+        return [self._indices(ids, trace_runs, texts) for ids, trace_runs in zip(traces, runs, strict=True)]
+
+    def _runs(self, ids: np.ndarray) -> list[tuple[int, int, tuple[int, ...]]]:
+        """Start, end and ids of each run of split-character tokens in ``ids``."""
+        partial = self._partial[ids]
+        if not partial.any():
+            return []
+        bounds = np.flatnonzero(np.diff(np.concatenate(([False], partial, [False])).astype(np.int8)))
+        return [(int(start), int(end), tuple(ids[start:end].tolist())) for start, end in bounds.reshape(-1, 2)]
+
+    def _indices(
+        self, ids: np.ndarray, runs: Sequence[tuple[int, int, tuple[int, ...]]], texts: dict[int, str]
+    ) -> np.ndarray:
+        """The piece indices of one trace, numbering the pieces it meets first."""
+        for token in np.unique(ids[self._of_id[ids] < 0]).tolist():
+            self._of_id[token] = 0 if self._partial[token] else self._piece(texts[token])
+        indices = self._of_id[ids].astype(np.uint32)
+        for start, end, run in runs:
+            indices[start] = self._piece(self._run_text[run])
             indices[start + 1 : end] = self._piece("")
-            position = end
         return indices
 
 

@@ -28,7 +28,7 @@ from trac_metrics.features.vectors import TAIL_WINDOW
 from trac_metrics.records import iter_records
 from trac_metrics.reporting.html import primary_trace, write_html_report
 from trac_metrics.reporting.html.page import STATIC, json_for_script, render_page
-from trac_metrics.reporting.html.tokens import TokenPieces, parse_tokenizer_specs, tokenizer_mismatch
+from trac_metrics.reporting.html.tokens import TokenizerMismatch, TokenPieces, parse_tokenizer_specs, trace_pieces
 from trac_metrics.reporting.html.traces import ENTROPY_STEP, SURPRISAL_STEP
 from trac_metrics.reporting.model.pairs import top_decile
 from trac_metrics.reporting.report_data import build_report_data
@@ -271,16 +271,42 @@ def test_without_a_tokenizer_the_trace_is_the_stored_text_and_the_page_says_why(
 def test_a_tokenizer_that_does_not_fit_every_trace_is_not_used(tiny_tokenizer) -> None:
     texts = ["The answer is 12.", "", "Then 7 it is."]
     ids = [np.asarray(tiny_tokenizer.encode(text), dtype=np.int32) for text in texts]
-    assert tokenizer_mismatch(tiny_tokenizer, ids, texts) is None
+    pieces, indices = trace_pieces(tiny_tokenizer, ids, texts)
+    assert ["".join(pieces[i] for i in index) for index in indices] == texts
     # the first trace fits (an empty one fits any tokenizer): every other trace is checked too
     wrong = ["", "Something else entirely.", "Then 7 it is.", "Nor this."]
-    assert tokenizer_mismatch(tiny_tokenizer, [ids[1], ids[0], ids[2], ids[0]], wrong, ["a", "b", "c", "d"]) == (
-        "its decoding of the token ids differs from the stored text on question b and 1 other(s) of 4"
+    with pytest.raises(TokenizerMismatch) as mismatch:
+        trace_pieces(tiny_tokenizer, [ids[1], ids[0], ids[2], ids[0]], wrong, ["a", "b", "c", "d"])
+    assert (
+        str(mismatch.value)
+        == "its decoding of the token ids differs from the stored text on question b and 1 other(s) of 4"
     )
     beyond = np.array([len(tiny_tokenizer) + 5])
-    assert tokenizer_mismatch(tiny_tokenizer, [ids[0], beyond], texts[:2]) == (
-        f"token id {len(tiny_tokenizer) + 5} is beyond its {len(tiny_tokenizer)} tokens"
-    )
+    with pytest.raises(TokenizerMismatch) as mismatch:
+        trace_pieces(tiny_tokenizer, [ids[0], beyond], texts[:2])
+    assert str(mismatch.value) == f"token id {len(tiny_tokenizer) + 5} is beyond its {len(tiny_tokenizer)} tokens"
+
+
+def test_special_tokens_are_left_out_of_the_text_a_tokenizer_must_reproduce(tiny_tokenizer) -> None:
+    """The stored text is what the engine detokenized without special tokens; the pieces still show them."""
+    ids = np.asarray(tiny_tokenizer.encode("So x = 3"), dtype=np.int64)
+    with_end = np.concatenate([ids, [tiny_tokenizer.eos_token_id]])
+    pieces, (index,) = trace_pieces(tiny_tokenizer, [with_end], ["So x = 3"])
+    assert "".join(pieces[i] for i in index) == "So x = 3" + tiny_tokenizer.eos_token
+
+
+def test_a_run_of_split_characters_seen_again_is_decoded_once(tiny_tokenizer) -> None:
+    text = "😀 then 😀"
+    ids = np.asarray(tiny_tokenizer.encode(text, add_special_tokens=False), dtype=np.int64)
+    pieces = TokenPieces(tiny_tokenizer)
+    decoded: list[int] = []
+    original = pieces._batch_decode
+    pieces._batch_decode = lambda runs: decoded.append(len(runs)) or original(runs)
+    first = pieces.encode(ids)
+    assert decoded == [len(set(ids.tolist())), 2]  # one batch of the distinct ids, one of the distinct byte runs
+    second = pieces.encode(ids)
+    assert np.array_equal(first, second) and "".join(pieces.pieces[i] for i in first) == text
+    assert len(decoded) == 2  # nothing decoded again for the second trace
 
 
 def test_the_page_says_why_a_named_tokenizer_was_not_used(capsys, tmp_path: Path, tiny_model: Path) -> None:
