@@ -1,7 +1,9 @@
 """The paper's analyses in ``trac report``: ablations, consensus blind spot, transfer, label efficiency, decoding.
 
 Each function reads a :class:`~trac_metrics.reporting.report_data.ReportData` and returns one
-:class:`~trac_metrics.reporting.tables.ReportTable`; :func:`all_analyses` returns them in the report's order. Every
+:class:`~trac_metrics.reporting.tables.ReportTable`; :func:`all_analyses` returns them in the report's order. The
+per-pair values and macro intervals they share with the leaderboard come from ``numbers`` (:class:`Numbers`: the report
+model passes its statistics, so each is computed once; by default the data's own). Every
 number is a pair-equal macro (docs/method.md#pair-equal-macro-average) over the pairs that have the data; a pair or a
 cell that cannot be computed is NaN or left out with the reason in the table's note, never silently. Tables
 (docs/method.md#report-analyses):
@@ -23,6 +25,7 @@ import zlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -52,6 +55,14 @@ P_TRUE_HOW_TO = "add `trac: p_true: true` to the task's generation_kwargs and re
 # ----------------------------------------------------------------------------------------------- shared helpers
 
 
+class Numbers(Protocol):
+    """Where the analyses read a method's per-pair values and its macro's 95% interval (``ReportData`` has both)."""
+
+    def per_pair(self, method: str, metric: str) -> np.ndarray: ...
+
+    def ci(self, method: str, metric: str) -> tuple[float, float]: ...
+
+
 def _auroc(scores: np.ndarray, labels: np.ndarray) -> float:
     """``selective.auroc``, NaN without a warning where it is undefined (NaN scores, one class): the callers count
     and report those pairs in their notes."""
@@ -77,17 +88,24 @@ def _has(data: ReportData, method: str) -> list[int]:
 # -------------------------------------------------------------------------- ablations (docs/method.md#report-analyses)
 
 
-def _auroc_intervals(data: ReportData, indices: Sequence[int], methods: Sequence[str]) -> dict[str, tuple]:
+def _auroc_intervals(
+    data: ReportData, numbers: Numbers, indices: Sequence[int], methods: Sequence[str]
+) -> dict[str, tuple]:
     """95% CI of each method's macro AUROC over the pairs ``indices``: the report's shared bootstrap when they are
     all pairs, else the same hierarchical bootstrap (same resamples count and seed) restricted to them."""
     if len(indices) == len(data.pairs):
-        return {method: data.ci(method, "auroc") for method in methods}
+        return {method: numbers.ci(method, "auroc") for method in methods}
     result = data.bootstrap_subset(indices, methods, ("auroc",))["auroc"]
     return {method: result.ci(method) for method in methods}
 
 
 def _method_table(
-    data: ReportData, name: str, title: str, rows: Sequence[tuple[str, str]], how_to: str = ""
+    data: ReportData,
+    numbers: Numbers | None,
+    name: str,
+    title: str,
+    rows: Sequence[tuple[str, str]],
+    how_to: str = "",
 ) -> ReportTable:
     """Rows ``(label, method)`` × AUROC, its CI, AURC and the number of pairs with a defined AUROC.
 
@@ -104,11 +122,12 @@ def _method_table(
         return ReportTable(
             name, title, _empty(METHOD_COLUMNS, "representation"), note=f"Empty: {why}. {lacking}".strip()
         )
-    intervals = _auroc_intervals(data, indices, methods)
+    numbers = numbers or data
+    intervals = _auroc_intervals(data, numbers, indices, methods)
     records = []
     for method in methods:
-        auroc = data.per_pair(method, "auroc")[indices]
-        aurc = data.per_pair(method, "aurc")[indices]
+        auroc = numbers.per_pair(method, "auroc")[indices]
+        aurc = numbers.per_pair(method, "aurc")[indices]
         records.append(
             [mean_of_defined(auroc), *intervals[method], mean_of_defined(aurc), int((~np.isnan(auroc)).sum())]
         )
@@ -125,21 +144,23 @@ def _method_table(
     return ReportTable(name, title, frame, {"AUROC": True, "AURC": False}, " ".join(part for part in note if part))
 
 
-def component_ablation(data: ReportData) -> ReportTable:
+def component_ablation(data: ReportData, numbers: Numbers | None = None) -> ReportTable:
     """Component ablation (docs/method.md#component-ablation): TUP only, PCE only, TUP + PCE (= TrAC)."""
     return _method_table(
         data,
+        numbers,
         "ablation_components",
         "Component ablation",
         [("TUP only", "tup"), ("PCE only", "pce"), ("PCE + TUP (= TrAC)", "trac")],
     )
 
 
-def trace_controls(data: ReportData) -> ReportTable:
+def trace_controls(data: ReportData, numbers: Numbers | None = None) -> ReportTable:
     """Trace-conditioning controls (docs/method.md#trace-conditioning-controls): the probe-variant heads
     (docs/method.md#probe-variants) against PCE."""
     return _method_table(
         data,
+        numbers,
         "ablation_trace_controls",
         "Trace-conditioning controls",
         [
@@ -152,10 +173,11 @@ def trace_controls(data: ReportData) -> ReportTable:
     )
 
 
-def pce_decomposition(data: ReportData) -> ReportTable:
+def pce_decomposition(data: ReportData, numbers: Numbers | None = None) -> ReportTable:
     """PCE decomposition (docs/method.md#pce-decomposition): agreement e alone, likelihoods alone, both (= PCE)."""
     return _method_table(
         data,
+        numbers,
         "ablation_pce_decomposition",
         "PCE feature decomposition",
         [
@@ -166,11 +188,12 @@ def pce_decomposition(data: ReportData) -> ReportTable:
     )
 
 
-def p_true_fusion(data: ReportData) -> ReportTable:
+def p_true_fusion(data: ReportData, numbers: Numbers | None = None) -> ReportTable:
     """Comparison with self-verification (docs/method.md#comparison-with-self-verification): P(True), PCE, and a head on
     [φ_A; P(True)]."""
     return _method_table(
         data,
+        numbers,
         "ablation_p_true",
         "Comparison with self-verification",
         [("P(True)", "p_true"), ("PCE", "pce"), ("P(True) + PCE", "p_true_pce")],
@@ -316,12 +339,12 @@ def _scheme_reason(data: ReportData, scheme: str) -> str | None:
     return f"{scheme} is NaN: it needs {needs}"
 
 
-def transfer_by_target(data: ReportData) -> ReportTable:
+def transfer_by_target(data: ReportData, numbers: Numbers | None = None) -> ReportTable:
     """Transfer table, top (docs/method.md#transfer-tables): per held-out task, the leave-one-dataset-out PCE head
     (fitted on every pair of the other tasks, all models) against the pairs' in-domain cross-fitted PCE AUROC; Δ =
     transfer − in-domain, paired over the pairs where both are defined."""
     transfer = _transfer_aurocs(data, "pce", _feature_rows(data, "pce"), "LODO")
-    in_domain = data.per_pair("pce", "auroc")
+    in_domain = (numbers or data).per_pair("pce", "auroc")
     tasks = sorted({pair.task for pair in data.pairs})
     records = []
     for task in tasks:
@@ -509,7 +532,7 @@ def label_efficiency(
 # ------------------------------------------------------------------------------------ docs/method.md#decoding-symmetry
 
 
-def decoding_symmetry(data: ReportData) -> ReportTable:
+def decoding_symmetry(data: ReportData, numbers: Numbers | None = None) -> ReportTable:
     """Decoding symmetry (docs/method.md#decoding-symmetry): the same (model, task) under different primary / probe
     temperatures.
 
@@ -528,7 +551,8 @@ def decoding_symmetry(data: ReportData) -> ReportTable:
             note="Empty: no (model, task) was run under more than one primary/probe decoding (run the "
             "same task with other temperature / probe_temperature to fill it).",
         )
-    pce, trac = data.per_pair("pce", "auroc"), data.per_pair("trac", "auroc")
+    numbers = numbers or data
+    pce, trac = numbers.per_pair("pce", "auroc"), numbers.per_pair("trac", "auroc")
     default = decoding_label(DEFAULT_DECODING)
     rows, records = [], []
     for (task, model), indices in varied.items():
@@ -549,16 +573,17 @@ def decoding_symmetry(data: ReportData) -> ReportTable:
     )
 
 
-def all_analyses(data: ReportData) -> list[ReportTable]:
-    """Every analysis table of ``trac report``, in the paper's order."""
+def all_analyses(data: ReportData, numbers: Numbers | None = None) -> list[ReportTable]:
+    """Every analysis table of ``trac report``, in the paper's order; shared numbers read from ``numbers`` (default:
+    ``data``)."""
     return [
-        component_ablation(data),
-        trace_controls(data),
-        pce_decomposition(data),
-        p_true_fusion(data),
+        component_ablation(data, numbers),
+        trace_controls(data, numbers),
+        pce_decomposition(data, numbers),
+        p_true_fusion(data, numbers),
         consensus_blind_spot(data),
-        transfer_by_target(data),
+        transfer_by_target(data, numbers),
         transfer_representations(data),
         label_efficiency(data),
-        decoding_symmetry(data),
+        decoding_symmetry(data, numbers),
     ]

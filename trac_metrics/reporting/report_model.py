@@ -6,7 +6,8 @@ writer (:mod:`~trac_metrics.reporting.report_writer`) and the HTML page's data
 :func:`build_report_model` gathers the methods shown (:mod:`~trac_metrics.reporting.model.methods`), the leaderboard's
 numbers (:mod:`~trac_metrics.reporting.model.statistics`: per-pair values, macros with intervals, paired differences,
 ranked summaries), the leaderboard tables laid out from them (:func:`~trac_metrics.reporting.leaderboard
-.leaderboard_tables`, with the report's notes) and each pair's own intervals, figure points and question rows
+.leaderboard_tables`, with the report's notes), the paper's analysis tables (:func:`~trac_metrics.reporting.analyses
+.all_analyses`, docs/method.md#report-analyses) and each pair's own intervals, figure points and question rows
 (:mod:`~trac_metrics.reporting.model.pairs`).
 """
 
@@ -14,10 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trac_metrics.reporting.analyses import all_analyses
 from trac_metrics.reporting.leaderboard import leaderboard_tables
 from trac_metrics.reporting.model.methods import ShownMethod, shown_methods
 from trac_metrics.reporting.model.pairs import PairDetails, pair_details
-from trac_metrics.reporting.model.statistics import ReportStatistics, report_statistics
+from trac_metrics.reporting.model.statistics import ReportStatistics, StatisticsFirst, report_statistics
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.tables import ReportTable, with_notes
 
@@ -29,14 +31,15 @@ LEVEL = 0.95
 class ReportModel:
     """What ``trac report`` and its page show: the report's ``data``, the interval ``level``, the ``methods`` scored
     on some pair (registry order), the leaderboard's ``statistics``, the leaderboard ``tables`` (report order, the
-    report's notes under each) and each pair's ``pairs`` details (same order as ``data.pairs``; empty when built
-    without them)."""
+    report's notes under each), the ``analyses`` tables (the paper's order, the notes under each) and each pair's
+    ``pairs`` details (same order as ``data.pairs``; empty when built without them)."""
 
     data: ReportData
     level: float
     methods: tuple[ShownMethod, ...]
     statistics: ReportStatistics
     tables: tuple[ReportTable, ...]
+    analyses: tuple[ReportTable, ...]
     pairs: tuple[PairDetails, ...]
 
 
@@ -50,7 +53,8 @@ def build_report_model(data: ReportData, level: float = LEVEL, with_pairs: bool 
         else ()
     )
     tables = tuple(with_notes(leaderboard_tables(statistics), data.notes))
-    return ReportModel(data, level, shown_methods(data), statistics, tables, pairs)
+    analyses = tuple(with_notes(all_analyses(data, StatisticsFirst(statistics)), data.notes))
+    return ReportModel(data, level, shown_methods(data), statistics, tables, analyses, pairs)
 
 
 def report_model(report: ReportData | ReportModel, with_pairs: bool = True) -> ReportModel:

@@ -1,5 +1,5 @@
-"""The ``trac report`` writer (docs/architecture.md#command-line): the cross-run report's leaderboard tables (the report
-model's, :mod:`~trac_metrics.reporting.report_model`), the paper's analyses and the figures (docs/method.md#figures),
+"""The ``trac report`` writer (docs/architecture.md#command-line): the report model's
+(:mod:`~trac_metrics.reporting.report_model`) leaderboard and analysis tables and the figures (docs/method.md#figures),
 written to a folder.
 """
 
@@ -10,12 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trac_metrics._util.files import atomic_write
-from trac_metrics.reporting.analyses import all_analyses
 from trac_metrics.reporting.calibration_plots import rejection_curve_plot, reliability_plot
 from trac_metrics.reporting.plots import cost_quality_plot, risk_coverage_plot
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.report_model import ReportModel, report_model
-from trac_metrics.reporting.tables import ReportTable, to_latex, to_markdown, with_notes, write_csv
+from trac_metrics.reporting.tables import ReportTable, to_latex, to_markdown, write_csv
 
 FIGURES = (
     ("risk_coverage.png", "Macro risk–coverage curves", risk_coverage_plot),
@@ -30,16 +29,15 @@ def write_report(report: ReportData | ReportModel, out_dir: str | Path, latex: b
     """Write the ``trac report`` folder of ``report`` (its model, or the data to build one without the pairs' details
     only the page shows) and return its Markdown (the CLI prints it).
 
-    Files: ``leaderboard.md`` (every table: the model's leaderboard tables, then each table of
-    :func:`trac_metrics.reporting.analyses.all_analyses`), ``<name>.csv`` per table (``leaderboard.csv`` is the main
+    Files: ``leaderboard.md`` (every table: the model's leaderboard tables, then its analysis tables),
+    ``<name>.csv`` per table (``leaderboard.csv`` is the main
     table), ``<name>.tex`` per table when ``latex``, and the figures of :data:`FIGURES`. Each file is
     written atomically (:func:`trac_metrics._util.files.atomic_write`): a failure leaves no half-written file.
     """
     model = report_model(report, with_pairs=False)
-    data = model.data
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tables = [*model.tables, *with_notes(all_analyses(data), data.notes)]
+    tables = [*model.tables, *model.analyses]
     check_table_names(tables)
     for table in tables:
         write_csv(table, out / f"{table.name}.csv")

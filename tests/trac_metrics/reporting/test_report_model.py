@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 
 from trac_metrics.heads.evaluate import TaskEvaluation
+from trac_metrics.reporting import report_model as report_model_module
+from trac_metrics.reporting.analyses import all_analyses
 from trac_metrics.reporting.calibration_plots import rejection_curve_plot
 from trac_metrics.reporting.html.page_data import page_data, table_data
 from trac_metrics.reporting.leaderboard import leaderboard_tables
@@ -83,8 +85,10 @@ def test_a_per_pair_auroc_and_a_macro_interval_are_the_same_numbers_everywhere(m
 def test_the_page_shows_the_models_tables(model: ReportModel, rendered) -> None:
     page, out = rendered
     assert page["tables"] == [table_data(table) for table in model.tables]
+    assert page["analyses"] == [table_data(table) for table in model.analyses]
+    assert [table.name for table in model.analyses] == [table.name for table in all_analyses(model.data)]
     markdown = (out / "leaderboard.md").read_text(encoding="utf-8")
-    assert all(f"## {table.title}\n" in markdown for table in model.tables)
+    assert all(f"## {table.title}\n" in markdown for table in [*model.tables, *model.analyses])
 
 
 def _count(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, key) -> Counter:
@@ -126,6 +130,7 @@ def _watch(monkeypatch: pytest.MonkeyPatch) -> dict[str, Counter]:
             monkeypatch, model_pairs, "reliability_bins", lambda probabilities, *_: id(probabilities)
         ),
         "p_correct": _count_p_correct(monkeypatch),
+        "analyses": _count(monkeypatch, report_model_module, "all_analyses", lambda data, *_: id(data)),
     }
 
 
@@ -139,6 +144,7 @@ def test_building_the_model_computes_each_number_once_and_rendering_computes_non
     assert not any(repeated.values()), repeated
     methods = model.statistics.methods
     assert len(calls["pair bootstrap"]) == len(calls["p_correct"]) == len(data.pairs)
+    assert calls["analyses"] == {id(data): 1}
     assert set(calls["interval"]) >= {(method, "auroc") for method in methods}
     assert len(calls["paired"]) > len(methods)  # every method against each reference, each difference once
     oracles = len(data.pairs)
@@ -158,6 +164,8 @@ def test_building_the_model_computes_each_number_once_and_rendering_computes_non
     cost_quality_plot(model, tmp_path / "cost_quality.png")  # the figures with leaderboard numbers read the model's
     rejection_curve_plot(model, tmp_path / "rejection_curve.png")
     assert not any(calls.values()), {what: dict(counted) for what, counted in calls.items() if counted}
+    write_report(model, tmp_path / "report")  # the writer's analysis tables are the model's
+    assert not calls["analyses"]
 
 
 def test_a_model_without_the_pairs_details_serves_the_writer_not_the_page(

@@ -5,6 +5,7 @@ number for number; nothing is computed here, and the page's script only lays the
 :func:`page_data` returns one JSON-serializable dict:
 
 - ``tables``: the leaderboard tables of ``trac report`` (the model's), cell by cell with their best / second marks;
+  ``analyses``: its analysis tables (docs/method.md#report-analyses) the same way;
 - ``pairs``: each (model, task, decoding) pair with its accuracy and every leaderboard method's metrics, and the 95 %
   hierarchical-bootstrap interval of its headline metrics over that pair's questions alone
   (docs/method.md#hierarchical-bootstrap with one pair), and its probe cache share for the page's header
@@ -280,6 +281,7 @@ def page_data(
         "methods": _methods(model),
         "leaderboard_methods": statistics.methods,
         "tables": [table_data(table) for table in model.tables],
+        "analyses": [table_data(table) for table in model.analyses],
         "notes": list(model.data.notes),
         "pairs": pairs,
         "macro": _macro(statistics),

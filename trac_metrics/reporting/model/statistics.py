@@ -36,6 +36,8 @@ SC_REFERENCE = "sc_modal"
 """The ranked summary's default reference: SC@K on the modal answer (docs/method.md#paired-differences)."""
 
 _TIE_TOLERANCE = 1e-12
+ANALYSIS_LEVEL = 0.95
+"""The level of the analysis tables' intervals (their "95% CI" columns), whatever the leaderboard's."""
 
 
 @dataclass(frozen=True)
@@ -376,3 +378,22 @@ def report_statistics(data: ReportData, level: float = 0.95) -> ReportStatistics
         paired,
         ranked,
     )
+
+
+@dataclass(frozen=True)
+class StatisticsFirst:
+    """What the analysis tables read (:class:`~trac_metrics.reporting.analyses.Numbers`): a method's per-pair values
+    and 95% macro interval from ``statistics`` where it holds them (computed once, for the leaderboard), else from the
+    report's data."""
+
+    statistics: ReportStatistics
+
+    def per_pair(self, method: str, metric: str) -> np.ndarray:
+        held = self.statistics.per_pair.get(metric, {})
+        return held[method] if method in held else self.statistics.data.per_pair(method, metric)
+
+    def ci(self, method: str, metric: str) -> tuple[float, float]:
+        held = self.statistics.macro.get(metric, {})
+        if method in held and self.statistics.level == ANALYSIS_LEVEL:
+            return held[method].lo, held[method].hi
+        return self.statistics.data.ci(method, metric, ANALYSIS_LEVEL)

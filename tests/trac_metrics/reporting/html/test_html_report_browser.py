@@ -315,7 +315,7 @@ def test_every_method_column_of_the_pair_table_is_readable_beside_its_labels(pag
         assert boxes["header"][0] >= boxes["label"][1] - 0.5, (position, boxes)
 
 
-@pytest.mark.parametrize("tab", ["leaderboard", "figures", "questions", "compare"])
+@pytest.mark.parametrize("tab", ["leaderboard", "figures", "analyses", "questions", "compare"])
 def test_a_phone_screen_has_no_horizontal_page_overflow(phone: Page, tab: str) -> None:
     phone.click(f"button[data-tab={tab}]")
     if tab == "questions":
@@ -354,6 +354,41 @@ def test_a_downloaded_table_is_trac_reports_csv(page: Page, written: dict, name:
     assert_same_table(pd.DataFrame(rows).fillna(np.nan), expected)
 
 
+ANALYSES = (
+    "ablation_components",
+    "ablation_trace_controls",
+    "ablation_pce_decomposition",
+    "ablation_p_true",
+    "consensus_blind_spot",
+    "transfer_lodo",
+    "transfer_representations",
+    "label_efficiency",
+    "decoding_symmetry",
+)
+"""The analysis tables of trac report, in the paper's order (docs/method.md#report-analyses)."""
+
+
+def test_the_analyses_tab_shows_every_analysis_table_of_trac_report(page: Page, written: dict) -> None:
+    page.click("button[data-tab=analyses]")
+    sections = page.locator("#panel-analyses section.analysis")
+    assert [section.get_attribute("id") for section in sections.all()] == [f"analysis-{name}" for name in ANALYSES]
+    markdown = (written["tables"] / "leaderboard.md").read_text(encoding="utf-8")
+    filled = 0
+    for name in ANALYSES:
+        title = page.inner_text(f"#analysis-{name}-title")
+        assert f"## {title}\n" in markdown
+        expected = pd.read_csv(written["tables"] / f"{name}.csv")
+        section = f"#analysis-{name}"
+        if expected.empty:  # the runs cannot fill it: the note says why, and no table is drawn
+            assert page.locator(f"{section} table").count() == 0
+            assert page.inner_text(f"{section} p.note").startswith("Empty: ")
+            continue
+        filled += 1
+        assert len(cells(page, f"#table-{name}")) == len(expected)
+        assert_same_table(pd.read_csv(downloaded(page, f"{section} .download-csv")), expected)
+    assert filled >= 4  # the fixture's runs fill the ablations, the blind spot and the transfer tables
+
+
 def test_the_downloaded_question_list_is_the_listed_questions(page: Page, written: dict) -> None:
     page.click("button[data-tab=questions]")
     page.check("#filter-confidently-wrong")
@@ -373,7 +408,7 @@ def dark(browser: Browser) -> Iterator[BrowserContext]:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("state", ["", "tab=figures", "tab=questions&cw=1&open=0:7", "tab=compare"])
+@pytest.mark.parametrize("state", ["", "tab=figures", "tab=analyses", "tab=questions&cw=1&open=0:7", "tab=compare"])
 def test_axe_core_finds_no_serious_accessibility_violation(
     context: BrowserContext, dark: BrowserContext, written: dict, state: str, scheme: str
 ) -> None:
@@ -560,6 +595,8 @@ def test_the_search_finds_a_question_by_a_phrase_of_its_text(page: Page) -> None
 def test_the_keyboard_alone_switches_tabs_sorts_opens_steps_and_closes(page: Page) -> None:
     page.focus("#tab-leaderboard")
     page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert page.get_attribute("#tab-analyses", "aria-selected") == "true"
     page.keyboard.press("ArrowRight")
     assert page.get_attribute("#tab-questions", "aria-selected") == "true"
     assert page.evaluate("document.activeElement.id") == "tab-questions"

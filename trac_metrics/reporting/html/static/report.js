@@ -534,6 +534,32 @@
     drawRanked();
   }
 
+  // -------------------------------------------------------------------------------------------- analyses tab
+
+  // The paper's analyses (docs/method.md#report-analyses): the tables trac report writes after its leaderboard, each
+  // sortable and downloadable with its note; one the runs cannot fill says why instead.
+  function analysesPanel(panel) {
+    const docs = docHref("docs/method.md#report-analyses");
+    panel.append(
+      h("h2", null, "The paper's analyses"),
+      h(
+        "p",
+        { class: "note" },
+        "Ablations, the consensus blind spot, transfer, label efficiency and decoding symmetry, as trac report writes them (",
+        docs ? h("a", { href: docs, target: "_blank", rel: "noopener", text: "what each one measures" }) : "docs/method.md#report-analyses",
+        "). Each table's note says which pairs it covers.",
+      ),
+      ...DATA.analyses.map((table) =>
+        h(
+          "section",
+          { class: "analysis", id: `analysis-${table.name}`, "aria-labelledby": `analysis-${table.name}-title` },
+          h("h3", { id: `analysis-${table.name}-title`, text: table.title }),
+          table.rows.length ? reportTable(table) : h("p", { class: "note", text: table.note }),
+        ),
+      ),
+    );
+  }
+
   // --------------------------------------------------------------------------------------------- figures tab
 
   // The charts take their colours from the page's style, so they follow a dark colour scheme; they are drawn again
@@ -1528,7 +1554,7 @@
     else history.replaceState(null, "", hash);
   }
 
-  const builders = { leaderboard: leaderboardPanel, figures: figuresPanel, questions: questionsPanel, compare: comparePanel };
+  const builders = { leaderboard: leaderboardPanel, figures: figuresPanel, analyses: analysesPanel, questions: questionsPanel, compare: comparePanel };
   const tabs = [...document.querySelectorAll("#tabs [role=tab]")];
   const built = new Set();
   let building = null; // the tab last built: the others wait until the document is parsed
