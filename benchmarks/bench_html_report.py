@@ -12,15 +12,18 @@ differences, token pieces, compression, the file). Then Chromium (Debian's, head
 ``--browser-runs`` fresh browsers (default 3; each timing is their median): the time until the page is interactive
 (its script has drawn the leaderboard), the time to list the questions (one page of rows), to the first sorted list (a
 click on a column header until the list is sorted) and to open one question's trace. The records are written first
-(not timed) and kept with ``--runs DIR`` for a rerun. The last line printed is one JSON object.
+(not timed) and kept with ``--runs DIR`` for a rerun. Each page is written ``--write-rounds`` times (default 3; its
+write time is the median), the pages' writes interleaved so both see the same machine load. The last line printed is
+one JSON object.
 
 ``--scale`` measures a second, larger page in the same run (``--scale-models`` × ``--scale-questions``, default 4 ×
 2,500 = 10,000 questions, with the same K, tokens and resamples) and the ratio of its size, write time, time to
-interactive and time to the first sorted list to the first page's (docs/guide/reports.md, "Size and speed").
+interactive and time to the first sorted list to the first page's, and the write-time ratio of each round
+(docs/guide/reports.md, "Size and speed").
 
     python benchmarks/bench_html_report.py [--models 3] [--questions 500] [--k 8] [--tokens 4000]
         [--resamples 2000] [--jobs N] [--runs DIR] [--tokenizer PATH] [--chromium /usr/bin/chromium]
-        [--browser-runs 3] [--scale [--scale-models 4] [--scale-questions 2500]]
+        [--browser-runs 3] [--write-rounds 3] [--scale [--scale-models 4] [--scale-questions 2500]]
 """
 
 from __future__ import annotations
@@ -198,11 +201,9 @@ def browser_timings(html: Path, chromium: str) -> dict[str, float]:
     }
 
 
-def measure(root: Path, html: Path, args: argparse.Namespace, tokenizer: Any) -> dict[str, Any]:
-    """The records of ``args``' shape written under ``root`` (unless there), then read, evaluated and written as
-    ``html``, which Chromium opens: every number the benchmark reports for one page, printed as it goes."""
+def prepared(root: Path, args: argparse.Namespace, tokenizer: Any) -> dict[str, Any]:
+    """The records of ``args``' shape written under ``root`` (unless there), then read and evaluated (timed)."""
     folders = write_runs(root, args, tokenizer)
-    record_bytes = sum(path.stat().st_size for folder in folders for path in folder.rglob("*.jsonl"))
     stages: dict[str, dict[str, float]] = {}
     pairs = timed(stages, "read_records", lambda: load_pairs(folders, jobs=args.jobs, details=primary_trace))
     data = timed(
@@ -210,14 +211,33 @@ def measure(root: Path, html: Path, args: argparse.Namespace, tokenizer: Any) ->
         "evaluate_and_bootstrap",
         lambda: build_report_data(pairs, n_resamples=args.resamples, seed=args.seed, jobs=args.jobs),
     )
-    size = timed(stages, "write_html", lambda: write_html_report(data, html, {"": args.tokenizer}))
+    record_bytes = sum(path.stat().st_size for folder in folders for path in folder.rglob("*.jsonl"))
+    return {"args": args, "data": data, "stages": stages, "record_bytes": record_bytes, "writes": []}
+
+
+def write_page(run: dict[str, Any], html: Path) -> int:
+    """Write ``run``'s page as ``html`` once, adding its wall and CPU seconds to ``run["writes"]``; its size."""
+    stages: dict[str, dict[str, float]] = {}
+    size = timed(stages, "write_html", lambda: write_html_report(run["data"], html, {"": run["args"].tokenizer}))
+    run["writes"].append(stages["write_html"])
+    return size
+
+
+def measured(run: dict[str, Any], html: Path, size: int) -> dict[str, Any]:
+    """Every number the benchmark reports for one page (its writes' median), printed as it goes: Chromium opens
+    ``html``."""
+    args, stages = run["args"], run["stages"]
+    stages["write_html"] = {
+        name: float(np.median([write[name] for write in run["writes"]])) for name in run["writes"][0]
+    }
     parts = page_parts(html.read_bytes())
     opens = [browser_timings(html, args.chromium) for _ in range(args.browser_runs)]
     browser = {name: float(np.median([timings[name] for timings in opens])) for name in opens[0]}
     browser["console_errors"] = sum(timings["console_errors"] for timings in opens)
     per_token = size / (args.models * args.questions * args.tokens)
     print(f"— {args.models} models × {args.questions} questions = {args.models * args.questions:,} questions")
-    print(f"records {record_bytes / 1e6:.0f} MB → HTML {size / 1e6:.1f} MB ({per_token:.2f} bytes per primary token)")
+    records = run["record_bytes"] / 1e6
+    print(f"records {records:.0f} MB → HTML {size / 1e6:.1f} MB ({per_token:.2f} bytes per primary token)")
     print(", ".join(f"{name} {count / 1e6:.2f} MB" for name, count in parts.items()))
     for name, stage in stages.items():
         print(f"{name:<26}{stage['wall_s']:>10.2f} s wall{stage['cpu_s']:>10.2f} s cpu")
@@ -229,11 +249,12 @@ def measure(root: Path, html: Path, args: argparse.Namespace, tokenizer: Any) ->
         "k": args.k,
         "tokens_per_response": args.tokens,
         "resamples": args.resamples,
-        "record_megabytes": record_bytes / 1e6,
+        "record_megabytes": run["record_bytes"] / 1e6,
         "html_megabytes": size / 1e6,
         "html_bytes_per_primary_token": per_token,
         "html_parts_megabytes": {name: count / 1e6 for name, count in parts.items()},
         "stages": stages,
+        "write_rounds": run["writes"],
         "browser": browser,
     }
 
@@ -269,6 +290,7 @@ def main() -> None:
     parser.add_argument("--tokenizer", default=str(DEFAULT_DIR), help="tokenizer folder ('none': unshaded text)")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--browser-runs", type=int, default=3, help="fresh browsers per page; timings are medians")
+    parser.add_argument("--write-rounds", type=int, default=3, help="writes of each page, interleaved; the median")
     parser.add_argument("--scale", action="store_true", help="also the larger page, and its ratios to the first")
     parser.add_argument("--scale-models", type=int, default=4)
     parser.add_argument("--scale-questions", type=int, default=2500)
@@ -281,13 +303,31 @@ def main() -> None:
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = args.runs or Path(tmp) / "runs"
-        result = measure(root, Path(tmp) / "report.html", args, tokenizer)
+        pages = [(prepared(root, args, tokenizer), Path(tmp) / "report.html")]
         if args.scale:
             shape = argparse.Namespace(**{**vars(args), "models": args.scale_models, "questions": args.scale_questions})
-            result["scale"] = measure(root, Path(tmp) / "report_large.html", shape, tokenizer)
+            pages.append((prepared(root, shape, tokenizer), Path(tmp) / "report_large.html"))
+        for _ in range(args.write_rounds):  # interleaved: both pages see the same machine load
+            sizes = [write_page(run, html) for run, html in pages]
+        results = [measured(run, html, size) for (run, html), size in zip(pages, sizes)]
+        result = results[0]
+        if args.scale:
+            result["scale"] = results[1]
             result["scale_ratios"] = scale_ratios(result, result["scale"])
+            rounds = [
+                large["wall_s"] / small["wall_s"] for small, large in zip(pages[0][0]["writes"], pages[1][0]["writes"])
+            ]
+            result["scale_ratios"]["write_html_s_rounds"] = rounds
             print(
-                "large / small: " + ", ".join(f"{name} {ratio:.2f}" for name, ratio in result["scale_ratios"].items())
+                "large / small: "
+                + ", ".join(
+                    f"{name} {ratio:.2f}"
+                    for name, ratio in result["scale_ratios"].items()
+                    if name != "write_html_s_rounds"
+                )
+                + " (write rounds: "
+                + ", ".join(f"{ratio:.2f}" for ratio in rounds)
+                + ")"
             )
     result["peak_rss_megabytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result["cpu_count"] = os.cpu_count()

@@ -285,6 +285,8 @@ def test_a_tokenizer_that_does_not_fit_every_trace_is_not_used(tiny_tokenizer) -
     with pytest.raises(TokenizerMismatch) as mismatch:
         trace_pieces(tiny_tokenizer, [ids[0], beyond], texts[:2])
     assert str(mismatch.value) == f"token id {len(tiny_tokenizer) + 5} is beyond its {len(tiny_tokenizer)} tokens"
+    with pytest.raises(TokenizerMismatch, match="token id -1 is negative"):
+        trace_pieces(tiny_tokenizer, [ids[0], np.array([5, -1])], texts[:2])
 
 
 def test_special_tokens_are_left_out_of_the_text_a_tokenizer_must_reproduce(tiny_tokenizer) -> None:
