@@ -106,8 +106,8 @@ def trace_pieces(
 ) -> tuple[list[str], list[np.ndarray]]:
     """The text pieces of ``traces`` under ``tokenizer`` (:class:`TokenPieces`): the shared piece list and each
     trace's piece indices. :class:`TokenizerMismatch` when ``tokenizer`` is not the one that wrote them: an id beyond
-    its vocabulary (or negative), or a trace whose pieces, joined without the special tokens, do not hold its stored text
-    ``texts[i]`` (whitespace aside). Each trace is checked, on the very pieces the page would shade, so a tokenizer
+    its vocabulary (or negative), or a trace whose pieces, joined without the special tokens, do not hold its stored
+    text ``texts[i]`` (whitespace aside). Each trace is checked, on the very pieces the page would shade, so a tokenizer
     shades only text it reproduces. ``names`` name the traces (document ids) in the reason."""
     size = len(tokenizer)
     largest = max((int(ids.max()) for ids in traces if ids.size), default=-1)
