@@ -26,7 +26,7 @@ from trac_metrics.features.vectors import TAIL_WINDOW
 from trac_metrics.reporting.html.page_data import page_data
 from trac_metrics.reporting.html.payloads import pair_payloads
 from trac_metrics.reporting.html.prompts import question_prompts
-from trac_metrics.reporting.html.tokens import load_tokenizer, tokenizer_spec
+from trac_metrics.reporting.html.tokens import TokenTexts, load_tokenizer, tokenizer_spec
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.report_model import ReportModel, report_model
 
@@ -151,9 +151,13 @@ def write_html_report(
     traced = [pair.model for pair in data.pairs if pair.details]  # a tokenizer only where there are traces to show
     chosen = _tokenizers(list(dict.fromkeys(traced)), tokenizers or {}, tokenizer_from_records)
     infos, lines, prompts = [], [], []
+    token_texts: dict[int, TokenTexts] = {}  # per tokenizer (by identity), shared by its pairs
     for pair in progress(data.pairs) if progress else data.pairs:
         tokenizer, name, why_not = chosen.get(pair.model, (None, None, ""))
-        info, pair_lines = pair_payloads(pair, tokenizer, name, why_not)
+        if tokenizer is not None and id(tokenizer) not in token_texts:
+            token_texts[id(tokenizer)] = TokenTexts(tokenizer)
+        shared = token_texts.get(id(tokenizer)) if tokenizer is not None else None
+        info, pair_lines = pair_payloads(pair, tokenizer, name, why_not, shared)
         infos.append(info)
         lines.append(pair_lines)
         prompts.append(question_prompts(pair))

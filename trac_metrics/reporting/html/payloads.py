@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from trac_metrics.reporting.html.tokens import TokenizerMismatch, marker_position, trace_pieces
+from trac_metrics.reporting.html.tokens import TokenizerMismatch, TokenTexts, marker_position, trace_pieces
 from trac_metrics.reporting.html.traces import ENTROPY_STEP, SURPRISAL_STEP, PrimaryTrace, trace_payload
 from trac_metrics.reporting.runs import PairRun
 
@@ -54,13 +54,18 @@ def _text_position(text: str, marker: str | None) -> int | None:
 
 
 def pair_payloads(
-    pair: PairRun, tokenizer: Any | None, tokenizer_name: str | None, why_not: str
+    pair: PairRun,
+    tokenizer: Any | None,
+    tokenizer_name: str | None,
+    why_not: str,
+    token_texts: TokenTexts | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """How ``pair``'s traces are shown (``mode``, ``tokenizer``, ``note``) and the page lines: the pair's piece list
     (``tokens`` mode; empty otherwise), then one line per question in document order. ``why_not`` says why there is
     no ``tokenizer``; one that does not fit every trace of the pair
     (:func:`~trac_metrics.reporting.html.tokens.trace_pieces`) is not used: the pair is shown as text, never shaded
-    with pieces the model did not write. Without traces every line is empty."""
+    with pieces the model did not write. Without traces every line is empty. ``token_texts``: the decoded token texts
+    shared by the pairs of ``tokenizer``."""
     traces: tuple[PrimaryTrace, ...] = pair.details
     doc_ids = [str(evidence["doc_id"]) for evidence in pair.evidences]
     if not traces:
@@ -68,7 +73,11 @@ def pair_payloads(
     if tokenizer is not None:
         try:
             pieces, indices = trace_pieces(
-                tokenizer, [trace.token_ids for trace in traces], [trace.text for trace in traces], doc_ids
+                tokenizer,
+                [trace.token_ids for trace in traces],
+                [trace.text for trace in traces],
+                doc_ids,
+                token_texts,
             )
         except TokenizerMismatch as mismatch:
             tokenizer, why_not = None, f"tokenizer {tokenizer_name!r} does not fit {pair.model}: {mismatch}"

@@ -102,13 +102,18 @@ class TokenizerMismatch(ValueError):
 
 
 def trace_pieces(
-    tokenizer: Any, traces: Sequence[np.ndarray], texts: Sequence[str], names: Sequence[str] = ()
+    tokenizer: Any,
+    traces: Sequence[np.ndarray],
+    texts: Sequence[str],
+    names: Sequence[str] = (),
+    token_texts: TokenTexts | None = None,
 ) -> tuple[list[str], list[np.ndarray]]:
     """The text pieces of ``traces`` under ``tokenizer`` (:class:`TokenPieces`): the shared piece list and each
     trace's piece indices. :class:`TokenizerMismatch` when ``tokenizer`` is not the one that wrote them: an id beyond
     its vocabulary (or negative), or a trace whose pieces, joined without the special tokens, do not hold its stored
     text ``texts[i]`` (whitespace aside). Each trace is checked, on the very pieces the page would shade, so a tokenizer
-    shades only text it reproduces. ``names`` name the traces (document ids) in the reason."""
+    shades only text it reproduces. ``names`` name the traces (document ids) in the reason; ``token_texts`` the
+    decoded texts shared with the other pairs of ``tokenizer``."""
     size = len(tokenizer)
     largest = max((int(ids.max()) for ids in traces if ids.size), default=-1)
     if largest >= size:
@@ -116,7 +121,7 @@ def trace_pieces(
     smallest = min((int(ids.min()) for ids in traces if ids.size), default=0)
     if smallest < 0:
         raise TokenizerMismatch(f"token id {smallest} is negative")
-    pieces = TokenPieces(tokenizer)
+    pieces = TokenPieces(tokenizer, token_texts)
     indices = pieces.encode_all(traces)
     shown = np.asarray(pieces.pieces, dtype=object)
     kept = np.ones(size, dtype=bool)
@@ -135,22 +140,21 @@ def trace_pieces(
     return pieces.pieces, indices
 
 
-class TokenPieces:
-    """The text pieces of traces under one tokenizer, as indices into one shared list (:attr:`pieces`). Each distinct
-    id is decoded once, and each distinct run of split-character tokens once, whatever the number of traces."""
+class TokenTexts:
+    """The decoded text of token ids under one tokenizer, shared by every pair it shades: each distinct id, and each
+    distinct run of split-character ids, is decoded once, in batches, whatever the number of pairs and traces."""
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
         self.anchor = list(tokenizer.encode("a", add_special_tokens=False))
         self.anchor_text = self._batch_decode([self.anchor])[0]
-        self.pieces: list[str] = []
-        self._index: dict[str, int] = {}
-        self._of_id = np.full(len(tokenizer), -1, dtype=np.int64)
-        """Piece index of each id decoded so far (-1: not yet)."""
-        self._partial = np.zeros(len(tokenizer), dtype=bool)
+        self.text: dict[int, str] = {}
+        """Each id's text, decoded after the anchor."""
+        self.partial = np.zeros(len(tokenizer), dtype=bool)
         """Whether an id decodes to part of a character."""
-        self._run_text: dict[tuple[int, ...], str] = {}
+        self.run_text: dict[tuple[int, ...], str] = {}
         """The decoded text of each run of split-character ids met so far."""
+        self._decoded = np.zeros(len(tokenizer), dtype=bool)
 
     def _batch_decode(self, runs: Sequence[Sequence[int]]) -> list[str]:
         if not runs:  # transformers reads an empty batch as one empty sequence
@@ -170,6 +174,38 @@ class TokenPieces:
             for run, text in zip(runs, texts, strict=True)
         ]
 
+    def runs(self, traces: Sequence[np.ndarray]) -> list[list[tuple[int, int, tuple[int, ...]]]]:
+        """Each trace's runs of split-character tokens (start, end, ids), after decoding the ids and the runs never
+        met before (one batch each)."""
+        undecoded = np.unique(np.concatenate([ids[~self._decoded[ids]] for ids in traces] or [[]]).astype(np.int64))
+        self.text.update(zip(undecoded.tolist(), self._decode([[token] for token in undecoded.tolist()]), strict=True))
+        self._decoded[undecoded] = True
+        self.partial[undecoded] = [REPLACEMENT in self.text[token] for token in undecoded.tolist()]
+        runs = [self._runs(ids) for ids in traces]
+        unseen = list(dict.fromkeys(run for trace in runs for _, _, run in trace if run not in self.run_text))
+        self.run_text.update(zip(unseen, self._decode(unseen), strict=True))
+        return runs
+
+    def _runs(self, ids: np.ndarray) -> list[tuple[int, int, tuple[int, ...]]]:
+        partial = self.partial[ids]
+        if not partial.any():
+            return []
+        bounds = np.flatnonzero(np.diff(np.concatenate(([False], partial, [False])).astype(np.int8)))
+        return [(int(start), int(end), tuple(ids[start:end].tolist())) for start, end in bounds.reshape(-1, 2)]
+
+
+class TokenPieces:
+    """The text pieces of one pair's traces, as indices into the pair's own list (:attr:`pieces`), numbered in order of
+    appearance; the texts come from ``token_texts`` (:class:`TokenTexts`, shared by the pairs of one tokenizer; a new
+    one when not given)."""
+
+    def __init__(self, tokenizer: Any, token_texts: TokenTexts | None = None) -> None:
+        self.texts = token_texts or TokenTexts(tokenizer)
+        self.pieces: list[str] = []
+        self._index: dict[str, int] = {}
+        self._of_id = np.full(len(tokenizer), -1, dtype=np.int64)
+        """Piece index of each id met so far (-1: not yet)."""
+
     def _piece(self, text: str) -> int:
         if text not in self._index:
             self._index[text] = len(self.pieces)
@@ -183,34 +219,18 @@ class TokenPieces:
     def encode_all(self, traces: Sequence[np.ndarray]) -> list[np.ndarray]:
         """The piece index of every token of each trace (uint32; ids within the tokenizer's vocabulary). A run of
         tokens each holding part of a character is decoded as one: its first token gets the run's text, the others
-        the empty piece. The ids and runs never met before are decoded in one batch each, then pieces are numbered
-        trace by trace in order of appearance."""
+        the empty piece. Pieces are numbered trace by trace in order of appearance."""
         traces = [np.asarray(ids, dtype=np.int64) for ids in traces]
-        undecoded = np.unique(np.concatenate([ids[self._of_id[ids] < 0] for ids in traces] or [[]]).astype(np.int64))
-        texts = dict(zip(undecoded.tolist(), self._decode([[token] for token in undecoded.tolist()]), strict=True))
-        self._partial[undecoded] = [REPLACEMENT in text for text in texts.values()]
-        runs = [self._runs(ids) for ids in traces]
-        unseen = list(dict.fromkeys(run for trace in runs for _, _, run in trace if run not in self._run_text))
-        self._run_text.update(zip(unseen, self._decode(unseen), strict=True))
-        return [self._indices(ids, trace_runs, texts) for ids, trace_runs in zip(traces, runs, strict=True)]
+        runs = self.texts.runs(traces)
+        return [self._indices(ids, trace_runs) for ids, trace_runs in zip(traces, runs, strict=True)]
 
-    def _runs(self, ids: np.ndarray) -> list[tuple[int, int, tuple[int, ...]]]:
-        """Start, end and ids of each run of split-character tokens in ``ids``."""
-        partial = self._partial[ids]
-        if not partial.any():
-            return []
-        bounds = np.flatnonzero(np.diff(np.concatenate(([False], partial, [False])).astype(np.int8)))
-        return [(int(start), int(end), tuple(ids[start:end].tolist())) for start, end in bounds.reshape(-1, 2)]
-
-    def _indices(
-        self, ids: np.ndarray, runs: Sequence[tuple[int, int, tuple[int, ...]]], texts: dict[int, str]
-    ) -> np.ndarray:
+    def _indices(self, ids: np.ndarray, runs: Sequence[tuple[int, int, tuple[int, ...]]]) -> np.ndarray:
         """The piece indices of one trace, numbering the pieces it meets first."""
         for token in np.unique(ids[self._of_id[ids] < 0]).tolist():
-            self._of_id[token] = 0 if self._partial[token] else self._piece(texts[token])
+            self._of_id[token] = 0 if self.texts.partial[token] else self._piece(self.texts.text[token])
         indices = self._of_id[ids].astype(np.uint32)
         for start, end, run in runs:
-            indices[start] = self._piece(self._run_text[run])
+            indices[start] = self._piece(self.texts.run_text[run])
             indices[start + 1 : end] = self._piece("")
         return indices
 

@@ -28,7 +28,13 @@ from trac_metrics.features.vectors import TAIL_WINDOW
 from trac_metrics.records import iter_records
 from trac_metrics.reporting.html import primary_trace, write_html_report
 from trac_metrics.reporting.html.page import STATIC, json_for_script, render_page
-from trac_metrics.reporting.html.tokens import TokenizerMismatch, TokenPieces, parse_tokenizer_specs, trace_pieces
+from trac_metrics.reporting.html.tokens import (
+    TokenizerMismatch,
+    TokenPieces,
+    TokenTexts,
+    parse_tokenizer_specs,
+    trace_pieces,
+)
 from trac_metrics.reporting.html.traces import ENTROPY_STEP, SURPRISAL_STEP
 from trac_metrics.reporting.model.pairs import top_decile
 from trac_metrics.reporting.report_data import build_report_data
@@ -301,9 +307,7 @@ def test_a_run_of_split_characters_seen_again_is_decoded_once(tiny_tokenizer) ->
     text = "😀 then 😀"
     ids = np.asarray(tiny_tokenizer.encode(text, add_special_tokens=False), dtype=np.int64)
     pieces = TokenPieces(tiny_tokenizer)
-    decoded: list[int] = []
-    original = pieces._batch_decode
-    pieces._batch_decode = lambda runs: decoded.append(len(runs)) or original(runs)
+    decoded = counted_decodes(pieces.texts)
     first = pieces.encode(ids)
     assert decoded == [len(set(ids.tolist())), 2]  # one batch of the distinct ids, one of the distinct byte runs
     second = pieces.encode(ids)
@@ -311,29 +315,28 @@ def test_a_run_of_split_characters_seen_again_is_decoded_once(tiny_tokenizer) ->
     assert len(decoded) == 2  # nothing decoded again for the second trace
 
 
-def test_the_page_says_why_a_named_tokenizer_was_not_used(capsys, tmp_path: Path, tiny_model: Path) -> None:
-    root = tmp_path / "runs"
-    write_runs(root, pair_specs(["m"], ["t"], 20, seed=3), k=2, seed=1)  # token ids 0..T-1: not the text's tokens
-    target = tmp_path / "report.html"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TracWarning)
-        main(["report", str(root), "--html", str(target), "--tokenizer", str(tiny_model), "--resamples", "20"])
-    shown = embedded(target.read_text(encoding="utf-8"))["pairs"][0]["traces"]
-    assert shown["mode"] == "text"
-    assert shown["note"] == (
-        f"Traces unshaded: tokenizer {str(tiny_model)!r} does not fit m: its decoding of the token ids differs from "
-        "the stored text on question 0 and 19 other(s) of 20."
-    )
+def test_pairs_of_one_tokenizer_share_its_decoded_texts_and_number_their_own_pieces(tiny_tokenizer) -> None:
+    shared = TokenTexts(tiny_tokenizer)
+    decoded = counted_decodes(shared)
+    first_ids = np.asarray(tiny_tokenizer.encode("So x = 3 ☕", add_special_tokens=False), dtype=np.int64)
+    second_ids = np.asarray(tiny_tokenizer.encode("Then ☕ again", add_special_tokens=False), dtype=np.int64)
+    first, second = TokenPieces(tiny_tokenizer, shared), TokenPieces(tiny_tokenizer, shared)
+    first_index = first.encode(first_ids)
+    calls = len(decoded)
+    second_index = second.encode(second_ids)
+    assert len(decoded) == calls + 1  # the second pair decodes only its ids the first did not have, and no byte run
+    assert decoded[-1] == len(set(second_ids.tolist()) - set(first_ids.tolist()))
+    assert "".join(first.pieces[i] for i in first_index) == "So x = 3 ☕"
+    assert "".join(second.pieces[i] for i in second_index) == "Then ☕ again"
+    assert set(second.pieces) == {second.pieces[i] for i in second_index}  # its own list: no piece of the first pair
 
 
-def test_pieces_join_to_the_decoded_text_across_split_characters(tiny_tokenizer) -> None:
-    text = "Ünïcode ☕ and 😀😀 split over byte tokens, then </think> done"
-    ids = np.asarray(tiny_tokenizer.encode(text, add_special_tokens=False), dtype=np.int32)
-    pieces = TokenPieces(tiny_tokenizer)
-    indices = pieces.encode(ids)
-    assert len(indices) == len(ids)
-    assert "".join(pieces.pieces[i] for i in indices) == text
-    assert not any("\ufffd" in piece for piece in pieces.pieces)
+def counted_decodes(texts: TokenTexts) -> list[int]:
+    """The size of each batch ``texts`` hands its tokenizer from now on."""
+    decoded: list[int] = []
+    original = texts._batch_decode
+    texts._batch_decode = lambda runs: decoded.append(len(runs)) or original(runs)
+    return decoded
 
 
 def test_tokenizer_options_name_a_model_or_every_model() -> None:
