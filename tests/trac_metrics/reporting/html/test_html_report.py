@@ -303,6 +303,31 @@ def test_special_tokens_are_left_out_of_the_text_a_tokenizer_must_reproduce(tiny
     assert "".join(pieces[i] for i in index) == "So x = 3" + tiny_tokenizer.eos_token
 
 
+def test_the_page_says_why_a_named_tokenizer_was_not_used(capsys, tmp_path: Path, tiny_model: Path) -> None:
+    root = tmp_path / "runs"
+    write_runs(root, pair_specs(["m"], ["t"], 20, seed=3), k=2, seed=1)  # token ids 0..T-1: not the text's tokens
+    target = tmp_path / "report.html"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        main(["report", str(root), "--html", str(target), "--tokenizer", str(tiny_model), "--resamples", "20"])
+    shown = embedded(target.read_text(encoding="utf-8"))["pairs"][0]["traces"]
+    assert shown["mode"] == "text"
+    assert shown["note"] == (
+        f"Traces unshaded: tokenizer {str(tiny_model)!r} does not fit m: its decoding of the token ids differs from "
+        "the stored text on question 0 and 19 other(s) of 20."
+    )
+
+
+def test_pieces_join_to_the_decoded_text_across_split_characters(tiny_tokenizer) -> None:
+    text = "Ünïcode ☕ and 😀😀 split over byte tokens, then </think> done"
+    ids = np.asarray(tiny_tokenizer.encode(text, add_special_tokens=False), dtype=np.int32)
+    pieces = TokenPieces(tiny_tokenizer)
+    indices = pieces.encode(ids)
+    assert len(indices) == len(ids)
+    assert "".join(pieces.pieces[i] for i in indices) == text
+    assert not any("\ufffd" in piece for piece in pieces.pieces)
+
+
 def test_a_run_of_split_characters_seen_again_is_decoded_once(tiny_tokenizer) -> None:
     text = "😀 then 😀"
     ids = np.asarray(tiny_tokenizer.encode(text, add_special_tokens=False), dtype=np.int64)
