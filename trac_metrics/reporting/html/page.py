@@ -107,10 +107,12 @@ def render_page(data: Mapping[str, Any], traces: Sequence[Sequence[str]]) -> str
 
 def _tokenizers(
     models: Sequence[str], specs: Mapping[str, str], from_records: bool
-) -> dict[str, tuple[Any | None, str | None, str]]:
-    """Each model's ``(tokenizer, its name, why there is none)``, each tokenizer loaded once; a tokenizer that is not
-    loaded is said once, as a :class:`~trac_metrics._warnings.TracWarning` (its page note says it too)."""
-    loaded: dict[tuple[str, bool], tuple[Any | None, str]] = {}
+) -> dict[str, tuple[TokenTexts | None, str | None, str]]:
+    """Each model's ``(tokenizer, its name, why there is none)``, each tokenizer loaded once and held in one
+    :class:`~trac_metrics.reporting.html.tokens.TokenTexts`, so the pairs it shades share its decoded texts; a
+    tokenizer that is not loaded is said once, as a :class:`~trac_metrics._warnings.TracWarning` (its page note says
+    it too)."""
+    loaded: dict[tuple[str, bool], tuple[TokenTexts | None, str]] = {}
     chosen = {}
     for model in models:
         name, local_only, why_not = tokenizer_spec(model, specs, from_records)
@@ -118,11 +120,12 @@ def _tokenizers(
             chosen[model] = (None, None, why_not)
             continue
         if (name, local_only) not in loaded:
-            loaded[name, local_only] = load_tokenizer(name, local_only)
+            tokenizer, why_not = load_tokenizer(name, local_only)
+            loaded[name, local_only] = (None if tokenizer is None else TokenTexts(tokenizer), why_not)
             if loaded[name, local_only][0] is None:
                 warnings.warn(f"traces of {model} unshaded: {loaded[name, local_only][1]}", TracWarning, stacklevel=3)
-        tokenizer, why_not = loaded[name, local_only]
-        chosen[model] = (tokenizer, name, why_not)
+        token_texts, why_not = loaded[name, local_only]
+        chosen[model] = (token_texts, name, why_not)
     return chosen
 
 
@@ -151,13 +154,9 @@ def write_html_report(
     traced = [pair.model for pair in data.pairs if pair.details]  # a tokenizer only where there are traces to show
     chosen = _tokenizers(list(dict.fromkeys(traced)), tokenizers or {}, tokenizer_from_records)
     infos, lines, prompts = [], [], []
-    token_texts: dict[int, TokenTexts] = {}  # per tokenizer (by identity), shared by its pairs
     for pair in progress(data.pairs) if progress else data.pairs:
-        tokenizer, name, why_not = chosen.get(pair.model, (None, None, ""))
-        if tokenizer is not None and id(tokenizer) not in token_texts:
-            token_texts[id(tokenizer)] = TokenTexts(tokenizer)
-        shared = token_texts.get(id(tokenizer)) if tokenizer is not None else None
-        info, pair_lines = pair_payloads(pair, tokenizer, name, why_not, shared)
+        token_texts, name, why_not = chosen.get(pair.model, (None, None, ""))
+        info, pair_lines = pair_payloads(pair, token_texts, name, why_not)
         infos.append(info)
         lines.append(pair_lines)
         prompts.append(question_prompts(pair))

@@ -54,34 +54,26 @@ def _text_position(text: str, marker: str | None) -> int | None:
 
 
 def pair_payloads(
-    pair: PairRun,
-    tokenizer: Any | None,
-    tokenizer_name: str | None,
-    why_not: str,
-    token_texts: TokenTexts | None = None,
+    pair: PairRun, token_texts: TokenTexts | None, tokenizer_name: str | None, why_not: str
 ) -> tuple[dict[str, Any], list[str]]:
     """How ``pair``'s traces are shown (``mode``, ``tokenizer``, ``note``) and the page lines: the pair's piece list
-    (``tokens`` mode; empty otherwise), then one line per question in document order. ``why_not`` says why there is
-    no ``tokenizer``; one that does not fit every trace of the pair
+    (``tokens`` mode; empty otherwise), then one line per question in document order. ``token_texts`` holds the
+    tokenizer (:class:`~trac_metrics.reporting.html.tokens.TokenTexts`, shared by its pairs), ``why_not`` says why
+    there is none; one that does not fit every trace of the pair
     (:func:`~trac_metrics.reporting.html.tokens.trace_pieces`) is not used: the pair is shown as text, never shaded
-    with pieces the model did not write. Without traces every line is empty. ``token_texts``: the decoded token texts
-    shared by the pairs of ``tokenizer``."""
+    with pieces the model did not write. Without traces every line is empty."""
     traces: tuple[PrimaryTrace, ...] = pair.details
     doc_ids = [str(evidence["doc_id"]) for evidence in pair.evidences]
     if not traces:
         return {"mode": NONE, "tokenizer": None, "note": "the traces were not read"}, [""] * (len(doc_ids) + 1)
-    if tokenizer is not None:
+    if token_texts is not None:
         try:
             pieces, indices = trace_pieces(
-                tokenizer,
-                [trace.token_ids for trace in traces],
-                [trace.text for trace in traces],
-                doc_ids,
-                token_texts,
+                token_texts, [trace.token_ids for trace in traces], [trace.text for trace in traces], doc_ids
             )
         except TokenizerMismatch as mismatch:
-            tokenizer, why_not = None, f"tokenizer {tokenizer_name!r} does not fit {pair.model}: {mismatch}"
-    if tokenizer is None:
+            token_texts, why_not = None, f"tokenizer {tokenizer_name!r} does not fit {pair.model}: {mismatch}"
+    if token_texts is None:
         info = {"mode": TEXT, "tokenizer": None, "note": f"Traces unshaded: {why_not}."}
         lines = []
         for trace in traces:
@@ -94,7 +86,7 @@ def pair_payloads(
     for trace, index in zip(traces, indices, strict=True):
         header = {
             **_header(trace),
-            "marker": marker_position(tokenizer, trace.token_ids, index, pieces, trace.marker or ""),
+            "marker": marker_position(token_texts.tokenizer, trace.token_ids, index, pieces, trace.marker or ""),
             "index_bytes": np.dtype(width).itemsize,
         }
         lines.append(_line(trace_payload(header, [index.astype(width), trace.surprisal, trace.entropy])))

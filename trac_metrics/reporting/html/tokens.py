@@ -102,30 +102,25 @@ class TokenizerMismatch(ValueError):
 
 
 def trace_pieces(
-    tokenizer: Any,
-    traces: Sequence[np.ndarray],
-    texts: Sequence[str],
-    names: Sequence[str] = (),
-    token_texts: TokenTexts | None = None,
+    token_texts: TokenTexts, traces: Sequence[np.ndarray], texts: Sequence[str], names: Sequence[str] = ()
 ) -> tuple[list[str], list[np.ndarray]]:
-    """The text pieces of ``traces`` under ``tokenizer`` (:class:`TokenPieces`): the shared piece list and each
-    trace's piece indices. :class:`TokenizerMismatch` when ``tokenizer`` is not the one that wrote them: an id beyond
-    its vocabulary (or negative), or a trace whose pieces, joined without the special tokens, do not hold its stored
-    text ``texts[i]`` (whitespace aside). Each trace is checked, on the very pieces the page would shade, so a tokenizer
-    shades only text it reproduces. ``names`` name the traces (document ids) in the reason; ``token_texts`` the
-    decoded texts shared with the other pairs of ``tokenizer``."""
-    size = len(tokenizer)
+    """The text pieces of ``traces`` under the tokenizer of ``token_texts`` (:class:`TokenTexts`, shared by the pairs
+    of that tokenizer): a new piece list and each trace's piece indices (:class:`TokenPieces`).
+    :class:`TokenizerMismatch` when the tokenizer is not the one that wrote them: an id beyond its vocabulary (or
+    negative), or a trace whose pieces, joined without the special tokens, do not hold its stored text ``texts[i]``
+    (whitespace aside). Each trace is checked, on the very pieces the page would shade, so a tokenizer shades only
+    text it reproduces. ``names`` name the traces (document ids) in the reason."""
+    size = token_texts.partial.size
     largest = max((int(ids.max()) for ids in traces if ids.size), default=-1)
     if largest >= size:
         raise TokenizerMismatch(f"token id {largest} is beyond its {size} tokens")
     smallest = min((int(ids.min()) for ids in traces if ids.size), default=0)
     if smallest < 0:
         raise TokenizerMismatch(f"token id {smallest} is negative")
-    pieces = TokenPieces(tokenizer, token_texts)
+    pieces = TokenPieces(token_texts)
     indices = pieces.encode_all(traces)
     shown = np.asarray(pieces.pieces, dtype=object)
-    kept = np.ones(size, dtype=bool)
-    kept[sorted(_special_ids(tokenizer))] = False
+    kept = ~token_texts.special
     wrong = [
         number
         for number, (ids, index, stored) in enumerate(zip(traces, indices, texts, strict=True))
@@ -154,6 +149,9 @@ class TokenTexts:
         """Whether an id decodes to part of a character."""
         self.run_text: dict[tuple[int, ...], str] = {}
         """The decoded text of each run of split-character ids met so far."""
+        self.special = np.zeros(len(tokenizer), dtype=bool)
+        """Whether an id is one a decoding with ``skip_special_tokens`` leaves out."""
+        self.special[sorted(_special_ids(tokenizer))] = True
         self._decoded = np.zeros(len(tokenizer), dtype=bool)
 
     def _batch_decode(self, runs: Sequence[Sequence[int]]) -> list[str]:
@@ -196,14 +194,13 @@ class TokenTexts:
 
 class TokenPieces:
     """The text pieces of one pair's traces, as indices into the pair's own list (:attr:`pieces`), numbered in order of
-    appearance; the texts come from ``token_texts`` (:class:`TokenTexts`, shared by the pairs of one tokenizer; a new
-    one when not given)."""
+    appearance; the texts come from ``texts`` (:class:`TokenTexts`, shared by the pairs of one tokenizer)."""
 
-    def __init__(self, tokenizer: Any, token_texts: TokenTexts | None = None) -> None:
-        self.texts = token_texts or TokenTexts(tokenizer)
+    def __init__(self, texts: TokenTexts) -> None:
+        self.texts = texts
         self.pieces: list[str] = []
         self._index: dict[str, int] = {}
-        self._of_id = np.full(len(tokenizer), -1, dtype=np.int64)
+        self._of_id = np.full(texts.partial.size, -1, dtype=np.int64)
         """Piece index of each id met so far (-1: not yet)."""
 
     def _piece(self, text: str) -> int:

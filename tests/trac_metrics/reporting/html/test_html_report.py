@@ -277,29 +277,29 @@ def test_without_a_tokenizer_the_trace_is_the_stored_text_and_the_page_says_why(
 def test_a_tokenizer_that_does_not_fit_every_trace_is_not_used(tiny_tokenizer) -> None:
     texts = ["The answer is 12.", "", "Then 7 it is."]
     ids = [np.asarray(tiny_tokenizer.encode(text), dtype=np.int32) for text in texts]
-    pieces, indices = trace_pieces(tiny_tokenizer, ids, texts)
+    pieces, indices = trace_pieces(TokenTexts(tiny_tokenizer), ids, texts)
     assert ["".join(pieces[i] for i in index) for index in indices] == texts
     # the first trace fits (an empty one fits any tokenizer): every other trace is checked too
     wrong = ["", "Something else entirely.", "Then 7 it is.", "Nor this."]
     with pytest.raises(TokenizerMismatch) as mismatch:
-        trace_pieces(tiny_tokenizer, [ids[1], ids[0], ids[2], ids[0]], wrong, ["a", "b", "c", "d"])
+        trace_pieces(TokenTexts(tiny_tokenizer), [ids[1], ids[0], ids[2], ids[0]], wrong, ["a", "b", "c", "d"])
     assert (
         str(mismatch.value)
         == "its decoding of the token ids differs from the stored text on question b and 1 other(s) of 4"
     )
     beyond = np.array([len(tiny_tokenizer) + 5])
     with pytest.raises(TokenizerMismatch) as mismatch:
-        trace_pieces(tiny_tokenizer, [ids[0], beyond], texts[:2])
+        trace_pieces(TokenTexts(tiny_tokenizer), [ids[0], beyond], texts[:2])
     assert str(mismatch.value) == f"token id {len(tiny_tokenizer) + 5} is beyond its {len(tiny_tokenizer)} tokens"
     with pytest.raises(TokenizerMismatch, match="token id -1 is negative"):
-        trace_pieces(tiny_tokenizer, [ids[0], np.array([5, -1])], texts[:2])
+        trace_pieces(TokenTexts(tiny_tokenizer), [ids[0], np.array([5, -1])], texts[:2])
 
 
 def test_special_tokens_are_left_out_of_the_text_a_tokenizer_must_reproduce(tiny_tokenizer) -> None:
     """The stored text is what the engine detokenized without special tokens; the pieces still show them."""
     ids = np.asarray(tiny_tokenizer.encode("So x = 3"), dtype=np.int64)
     with_end = np.concatenate([ids, [tiny_tokenizer.eos_token_id]])
-    pieces, (index,) = trace_pieces(tiny_tokenizer, [with_end], ["So x = 3"])
+    pieces, (index,) = trace_pieces(TokenTexts(tiny_tokenizer), [with_end], ["So x = 3"])
     assert "".join(pieces[i] for i in index) == "So x = 3" + tiny_tokenizer.eos_token
 
 
@@ -321,7 +321,7 @@ def test_the_page_says_why_a_named_tokenizer_was_not_used(capsys, tmp_path: Path
 def test_pieces_join_to_the_decoded_text_across_split_characters(tiny_tokenizer) -> None:
     text = "Ünïcode ☕ and 😀😀 split over byte tokens, then </think> done"
     ids = np.asarray(tiny_tokenizer.encode(text, add_special_tokens=False), dtype=np.int32)
-    pieces = TokenPieces(tiny_tokenizer)
+    pieces = TokenPieces(TokenTexts(tiny_tokenizer))
     indices = pieces.encode(ids)
     assert len(indices) == len(ids)
     assert "".join(pieces.pieces[i] for i in indices) == text
@@ -331,7 +331,7 @@ def test_pieces_join_to_the_decoded_text_across_split_characters(tiny_tokenizer)
 def test_a_run_of_split_characters_seen_again_is_decoded_once(tiny_tokenizer) -> None:
     text = "😀 then 😀"
     ids = np.asarray(tiny_tokenizer.encode(text, add_special_tokens=False), dtype=np.int64)
-    pieces = TokenPieces(tiny_tokenizer)
+    pieces = TokenPieces(TokenTexts(tiny_tokenizer))
     decoded = counted_decodes(pieces.texts)
     first = pieces.encode(ids)
     assert decoded == [len(set(ids.tolist())), 2]  # one batch of the distinct ids, one of the distinct byte runs
@@ -345,7 +345,7 @@ def test_pairs_of_one_tokenizer_share_its_decoded_texts_and_number_their_own_pie
     decoded = counted_decodes(shared)
     first_ids = np.asarray(tiny_tokenizer.encode("So x = 3 ☕", add_special_tokens=False), dtype=np.int64)
     second_ids = np.asarray(tiny_tokenizer.encode("Then ☕ again", add_special_tokens=False), dtype=np.int64)
-    first, second = TokenPieces(tiny_tokenizer, shared), TokenPieces(tiny_tokenizer, shared)
+    first, second = TokenPieces(shared), TokenPieces(shared)
     first_index = first.encode(first_ids)
     calls = len(decoded)
     second_index = second.encode(second_ids)
