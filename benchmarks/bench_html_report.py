@@ -317,18 +317,9 @@ def main() -> None:
             rounds = [
                 large["wall_s"] / small["wall_s"] for small, large in zip(pages[0][0]["writes"], pages[1][0]["writes"])
             ]
-            result["scale_ratios"]["write_html_s_rounds"] = rounds
-            print(
-                "large / small: "
-                + ", ".join(
-                    f"{name} {ratio:.2f}"
-                    for name, ratio in result["scale_ratios"].items()
-                    if name != "write_html_s_rounds"
-                )
-                + " (write rounds: "
-                + ", ".join(f"{ratio:.2f}" for ratio in rounds)
-                + ")"
-            )
+            result["scale_write_rounds"] = rounds
+            ratios = ", ".join(f"{name} {ratio:.2f}" for name, ratio in result["scale_ratios"].items())
+            print(f"large / small: {ratios} (write rounds: {', '.join(f'{ratio:.2f}' for ratio in rounds)})")
     result["peak_rss_megabytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result["cpu_count"] = os.cpu_count()
     print(json.dumps(result))

@@ -30,9 +30,9 @@ def write_report(report: ReportData | ReportModel, out_dir: str | Path, latex: b
     only the page shows) and return its Markdown (the CLI prints it).
 
     Files: ``leaderboard.md`` (every table: the model's leaderboard tables, then its analysis tables),
-    ``<name>.csv`` per table (``leaderboard.csv`` is the main
-    table), ``<name>.tex`` per table when ``latex``, and the figures of :data:`FIGURES`. Each file is
-    written atomically (:func:`trac_metrics._util.files.atomic_write`): a failure leaves no half-written file.
+    ``<name>.csv`` per table (``leaderboard.csv`` is the main table), ``<name>.tex`` per table when ``latex``, and the
+    figures of :data:`FIGURES`. Each file is written atomically
+    (:func:`trac_metrics._util.files.atomic_write`): a failure leaves no half-written file.
     """
     model = report_model(report, with_pairs=False)
     out = Path(out_dir)
