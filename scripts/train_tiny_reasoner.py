@@ -29,9 +29,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from trac_tasks.data import tiny_reasoner  # noqa: E402
-from trac_tasks.data.arithmetic_problems import INSTRUCTION, training_problems  # noqa: E402
+from trac_tasks.data.arithmetic_problems import (  # noqa: E402
+    ANSWER_LEADS,
+    INSTRUCTION,
+    SUMMARY_SHARE,
+    Problem,
+    training_problems,
+)
 from trac_tasks.data.demo_data import demo_rows  # noqa: E402
-from trac_tasks.generation.config import DEFAULT_CUE  # noqa: E402
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
 CHAT_TEMPLATE = (
@@ -39,13 +44,14 @@ CHAT_TEMPLATE = (
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 _TEMPLATE = jinja2.Template(CHAT_TEMPLATE)
-RESTATED_SHARE = 0.1
 HEAD_DIM = 32  # one of the head sizes vLLM's CPU attention accepts (32, 64, 80, ...)
 
 
-def restatement(answer: int) -> str:
-    """What a share of the replies continue with: TrAC's probe cue (docs/method.md#probe-prompt) and the answer."""
-    return f"{DEFAULT_CUE}{answer}}}"
+def training_reply(problem: Problem, rng: random.Random) -> str:
+    """The training mix of answer sections (the model card's): a one-line summary of the result with probability
+    ``SUMMARY_SHARE``, then each wording of ``ANSWER_LEADS`` equally often; every value is the trace's own result."""
+    summary = rng.random() < SUMMARY_SHARE
+    return problem.reply(lead=rng.choice(ANSWER_LEADS), summary=summary)
 
 
 def chat_text(question: str, response: str) -> tuple[str, str]:
@@ -64,9 +70,10 @@ def build_tokenizer(seed: int, vocab_size: int):
         [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
     )
     tokenizer.decoder = decoders.ByteLevel()
+    forms = [(lead, summary) for lead in ANSWER_LEADS for summary in (False, True)]
     corpus = [
-        "".join(chat_text(p.question, p.response + restatement(p.answer)))
-        for p in itertools.islice(training_problems(seed + 1), 20_000)
+        "".join(chat_text(p.question, p.reply(*forms[index % len(forms)])))
+        for index, p in enumerate(itertools.islice(training_problems(seed + 1), 20_000))
     ]
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -113,8 +120,7 @@ def batches(tokenizer, seed: int, batch_size: int, pool: int = 16):
     while True:
         rows = []
         for problem in itertools.islice(stream, batch_size * pool):
-            restated = restatement(problem.answer) if rng.random() < RESTATED_SHARE else ""
-            prompt, reply = chat_text(problem.question, problem.response + restated)
+            prompt, reply = chat_text(problem.question, training_reply(problem, rng))
             prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
             reply_ids = tokenizer(reply, add_special_tokens=False)["input_ids"]
             rows.append((prompt_ids + reply_ids, len(prompt_ids)))

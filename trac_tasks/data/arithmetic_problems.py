@@ -12,7 +12,12 @@ at most ``max_digits`` digits. Its trace works one operation a line, in the form
     So Tom has 41 apples.
     </think>
 
-    The answer is \\boxed{41}.
+    Tom has 41 apples in the end.
+    The final answer is \\boxed{41}.
+
+The reply after ``</think>`` takes one of the forms of :func:`Problem.reply` (the training mix draws them: a one-line
+summary or none, then one of :data:`ANSWER_LEADS`), so TrAC's probe cue right after ``</think>`` is one of the model's
+own forms (docs/method.md#probe-prompt).
 
 Held out by construction: a problem whose text hashes into :data:`HELD_OUT_BUCKETS` of :data:`BUCKETS` is never
 training data; evaluation sets are drawn only from those buckets. Everything is a function of the seed (Python's
@@ -32,6 +37,11 @@ INSTRUCTION = "Solve the following problem step by step. End your response with 
 BUCKETS = 100
 HELD_OUT_BUCKETS = 10  # buckets 0-9 of 100: 10 % of all problem texts are never trained on
 MAX_VALUE = 9999  # no intermediate count above this
+ANSWER_LEADS = ("The final answer is", "The answer is")
+"""The wordings of the reply's box line; the first is TrAC's default probe cue (without its box), so a probe placed
+right after ``</think>`` continues one of the model's own forms."""
+SUMMARY_SHARE = 0.5
+"""The share of training replies whose answer section restates the result in one line before the box line."""
 
 _PEOPLE = (
     ("Tom", "He", "his"),
@@ -69,11 +79,21 @@ class Problem:
     trace: str
     answer: int
     difficulty: Difficulty
+    name: str
+    items: str
+
+    def reply(self, lead: str = ANSWER_LEADS[0], summary: bool = False) -> str:
+        """The assistant's whole reply: the thinking section, then the answer section: with ``summary`` a one-line
+        restatement of the result ("Tom has 41 apples in the end."), then ``lead`` and the boxed answer."""
+        if lead not in ANSWER_LEADS:
+            raise ValueError(f"lead must be one of {ANSWER_LEADS}, got {lead!r}")
+        restated = f"{self.name} has {self.answer} {self.items} in the end.\n" if summary else ""
+        return f"<think>\n{self.trace}\n</think>\n\n{restated}{lead} \\boxed{{{self.answer}}}."
 
     @property
     def response(self) -> str:
-        """The assistant's whole reply: thinking section, then the answer line."""
-        return f"<think>\n{self.trace}\n</think>\n\nThe answer is \\boxed{{{self.answer}}}."
+        """The reply in its plainest form: no summary, the box line in the probe cue's wording."""
+        return self.reply()
 
     @property
     def held_out(self) -> bool:
@@ -146,7 +166,7 @@ def make_problem(rng: random.Random, difficulty: Difficulty) -> Problem:
         sentences.insert(rng.randint(1, len(sentences)), f"{other_name} has {_operand(rng, 2)} {other_items}.")
     question = " ".join(sentences) + f" How many {items} does {name} have now?"
     lines.append(f"So {name} has {value} {items}.")
-    return Problem(question, "\n".join(lines), value, difficulty)
+    return Problem(question, "\n".join(lines), value, difficulty, name, items)
 
 
 def random_difficulty(rng: random.Random) -> Difficulty:
@@ -176,7 +196,12 @@ def held_out_problems(seed: int, difficulties: list[Difficulty]) -> list[Problem
     return problems
 
 
-_REPLY = re.compile(r"<think>\n(?P<trace>.*?)\n</think>\n\nThe answer is \\boxed\{(?P<answer>-?\d+)\}\.", re.DOTALL)
+_REPLY = re.compile(
+    r"<think>\n(?P<trace>.*?)\n</think>\n\n(?:(?P<summary>[^\n]*)\n)?(?:"
+    + "|".join(map(re.escape, ANSWER_LEADS))
+    + r") \\boxed\{(?P<answer>-?\d+)\}\.",
+    re.DOTALL,
+)
 _OPERATION = re.compile(r"(-?\d+) ([-+*/]) (-?\d+) = (-?\d+)")
 
 
@@ -184,7 +209,7 @@ _OPERATION = re.compile(r"(-?\d+) ([-+*/]) (-?\d+) = (-?\d+)")
 class Grade:
     """What a reply to a problem did: its format, its answer, and where its trace first went wrong."""
 
-    well_formed: bool  # <think> trace </think> then "The answer is \boxed{N}."
+    well_formed: bool  # <think> trace </think>, an optional summary line, then one of ANSWER_LEADS and \boxed{N}.
     answer: int | None
     correct: bool
     first_slip: int | None  # 1-based trace line of the first wrong operation result; None when every one is right
