@@ -99,6 +99,8 @@ def write_question(
             finish_reason="stop",
             num_prompt_tokens=200 + args.tokens,
             num_cached_tokens=192 + args.tokens,
+            context="reasoning",
+            context_tokens=args.tokens - 1,
             seconds=0.01,
         )
         records.append(

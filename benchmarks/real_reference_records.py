@@ -2,7 +2,7 @@
 
 Per dataset of the real benchmark copies (``../shared/real-data`` beside the checkout, or ``--datasets-dir``;
 MATH-500, Minerva, OlympiadBench single-answer rows, AIME 2024 + 2025, GSM8K), one question per distinct reference,
-K = 2 responses each, written as TrAC records (``trac-record/1``) under ``OUT/<dataset>/trac_records/``. The primary
+K = 2 responses each, written as TrAC records (``trac-record/2``) under ``OUT/<dataset>/trac_records/``. The primary
 response of question i states, inside ``\\boxed{}``, one equivalent rewrite of its reference
 (``tests/trac_metrics/answers/test_real_data.py``: ``\\dfrac`` ↔ ``\\frac`` ↔ ``a/b``, spacing, ``$…$``,
 ``\\left( \\right)``, a final period, a unit, thousands separators, 7-digit decimals of irrational constants; the

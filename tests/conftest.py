@@ -57,3 +57,10 @@ def thinking_model(tiny_model: Path, tmp_path_factory) -> Path:
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
     return target
+
+
+@pytest.fixture(scope="session")
+def thinking_tokenizer(thinking_model: Path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(thinking_model)

@@ -29,6 +29,7 @@ import json
 import math
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -37,10 +38,23 @@ from tqdm import tqdm
 
 from trac_metrics._util.files import atomic_write, check_output
 from trac_metrics._util.limits import require_memory
+from trac_metrics._warnings import TracWarning
 from trac_metrics.answers import ANSWER_KINDS, UNDECIDED_KEY
 from trac_metrics.features import LOW_THRESHOLD, N_BINS, TAIL_WINDOW
 from trac_metrics.features.cache_share import ProbeCacheCounts, low_share_warning, probe_cache_counts
-from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, task_accuracy
+from trac_metrics.features.evidence import (
+    DEFAULT_OPTIONS,
+    REASONING_SPAN,
+    TUP_SPANS,
+    EvidenceOptions,
+    task_accuracy,
+)
+from trac_metrics.features.probe_agreement import (
+    AGREE_CORRECT_KEY,
+    AGREE_WRONG_KEY,
+    LEGACY_PROBE_NOTE,
+    agreement_line,
+)
 from trac_metrics.heads import newton_memory
 from trac_metrics.heads.calibration_maps import CALIBRATION_MAPS, DEFAULT_CALIBRATION_MAP
 from trac_metrics.heads.saved_heads import (
@@ -55,7 +69,7 @@ from trac_metrics.heads.saved_heads import (
     score_pairs,
 )
 from trac_metrics.methods import saved_head_methods
-from trac_metrics.records import iter_records
+from trac_metrics.records import AFTER_ANSWER, iter_records
 from trac_metrics.reporting.html import primary_trace, write_html_report
 from trac_metrics.reporting.html.page import docs_url
 from trac_metrics.reporting.html.prompts import readable_samples_files
@@ -106,12 +120,17 @@ def _task_block(task: str, metrics: dict[str, float], tables: Tables = SUMMARY_T
     if UNDECIDED_KEY in metrics:  # docs/method.md#the-symbolic-work-budget
         accuracy += f", comparisons undecided (work budget ran out, not equivalent) = {metrics[UNDECIDED_KEY]:g}"
     shown = "\n".join(f"{title}:\n{format_table(method_table(metrics, names))}" for title, names in tables)
-    return f"{task}: {accuracy}\n{shown}"
+    if AGREE_CORRECT_KEY in metrics:  # docs/method.md#probe-agreement
+        agreement = agreement_line(metrics[AGREE_CORRECT_KEY], metrics.get(AGREE_WRONG_KEY, math.nan))
+    else:
+        agreement = "probe agreement with the primary answer: not reported (results of an older trac-eval)"
+    return f"{task}: {accuracy}\n{agreement}\n{shown}"
 
 
 def _record_notes(out_dir: Path, task: str) -> str:
     """What the task's newest records say about the run: the end-of-thinking marker it used, its probe cache share
-    (docs/method.md#probe-cache-share) and, below 50 %, the warning naming the likely causes."""
+    (docs/method.md#probe-cache-share) and, below 50 %, the warning naming the likely causes; for records whose probe
+    read the answer it tests (schema trac-record/1), the note saying so (docs/method.md#probe-agreement)."""
     files = sorted(out_dir.rglob(f"trac_records/{task}.*.jsonl"), key=lambda path: path.stat().st_mtime)
     records = iter_records(files[-1]) if files else iter(())
     first = next(records, None)
@@ -121,7 +140,9 @@ def _record_notes(out_dir: Path, task: str) -> str:
     else:
         marker = f"end-of-thinking marker: {first.marker!r}" if first.marker else "end-of-thinking marker: none"
     warning = low_share_warning(f"task {task}", counts)
-    return "\n".join([marker, probe_cache_line(counts), *([warning] if warning else [])])
+    trace_probe = first.probes.get("trace") if first is not None else None
+    legacy = [f"note: {LEGACY_PROBE_NOTE}"] if trace_probe is not None and trace_probe.context == AFTER_ANSWER else []
+    return "\n".join([marker, probe_cache_line(counts), *([warning] if warning else []), *legacy])
 
 
 def summary(out_dir: Path, tables: Tables = SUMMARY_TABLES) -> str:
@@ -151,16 +172,22 @@ def summary(out_dir: Path, tables: Tables = SUMMARY_TABLES) -> str:
 
 def evaluate_records(paths: Sequence[Path]) -> dict[str, dict[str, float]]:
     """Metrics per task recomputed from record files: lm-eval's per-task numbers for the run that wrote them
-    (``acc``, ``maj_acc`` when K > 1, and every ``<method>_<metric>``) and the comparisons that ran out of the work
-    budget (``undecided_comparisons``)."""
+    (``acc``, ``maj_acc`` when K > 1, the probe's agreement on correct and wrong responses, and every
+    ``<method>_<metric>``) and the comparisons that ran out of the work budget (``undecided_comparisons``). A task
+    whose probe read the answer it tests (records of schema trac-record/1) gets a warning saying so
+    (docs/method.md#probe-agreement)."""
     metrics: dict[str, dict[str, float]] = {}
     for pair, evaluation in zip(pairs := load_pairs(paths), evaluate_pairs(pairs), strict=True):
         if pair.task in metrics:
             raise ValueError(
                 f"task {pair.task} appears in records of several models or decodings; compare them with `trac report`"
             )
+        agreement = pair.probe_agreement
+        if agreement.reads_answer:
+            warnings.warn(f"task {pair.task}: {LEGACY_PROBE_NOTE}", TracWarning, stacklevel=2)
         metrics[pair.task] = {
             **task_accuracy(pair.evidences),
+            **agreement.results(),
             **evaluation.metrics,
             UNDECIDED_KEY: pair.undecided_comparisons,
         }
@@ -233,6 +260,7 @@ def _options(args: argparse.Namespace) -> EvidenceOptions:
         tail_window=args.tail_window,
         low_threshold=args.low_threshold,
         re_extract=args.re_extract,
+        tup_span=args.tup_span,
     )
 
 
@@ -405,6 +433,13 @@ def _evidence_arguments() -> argparse.ArgumentParser:
         default=LOW_THRESHOLD,
         metavar="TAU",
         help=f"TUP low-logprob threshold (default {LOW_THRESHOLD})",
+    )
+    group.add_argument(
+        "--tup-span",
+        choices=TUP_SPANS,
+        default=REASONING_SPAN,
+        help="the tokens TUP profiles: the reasoning body the probe reads (default, the paper's algorithm) or the "
+        "whole generation",
     )
     return parent
 

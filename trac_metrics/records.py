@@ -2,7 +2,9 @@
 (docs/architecture.md#record-schema).
 
 A run writes one JSON object per line (JSONL), one line per generated response, flushed as batches complete.
-Each object carries ``"schema": "trac-record/1"``. Per-token arrays are stored compactly as
+Each object carries ``"schema": "trac-record/2"``; records of ``trac-record/1`` (written before the probe read the
+paper's context) are still read, their probes marked as having read the whole generation (:data:`LEGACY_SCHEMA`).
+Per-token arrays are stored compactly as
 ``{"dtype": "<f4", "b64": "<base64 of the little-endian bytes>"}``:
 
 =====================  =========  =====================================================================
@@ -16,7 +18,9 @@ field                  dtype      meaning (T = generated tokens of the response)
 
 That is 12 bytes per generated token before base64 (16 after). A probe (:class:`ProbeRecord`) keeps its raw
 decoded suffix, token ids, chosen-token logprobs, top-k logprobs, the number of prompt tokens served from the
-prefix cache and its finish reason. Labels are not stored: they are derived from ``answer`` and ``reference``
+prefix cache, its finish reason, and its ``context``: what of the response its prompt held (the reasoning, the
+response cut before its answer, the whole response, ...: :data:`PROBE_CONTEXTS`) with ``context_tokens``, how many of
+the response's generated tokens. Labels are not stored: they are derived from ``answer`` and ``reference``
 with the answer normalizer in force, so a changed normalizer never requires regeneration. The exception is a
 response of an lm-eval task run with ``--metadata trac`` (docs/method.md#task-scored-labels): ``label`` holds the
 task's own per-sample score and ``label_source`` its results key (``exact_match,strict-match``). ``labeller`` names
@@ -65,7 +69,11 @@ import numpy as np
 
 from trac_metrics._warnings import TracWarning
 
-SCHEMA = "trac-record/1"
+SCHEMA = "trac-record/2"
+LEGACY_SCHEMA = "trac-record/1"
+"""The schema before the paper's probe context (docs/architecture.md#record-schema): its probes continued the whole
+generation, the answer the response wrote included. Still read; its probes' ``context`` is inferred
+(:data:`AFTER_ANSWER`), their ``context_tokens`` unknown (None)."""
 
 BUILT_IN_LABELLER = "trac"
 MATH_VERIFY_LABELLER = "math-verify"
@@ -73,11 +81,33 @@ LABELLERS = (BUILT_IN_LABELLER, MATH_VERIFY_LABELLER)
 """Who labels a run's answers (docs/method.md#labels): trac-eval's checker, or Math-Verify's default verdict (the
 labeller of lm-eval's Math-Verify-labelled tasks)."""
 
-PROBE_VARIANTS = ("trace", "question_only", "shuffled_trace", "teacher_forced")
-"""The probe on the completed trace (docs/method.md#the-answer-probe) and the three ablation variants built on the same
-code path."""
+PROBE_VARIANTS = ("trace", "question_only", "shuffled_trace", "teacher_forced", "after_answer")
+"""The probe on the completed trace (docs/method.md#the-answer-probe) and the ablation variants built on the same code
+path (docs/method.md#probe-variants), the last the control that restates after the answer."""
 PREFIX_VARIANT = "prefix"
 """The variant of a probe after a partial trace (docs/method.md#prefix-probes), stored in ``prefix_probes``."""
+
+REASONING, CUT_BEFORE_ANSWER, WHOLE = "reasoning", "cut_before_answer", "whole"
+AFTER_ANSWER, PREFIX_CONTEXT, QUESTION_CONTEXT = "after_answer", "prefix", "question"
+RESPONSE_CONTEXTS = (REASONING, CUT_BEFORE_ANSWER, WHOLE)
+"""What of its response the paper's probe Q(x, r) reads (docs/method.md#probe-prompt): the reasoning before the last
+end-of-thinking marker; a response without a thinking section cut before its final answer statement; the whole
+response when it has no answer to leave out (a thinking section cut off at the token limit, or no answer statement)."""
+PROBE_CONTEXTS = (*RESPONSE_CONTEXTS, AFTER_ANSWER, PREFIX_CONTEXT, QUESTION_CONTEXT)
+"""Every probe context a record may name: the three of :data:`RESPONSE_CONTEXTS`, ``after_answer`` (the whole
+generation, the written answer included: the ``after_answer`` control, and every probe of a
+:data:`LEGACY_SCHEMA` record but a question-only or prefix one), ``prefix`` (a partial reasoning,
+docs/method.md#prefix-probes) and ``question`` (no response at all, the ``question_only`` control)."""
+VARIANT_CONTEXTS = {
+    "trace": (*RESPONSE_CONTEXTS, AFTER_ANSWER),
+    "teacher_forced": (*RESPONSE_CONTEXTS, AFTER_ANSWER),
+    "shuffled_trace": (*RESPONSE_CONTEXTS, AFTER_ANSWER),
+    "after_answer": (AFTER_ANSWER,),
+    "question_only": (QUESTION_CONTEXT,),
+    PREFIX_VARIANT: (PREFIX_CONTEXT,),
+}
+"""The contexts each variant's probe may have read (``after_answer`` for the trace-based ones only in
+:data:`LEGACY_SCHEMA` records)."""
 
 _RESPONSE_ARRAYS = {
     "token_ids": np.int32,
@@ -279,6 +309,8 @@ def _parse_int(digits: str) -> int | _LongInteger:
 
 _PROBE_FIELDS = {
     "variant": _STRING,
+    "context": _Expected(f"one of {PROBE_CONTEXTS}", lambda value: value in PROBE_CONTEXTS),
+    "context_tokens": _COUNT.or_null(),
     "appended_text": _STRING,
     "text": _STRING,
     "answer": _STRING.or_null(),
@@ -400,7 +432,11 @@ def _finite_or_null(value: Any) -> Any:
 @dataclass(frozen=True)
 class ProbeRecord:
     """One answer probe (docs/method.md#probe-decoding-and-cutting): the greedy ≤16-token suffix decoded
-    after ``prefix + marker + cue``.
+    after ``prompt + context + marker + cue``.
+
+    ``context`` names what of the response the probe prompt held (:data:`PROBE_CONTEXTS`, docs/method.md#probe-prompt)
+    and ``context_tokens`` how many of the response's generated tokens (None: not recorded, a
+    :data:`LEGACY_SCHEMA` record).
 
     ``answer_token_count`` is L, the number of leading decoded tokens that spell the re-stated answer ã (the
     closing brace and EOS excluded); ``token_logprobs[:L]`` feed ℓ, ℓ_min, ℓ_head and ``token_logprobs[0]`` is c1.
@@ -421,6 +457,8 @@ class ProbeRecord:
     finish_reason: str
     num_prompt_tokens: int
     num_cached_tokens: int | None
+    context: str
+    context_tokens: int | None
     seconds: float | None = None
     fraction: float | None = None
     trace_tokens: int | None = None
@@ -430,6 +468,15 @@ class ProbeRecord:
         if self.variant not in (*PROBE_VARIANTS, PREFIX_VARIANT):
             raise RecordFormatError(
                 f"unknown probe variant {self.variant!r}; expected one of {(*PROBE_VARIANTS, PREFIX_VARIANT)}"
+            )
+        if self.context not in VARIANT_CONTEXTS[self.variant]:
+            raise RecordFormatError(
+                f"a probe of variant {self.variant!r} reads one of the contexts {VARIANT_CONTEXTS[self.variant]}, got "
+                f"{self.context!r}"
+            )
+        if self.context_tokens is not None and self.context_tokens > self.num_prompt_tokens:
+            raise RecordFormatError(
+                f"probe context_tokens {self.context_tokens} exceeds its {self.num_prompt_tokens} prompt tokens"
             )
         is_prefix = self.variant == PREFIX_VARIANT
         if is_prefix != (self.fraction is not None) or is_prefix != (self.trace_tokens is not None):
@@ -565,17 +612,19 @@ class ResponseRecord:
         A record of another schema version fails with :class:`RecordSchemaError`; a field missing, of the wrong
         type or a malformed array with :class:`RecordFormatError` naming the field and what it must hold.
         """
-        if isinstance(payload, Mapping) and payload.get("schema") != SCHEMA:
+        schema = payload.get("schema") if isinstance(payload, Mapping) else None
+        if isinstance(payload, Mapping) and schema not in (SCHEMA, LEGACY_SCHEMA):
             raise RecordSchemaError(
-                f"record schema {payload.get('schema')!r} is not supported by this version of trac-eval (it "
-                f"reads {SCHEMA!r}); re-run the generation or use the trac-eval version that wrote it"
+                f"record schema {schema!r} is not supported by this version of trac-eval (it reads {SCHEMA!r} and "
+                f"{LEGACY_SCHEMA!r}); re-run the generation or use the trac-eval version that wrote it"
             )
+        legacy = schema == LEGACY_SCHEMA
         values = _read_fields(payload, cls, _RESPONSE_FIELDS, _RESPONSE_ARRAYS)
         values["probes"] = {
-            name: _probe_from_dict(probe, f"probes.{name}.") for name, probe in values.get("probes", {}).items()
+            name: _probe_from_dict(probe, f"probes.{name}.", legacy) for name, probe in values.get("probes", {}).items()
         }
         values["prefix_probes"] = tuple(
-            _probe_from_dict(probe, f"prefix_probes.{index}.")
+            _probe_from_dict(probe, f"prefix_probes.{index}.", legacy)
             for index, probe in enumerate(values.get("prefix_probes", ()))
         )
         return cls(**values)
@@ -591,8 +640,16 @@ def _probe_to_dict(probe: ProbeRecord) -> dict[str, Any]:
     return out
 
 
-def _probe_from_dict(payload: Any, prefix: str) -> ProbeRecord:
+def _probe_from_dict(payload: Any, prefix: str, legacy: bool = False) -> ProbeRecord:
+    if legacy and isinstance(payload, Mapping):
+        payload = {**payload, "context": _legacy_context(payload.get("variant")), "context_tokens": None}
     return ProbeRecord(**_read_fields(payload, ProbeRecord, _PROBE_FIELDS, _PROBE_ARRAYS, prefix))
+
+
+def _legacy_context(variant: Any) -> str:
+    """What a probe of a :data:`LEGACY_SCHEMA` record read: the question alone, a partial reasoning, or else the whole
+    generation, the answer it wrote included (that schema's probe prompt, docs/architecture.md#record-schema)."""
+    return {"question_only": QUESTION_CONTEXT, PREFIX_VARIANT: PREFIX_CONTEXT}.get(variant, AFTER_ANSWER)
 
 
 class RecordWriter:

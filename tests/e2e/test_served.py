@@ -142,8 +142,8 @@ def test_the_server_received_the_in_process_prompt_ids_and_exact_probe_prompts(
     run, server, records, reasoner_tokenizer
 ):
     """Generation prompts are the ids lm-eval's in-process ``vllm`` backend makes of the same context (its own
-    ``tok_encode``), and every trace probe prompt is those ids + the generated ids (EOS dropped) + the ids of what
-    the probe appends (the cue, after the marker where the thinking was left open)."""
+    ``tok_encode``), and every trace probe prompt is Q(x, r): those ids + the reasoning's generated ids (before the
+    last marker; EOS dropped) + the ids of what the probe appends (the marker, the cue)."""
     tokenizer = reasoner_tokenizer
     from lm_eval.models.vllm_causallms import VLLM
 
@@ -158,13 +158,13 @@ def test_the_server_received_the_in_process_prompt_ids_and_exact_probe_prompts(
     context = {str(sample["doc_id"]): sample["arguments"]["gen_args_0"]["arg_0"] for sample in run.samples()}
     for record in records:
         appended = record.probes["trace"].appended_text
-        assert appended in (DEFAULT_CUE, "</think>" + DEFAULT_CUE)
+        assert appended == "</think>" + DEFAULT_CUE
         appended_ids = tokenizer(appended, add_special_tokens=False).input_ids
         prompt_ids = VLLM.tok_encode(in_process, context[str(record.doc_id)])
         assert len(prompt_ids) == record.prompt_token_count
         assert tuple(prompt_ids) in received
-        body = trace_body(record.token_ids.tolist(), {tokenizer.eos_token_id})
-        assert tuple(prompt_ids + body + appended_ids) in received
+        reasoning = trace_body(record.token_ids.tolist(), {tokenizer.eos_token_id})[: record.reasoning_tokens]
+        assert tuple(prompt_ids + reasoning + appended_ids) in received
 
 
 def test_an_lm_eval_task_switched_on_with_metadata_runs_served_labelled_by_its_own_scoring(

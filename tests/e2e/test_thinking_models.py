@@ -1,7 +1,8 @@
 """A thinking-style model through the real ``lm_eval`` CLI, shipped YAML switches only (no ``trac.marker``): the
 end-of-thinking marker is found (from lm-eval's ``think_end_token`` on the shared vLLM run, from the tokenizer on
 the HF run) and a trace that never closed its thinking section is probed as prompt + trace + marker + cue; one that
-closed it is probed without a marker."""
+closed it is probed on its reasoning, then the marker and the cue, without the answer it wrote after the marker
+(docs/method.md#probe-prompt)."""
 
 from __future__ import annotations
 
@@ -35,9 +36,10 @@ def _check_open_traces(records, tokenizer):
         body = record.num_tokens - (record.finish_reason == "eos")
         # exactly one marker id between the trace and the cue
         assert probe.num_prompt_tokens == record.prompt_token_count + body + 1 + len(cue)
+        assert (probe.context, probe.context_tokens) == ("whole", body)
 
 
-def test_vllm_probes_open_traces_with_the_detected_marker_and_closed_ones_without(thinking_vllm_run, thinking_model):
+def test_vllm_probes_open_traces_whole_and_closed_ones_on_their_reasoning(thinking_vllm_run, thinking_model):
     tokenizer = AutoTokenizer.from_pretrained(thinking_model)
     marker_id = tokenizer.convert_tokens_to_ids("</think>")
     run = thinking_vllm_run
@@ -48,9 +50,9 @@ def test_vllm_probes_open_traces_with_the_detected_marker_and_closed_ones_withou
     for record in _records(run, CLOSED_TASK):
         assert record.marker == "</think>" and record.token_ids[0] == marker_id
         probe = record.probes["trace"]
-        assert probe.appended_text == DEFAULT_CUE, "a trace that closed its thinking gets no marker"
-        body = record.num_tokens - (record.finish_reason == "eos")
-        assert probe.num_prompt_tokens == record.prompt_token_count + body + len(cue)
+        assert probe.appended_text == "</think>" + DEFAULT_CUE, "the reasoning, then the marker, then the cue"
+        assert (probe.context, probe.context_tokens) == ("reasoning", record.reasoning_tokens)
+        assert probe.num_prompt_tokens == record.prompt_token_count + record.reasoning_tokens + 1 + len(cue)
 
 
 def test_hf_probes_open_traces_with_the_detected_marker(tmp_path, thinking_model, thinking_tasks, capsys):

@@ -126,12 +126,14 @@ def test_records_are_complete(records, reasoner_tokenizer):
         assert record.metadata["subject"] == "Arithmetic" and record.reference
         probe = record.probes["trace"]
         assert 0 < len(probe.token_ids) <= 16 and probe.finish_reason in ("stop", "eos", "length")
-        # the probe prompt is prompt + trace body (the ids, EOS dropped) + cue (after the marker where the thinking
-        # was left open), nothing re-tokenized
+        # the probe prompt is Q(x, r): prompt + the reasoning (the ids before the last </think>, or the whole trace
+        # body, EOS dropped, where the thinking was left open) + the marker + the cue, nothing re-tokenized
         body = trace_body(record.token_ids.tolist(), {tokenizer.eos_token_id})
         appended = tokenizer(probe.appended_text, add_special_tokens=False).input_ids
-        assert probe.appended_text in (DEFAULT_CUE, "</think>" + DEFAULT_CUE)
-        assert probe.num_prompt_tokens == record.prompt_token_count + len(body) + len(appended)
+        assert probe.appended_text == "</think>" + DEFAULT_CUE
+        assert probe.context == ("reasoning" if record.reasoning_tokens < len(body) else "whole")
+        assert probe.context_tokens == record.reasoning_tokens
+        assert probe.num_prompt_tokens == record.prompt_token_count + record.reasoning_tokens + len(appended)
         # run-level fields: K, the decoding the engine applied, engine seconds attributed to this response
         assert record.num_samples == K
         assert record.decoding == {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}

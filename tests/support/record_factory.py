@@ -44,6 +44,8 @@ def synthetic_question(
             finish_reason="stop",
             num_prompt_tokens=100 + n_tokens,
             num_cached_tokens=96,
+            context="reasoning",
+            context_tokens=n_tokens - 1,
             seconds=0.002 * (1 + rng.random()),
         )
         records.append(
@@ -79,12 +81,14 @@ def synthetic_task(n_questions: int, seed: int = 0, accuracy: float = 0.5, **kwa
 
 def with_every_input(records: list[ResponseRecord], rng: np.random.Generator) -> list[ResponseRecord]:
     """The question's records with what the optional methods read added to the primary: P(True) (and its seconds),
-    the question-only, shuffled-trace and teacher-forced probes (docs/method.md#probe-variants) and prefix probes at
-    0.25, 0.5 and 0.75 of its trace (docs/method.md#prefix-probes)."""
+    the question-only, shuffled-trace, teacher-forced and after-the-answer probes (docs/method.md#probe-variants) and
+    prefix probes at 0.25, 0.5 and 0.75 of its trace (docs/method.md#prefix-probes)."""
     primary, *others = records
     trace = primary.probes["trace"]
     probes = dict(primary.probes)
-    for variant in ("question_only", "shuffled_trace", "teacher_forced"):
+    contexts = {"question_only": ("question", 0), "after_answer": ("after_answer", primary.num_tokens)}
+    for variant in ("question_only", "shuffled_trace", "teacher_forced", "after_answer"):
+        context, context_tokens = contexts.get(variant, (trace.context, trace.context_tokens))
         answer = trace.answer if rng.random() < 0.6 else str(int(trace.answer) + 1)
         probes[variant] = dataclasses.replace(
             trace,
@@ -94,6 +98,8 @@ def with_every_input(records: list[ResponseRecord], rng: np.random.Generator) ->
             seconds=0.003 * (1 + rng.random()),
             token_logprobs=np.minimum(rng.normal(-0.8, 0.4, 3), 0.0),
             finish_reason="teacher_forced" if variant == "teacher_forced" else "stop",
+            context=context,
+            context_tokens=context_tokens,
         )
     prefix_probes = [
         dataclasses.replace(
@@ -105,6 +111,8 @@ def with_every_input(records: list[ResponseRecord], rng: np.random.Generator) ->
             token_logprobs=np.minimum(rng.normal(-0.6, 0.4, 3), 0.0),
             fraction=fraction,
             trace_tokens=int(fraction * primary.num_tokens),
+            context="prefix",
+            context_tokens=int(fraction * primary.num_tokens),
         )
         for fraction in (0.25, 0.5, 0.75)
     ]

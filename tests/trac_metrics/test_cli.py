@@ -205,6 +205,9 @@ def test_evaluate_reports_acc_and_maj_acc_as_valid_json(
     acc, maj_acc = np.mean(primary_labels(folder)), np.mean(majority_labels(folder))
     assert (printed.pop("acc"), printed.pop("maj_acc")) == pytest.approx((acc, maj_acc))
     assert printed.pop("undecided_comparisons") == 0  # numbers: no comparison reaches the work budget
+    (pair,) = load_pairs(files)
+    agreement = {key: printed.pop(key) for key in ("probe_agree_correct", "probe_agree_wrong")}
+    assert agreement == pytest.approx(pair.probe_agreement.results())
     assert printed == pytest.approx(evaluation.metrics)
     text = run_cli(capsys, "evaluate", *files)
     assert text.startswith(

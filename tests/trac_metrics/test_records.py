@@ -34,6 +34,7 @@ from trac_metrics.features.evidence import question_evidence
 from trac_metrics.records import (
     PROBE_VARIANTS,
     SCHEMA,
+    VARIANT_CONTEXTS,
     ProbeRecord,
     RecordFormatError,
     RecordWriter,
@@ -60,6 +61,8 @@ def make_record(doc_id: int = 0, repeat: int = 0, n_tokens: int = 5) -> Response
         finish_reason="stop",
         num_prompt_tokens=120,
         num_cached_tokens=96,
+        context="reasoning",
+        context_tokens=n_tokens - 1,
         seconds=0.01,
     )
     return ResponseRecord(
@@ -118,7 +121,8 @@ def test_prefix_probes_round_trip_and_records_without_them_are_stored_as_before(
     assert ResponseRecord.from_dict(stored).prefix_probes == ()
     trace = plain.probes["trace"]
     probes = [
-        replace(trace, variant="prefix", answer=str(n), fraction=f, trace_tokens=n) for f, n in ((0.25, 1), (0.5, 3))
+        replace(trace, variant="prefix", context="prefix", answer=str(n), fraction=f, trace_tokens=n)
+        for f, n in ((0.25, 1), (0.5, 3))
     ]
     back = ResponseRecord.from_dict(json.loads(json.dumps(replace(plain, prefix_probes=probes).to_dict())))
     assert [(p.variant, p.fraction, p.trace_tokens, p.answer) for p in back.prefix_probes] == [
@@ -323,7 +327,13 @@ def delete_path(payload: dict[str, Any], path: str) -> None:
 def with_prefix_probes(payload: dict[str, Any], *fractions: Any) -> None:
     """Give a stored record prefix probes at ``fractions``: copies of its trace probe (docs/method.md#prefix-probes)."""
     payload["prefix_probes"] = [
-        {**payload["probes"]["trace"], "variant": "prefix", "fraction": fraction, "trace_tokens": 2}
+        {
+            **payload["probes"]["trace"],
+            "variant": "prefix",
+            "context": "prefix",
+            "fraction": fraction,
+            "trace_tokens": 2,
+        }
         for fraction in fractions
     ]
 
@@ -572,6 +582,7 @@ def token_arrays(dtype: type, shape: int | tuple[int, ...], values: list[float] 
 def probes(draw: st.DrawFn, variant: str) -> ProbeRecord:
     n_tokens = draw(st.integers(0, 6))
     top_k = draw(st.integers(1, 4))
+    prompt_tokens = draw(st.integers(0, 10**6))
     return ProbeRecord(
         variant=variant,
         appended_text=draw(st.text(max_size=20)),
@@ -582,8 +593,10 @@ def probes(draw: st.DrawFn, variant: str) -> ProbeRecord:
         top_logprobs=draw(token_arrays(np.float32, (n_tokens, top_k), PADDED_LOGPROBS)),
         answer_token_count=draw(st.integers(0, n_tokens)),
         finish_reason=draw(st.sampled_from(["stop", "eos", "length", "teacher_forced"])),
-        num_prompt_tokens=draw(st.integers(0, 10**6)),
+        num_prompt_tokens=prompt_tokens,
         num_cached_tokens=draw(st.none() | st.integers(0, 10**6)),
+        context=draw(st.sampled_from(VARIANT_CONTEXTS[variant])),
+        context_tokens=draw(st.none() | st.integers(0, prompt_tokens)),
         seconds=draw(st.none() | seconds),
     )
 

@@ -27,7 +27,7 @@ from trac_metrics.answers.equivalence import (
     reference_aliases,
     use_equivalence,
 )
-from trac_metrics.answers.extraction import extract_answer
+from trac_metrics.answers.extraction import answer_statement_start, extract_answer
 from trac_metrics.answers.normalization import normalize_answer
 from trac_metrics.answers.symbolic import UNDECIDED_KEY, UndecidedCount, counting_undecided
 
@@ -35,6 +35,7 @@ __all__ = [
     "ANSWER_KINDS",
     "Equivalence",
     "answer_classes",
+    "answer_statement_start",
     "counting_undecided",
     "equivalent",
     "extract_answer",

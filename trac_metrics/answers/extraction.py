@@ -83,6 +83,13 @@ class _Box(NamedTuple):
     content: str
 
 
+class _Found(NamedTuple):
+    """An extracted answer and where the statement it was read from starts in the searched region."""
+
+    answer: str
+    start: int
+
+
 def _answer_region(text: str, marker: str | None) -> str:
     """The part of a response that holds its final answer: after the last end-of-thinking marker
     (docs/method.md#answer-extraction)."""
@@ -124,16 +131,17 @@ def _last_box_is_open(text: str) -> bool:
     return box is None or (box.group(1) is not None and box.start(1) not in matching_braces(text))
 
 
-def _last_box_run(text: str, boxes: list[_Box]) -> str:
+def _last_box_run(text: str, boxes: list[_Box]) -> _Found:
     """The content of the last box, or of the final run of boxes joined as one answer set (``\\boxed{2}`` or
-    ``\\boxed{-5}``, ``\\boxed{1}, \\boxed{2}``) as a comma list; repeated contents count once."""
+    ``\\boxed{-5}``, ``\\boxed{1}, \\boxed{2}``) as a comma list (repeated contents count once), and where the run
+    starts."""
     run = [boxes[-1]]
     for box in reversed(boxes[:-1]):
         gap = run[0].start - box.end
         if gap > _MAX_JOINER_CHARS or not _BOX_JOINER_RE.fullmatch(text, box.end, run[0].start):
             break
         run.insert(0, box)
-    return ", ".join(dict.fromkeys(box.content for box in run))
+    return _Found(", ".join(dict.fromkeys(box.content for box in run)), run[0].start)
 
 
 def _math_group_at(text: str, position: int) -> tuple[str, int] | None:
@@ -205,21 +213,22 @@ def _math_groups(text: str) -> list[_Span]:
     return groups
 
 
-def _final_statement(region: str) -> str | None:
+def _final_statement(region: str) -> _Found | None:
     """The answer of a response that neither boxes nor announces it, read as Math-Verify's LaTeX and expression
     extraction read it: the response itself when it is one line of math without words or math delimiters (``3, 5``,
     ``\\frac{1}{2}``, ``x = 2``, ``AB:CD = 2:5``); else the last math group of the response, or the final run of them
     joined by commas, "and" or "or" (``$2$ and $4$ and $6$`` → ``2, 4, 6``), unless a number follows it (numbers with
     units: "the total is 15 apples" → ``15``). None when the statement negates or bounds that value ("x cannot be
-    7", :func:`_negated`)."""
+    7", :func:`_negated`). Found with where the value starts (the response's start for a one-line response)."""
     text = region.strip()
     if text and "\n" not in text and not _ENGLISH_WORD_RE.search(text) and not _DELIMITER_RE.search(text):
-        return text
+        return _Found(text, 0)
     groups = _math_groups(region)
     after = groups[-1].end if groups else 0
     numbers = list(_NUMBER_RE.finditer(region, after))
     if numbers:
-        return None if _negated(region, numbers[-1].start()) else numbers[-1].group()
+        last = numbers[-1]
+        return None if _negated(region, last.start()) else _Found(last.group(), last.start())
     if not groups:
         return None
     run = [groups[-1]]
@@ -227,7 +236,9 @@ def _final_statement(region: str) -> str | None:
         if not _GROUP_JOINER_RE.fullmatch(region, group.end, run[0].start):
             break
         run.insert(0, group)
-    return None if _negated(region, run[0].start) else ", ".join(group.content for group in run)
+    if _negated(region, run[0].start):
+        return None
+    return _Found(", ".join(group.content for group in run), run[0].start)
 
 
 def _is_prose(text: str) -> bool:
@@ -264,30 +275,30 @@ def _last_phrase(text: str, phrase_re: re.Pattern[str], after: int = 0) -> re.Ma
     )
 
 
-def _extract_stated(region: str, in_words: bool) -> str | None:
+def _extract_stated(region: str, in_words: bool) -> _Found | None:
     """The final answer a response states: a "final answer is …" / "Final Answer: …" written after every box,
     else the last box (or final run of boxes, math kind), else the last "final answer" / "answer is" / "Answer:"
-    / ``####`` phrase."""
+    / ``####`` phrase; found with where that statement starts."""
     boxes = _boxes(region)
     if boxes:
         final = _last_phrase(region, _FINAL_ANSWER_RE, after=boxes[-1].end)
         stated = final and _clip_answer_span(region[final.end() :], in_words)
         if stated and not (in_words and _is_prose(stated)):  # "Final answer: as above." keeps the box
-            return stated
-        return _last_box_run(region, boxes) if in_words else boxes[-1].content
+            return _Found(stated, final.start())
+        return _last_box_run(region, boxes) if in_words else _Found(boxes[-1].content, boxes[-1].start)
     for phrase_re in (_FINAL_ANSWER_RE, _ANSWER_PHRASE_RE):
         phrase = _last_phrase(region, phrase_re)
         stated = phrase and _clip_answer_span(region[phrase.end() :], in_words)
         if stated:
-            return stated
+            return _Found(stated, phrase.start())
     return None
 
 
-def _extract_text(region: str) -> str | None:
+def _extract_text(region: str) -> _Found | None:
     return _extract_stated(region, in_words=False)
 
 
-def _extract_math(region: str) -> str | None:
+def _extract_math(region: str) -> _Found | None:
     """As the text kind, reading answer sets and answers stated in words; without a box or an answer phrase, the
     answer of the final statement (:func:`_final_statement`: its last math group or number, GSM8K style)."""
     answer = _extract_stated(region, in_words=True)
@@ -311,7 +322,7 @@ def _hedged_box_runs(region: str, boxes: list[_Box]) -> list[tuple[int, int]]:
     ]
 
 
-def _extract_mc(region: str) -> str | None:
+def _extract_mc(region: str) -> _Found | None:
     """The option letter the response states, ranked as the math kind ranks its answers: a final-answer statement
     after the last box, else the last box, else the last answer statement ("answer is B", "Answer: (B)"), else the
     last mention in another explicit form (``(B)``, ``B)``, ``**B**``, a line holding only the letter); a later
@@ -337,7 +348,7 @@ def _extract_mc(region: str) -> str | None:
         return None
     last, letter = max(ranked)
     hedge = max(((start, end) for start, end in hedges if start <= last < end), default=None)
-    return letter if hedge is None else region[hedge[0] : hedge[1]]
+    return _Found(letter, last) if hedge is None else _Found(region[hedge[0] : hedge[1]], hedge[0])
 
 
 _EXTRACTORS = {"math": _extract_math, "mc": _extract_mc, "text": _extract_text}
@@ -366,6 +377,12 @@ def extract_answer(text: str, kind: str = "math", marker: str | None = None) -> 
     every kind). Neither an earlier box, nor a phrase, nor a number stands in for it: an earlier box may be the
     answer the cut-off one was correcting.
     """
+    found = _found_answer(text, kind, marker)
+    return None if found is None else found.answer
+
+
+def _found_answer(text: str, kind: str, marker: str | None) -> _Found | None:
+    """:func:`extract_answer`'s answer, stripped, with where its statement starts in ``text``; None when it has none."""
     check_str(text, "text")
     check_kind(kind)
     if marker is not None:
@@ -373,5 +390,16 @@ def extract_answer(text: str, kind: str = "math", marker: str | None = None) -> 
     region = _answer_region(text, marker)
     if _last_box_is_open(region):
         return None
-    answer = _EXTRACTORS[kind](region)
-    return answer.strip() if answer is not None and answer.strip() else None
+    found = _EXTRACTORS[kind](region)
+    if found is None or not found.answer.strip():
+        return None
+    return _Found(found.answer.strip(), len(text) - len(region) + found.start)
+
+
+def answer_statement_start(text: str, kind: str = "math", marker: str | None = None) -> int | None:
+    """Where the line of ``text`` that states its final answer begins (docs/method.md#probe-prompt): the index just
+    after the last newline before the statement :func:`extract_answer` reads (a box, a "final answer is" / "answer
+    is" phrase, the final number), so its lead-in on that line ("So the answer is") is part of it; None when
+    :func:`extract_answer` finds no answer."""
+    found = _found_answer(text, kind, marker)
+    return None if found is None else text.rfind("\n", 0, found.start) + 1

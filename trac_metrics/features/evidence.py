@@ -49,9 +49,12 @@ from trac_metrics.features.vectors import (
 )
 from trac_metrics.heads import is_finite_number
 from trac_metrics.methods import Question, scored_methods
-from trac_metrics.records import BUILT_IN_LABELLER, MATH_VERIFY_LABELLER, ResponseRecord
+from trac_metrics.records import BUILT_IN_LABELLER, MATH_VERIFY_LABELLER, RESPONSE_CONTEXTS, ResponseRecord
 
 EVIDENCE_VERSION = 1
+REASONING_SPAN, GENERATION_SPAN = "reasoning", "generation"
+TUP_SPANS = (REASONING_SPAN, GENERATION_SPAN)
+"""The spans TUP may profile (docs/method.md#tup-span): the reasoning body r, or the whole generation y."""
 MATH_VERIFY = MATH_VERIFY_LABELLER
 """The ``--equivalence`` name of Math-Verify's default verdict (and the labeller a record names for it)."""
 
@@ -113,6 +116,9 @@ class EvidenceOptions:
     :func:`trac_metrics.answers.use_equivalence`).
     ``n_bins``, ``tail_window``, ``low_threshold``: TUP's J, W and τ (docs/method.md#trace-uncertainty-profile); φ_P has
     2·J + 11 numbers.
+    ``tup_span``: the tokens TUP profiles (docs/method.md#tup-span): ``reasoning``, the reasoning body r the probe
+    reads (the paper's Algorithm 1, ``TraceProfile(r)``), or ``generation``, every generated token (the answer
+    statement and end-of-sequence included).
 
     Building options with an equivalence imports (runs) the code it names, so an equivalence must come from the
     command line, never from a file's content: a saved head stores its spec as data only
@@ -125,8 +131,11 @@ class EvidenceOptions:
     tail_window: int = TAIL_WINDOW
     low_threshold: float = LOW_THRESHOLD
     re_extract: bool = False
+    tup_span: str = REASONING_SPAN
 
     def __post_init__(self) -> None:
+        if self.tup_span not in TUP_SPANS:
+            raise ValueError(f"tup_span must be one of {TUP_SPANS}, got {self.tup_span!r}")
         if self.answer_kind is not None and self.answer_kind not in ANSWER_KINDS:
             raise ValueError(f"answer kind must be one of {ANSWER_KINDS}, got {self.answer_kind!r}")
         for name in ("n_bins", "tail_window"):
@@ -173,6 +182,17 @@ def _pce_of(primary: ResponseRecord, variant: str, kind: str) -> list[float] | N
     return values.tolist()
 
 
+def reasoning_span(primary: ResponseRecord) -> int:
+    """How many leading generated tokens are the reasoning body r TUP profiles by default (docs/method.md#tup-span):
+    those the trace probe read (its ``context_tokens``: the reasoning before the last end-of-thinking marker, a
+    response without one cut before its answer statement, the whole of one with no answer); without that count (no
+    trace probe, a record of schema trac-record/1) its ``reasoning_tokens``, else every generated token."""
+    probe = primary.probes.get("trace")
+    if probe is not None and probe.context in RESPONSE_CONTEXTS and probe.context_tokens is not None:
+        return min(probe.context_tokens, primary.num_tokens)
+    return primary.num_tokens if primary.reasoning_tokens is None else primary.reasoning_tokens
+
+
 def _check_question(records: Sequence[ResponseRecord]) -> list[ResponseRecord]:
     if not records:
         raise ValueError("question_evidence needs at least one record")
@@ -200,9 +220,11 @@ def question_evidence(records: Sequence[ResponseRecord], options: EvidenceOption
 
     Keys: ``task``, ``doc_id``, ``num_samples`` (K), ``correct`` (primary answer ≡ reference, 0/1),
     ``majority_correct`` (modal answer ≡ reference), ``primary_answer``, ``reference``, ``probe_answer``,
+    ``probe_context`` (what of the response the trace probe read, docs/method.md#probe-prompt; None without a probe),
     ``answers`` (the K answers, the primary first) and ``answer_classes`` (the equivalence class of each,
     docs/method.md#answer-classes-and-vote-shares), ``agree`` (e, NaN when missing), ``features`` (``pce``: φ_A,
-    ``tup``: φ_P, ``consensus``: q_K, h_K, vote margin, q_K(a) when K > 1, ``pce_<variant>`` for ablation probes),
+    ``tup``: φ_P over ``options.tup_span``, ``tup_generation``: φ_P over the whole generation, ``consensus``: q_K,
+    h_K, vote margin, q_K(a) when K > 1, ``pce_<variant>`` for ablation probes),
     ``baselines`` (score per method, higher = more likely correct, docs/method.md#baselines), ``metadata`` of the
     primary record, ``labeller`` (the relation that compared the answers: ``options.equivalence`` when given, else
     the labeller the records name, ``trac`` for trac-eval's checker; docs/method.md#labels), ``undecided_comparisons``
@@ -257,16 +279,24 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions, labeller:
     kind = options.answer_kind or primary.answer_kind
     answers = [record.answer for record in ordered]
     classes = answer_classes(answers, kind=kind)
-    features: dict[str, Any] = {
-        # a primary whose probe could not run (prompt beyond the context) has all of φ_A missing
-        "pce": _pce_of(primary, "trace", kind) or [float("nan")] * len(PCE_FEATURE_NAMES),
-        "tup": tup_features(
-            primary.token_logprobs.astype(np.float64),
-            primary.topk_entropy.astype(np.float64),
+    profiles = {
+        span: tup_features(
+            primary.token_logprobs[:length].astype(np.float64),
+            primary.topk_entropy[:length].astype(np.float64),
             n_bins=options.n_bins,
             tail_window=options.tail_window,
             low_threshold=options.low_threshold,
-        ).tolist(),
+        ).tolist()
+        for span, length in (
+            (GENERATION_SPAN, primary.num_tokens),
+            (REASONING_SPAN, reasoning_span(primary)),
+        )
+    }
+    features: dict[str, Any] = {
+        # a primary whose probe could not run (prompt beyond the context) has all of φ_A missing
+        "pce": _pce_of(primary, "trace", kind) or [float("nan")] * len(PCE_FEATURE_NAMES),
+        "tup": profiles[options.tup_span],
+        "tup_generation": profiles[GENERATION_SPAN],
     }
     for variant in primary.probes:
         if variant != "trace":
@@ -288,6 +318,7 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions, labeller:
         if isinstance(primary.reference, tuple)
         else primary.reference,
         "probe_answer": None if probe is None else probe.answer,
+        "probe_context": None if probe is None else probe.context,
         "answers": answers,
         "answer_classes": classes,
         "agree": None if features["pce"] is None else features["pce"][0],

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from trac_metrics import selective
-from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions
+from trac_metrics.features.evidence import DEFAULT_OPTIONS, GENERATION_SPAN, EvidenceOptions
 from trac_metrics.heads import (
     FittedHead,
     HeadFormatError,
@@ -302,6 +302,7 @@ def check_head(head: SavedModel) -> None:
     check_fields(metadata, METADATA_FIELDS, "metadata.")
     options = metadata["evidence_options"]
     expect(isinstance(options, dict), "metadata.evidence_options", "a JSON object", options)
+    options = _with_span(options)
     check_fields(options, _OPTION_FIELDS, "metadata.evidence_options.")
     expect(
         options["equivalence"] is None or isinstance(options["equivalence"], str),
@@ -377,7 +378,13 @@ def head_options(head: SavedModel, equivalence: str | None = None) -> EvidenceOp
             f"{_spec(equivalence)}: give trac score the equivalence the head was fitted with (a head "
             "file never names code to run by itself)"
         )
-    return EvidenceOptions.from_dict(stored)
+    return EvidenceOptions.from_dict(_with_span(stored))
+
+
+def _with_span(options: dict[str, Any]) -> dict[str, Any]:
+    """Stored evidence options with TUP's span: a head saved before the span was a switch profiled the whole
+    generation (docs/method.md#tup-span)."""
+    return {"tup_span": GENERATION_SPAN, **options}
 
 
 @dataclass(frozen=True)

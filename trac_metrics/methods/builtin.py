@@ -34,7 +34,7 @@ from trac_metrics.records import PREFIX_VARIANT
 
 CONSENSUS_FUSION_NAMES = ("consensus_q_K", "consensus_h_K")
 """Names of the two vote statistics Consensus Fusion @K appends to [φ_A; φ_P] (docs/method.md#consensus-fusion)."""
-PROBE_VARIANTS_SWITCH = "trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced]"
+PROBE_VARIANTS_SWITCH = "trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced, after_answer]"
 PREFIX_PROBES_SWITCH = "trac: prefix_probes: [0.25, 0.5, 0.75]"
 PREFIX_PROBE_SCORES = ("answer_convergence", "prefix_agreement", "prefix_agreement_weighted")
 """The prefix-probe scores TrAC + prefix probes appends to [φ_A; φ_P], as the evidence stores them (higher = more
@@ -164,12 +164,30 @@ def _variant(evidence: Mapping[str, Any], name: str) -> list[float] | None:
     return evidence["features"].get(f"pce_{name}")
 
 
+def _pce_answer_support(evidence: Mapping[str, Any]) -> list[float] | None:
+    """[φ_A; ℓ, ℓ_min, ℓ_head, c1 of the teacher-forced a] (docs/method.md#trace-conditioning-controls): PCE plus the
+    support the model gives the primary answer forced after the same prompt (its e is 1 by construction)."""
+    pce, forced = _pce(evidence), _variant(evidence, "teacher_forced")
+    return None if pce is None or forced is None else [*pce, *forced[1:]]
+
+
 def _trac_prefix(evidence: Mapping[str, Any]) -> list[float] | None:
     """[φ_A; φ_P; the three prefix-probe scores] (docs/method.md#trac-with-prefix-probes)."""
     trac, scores = _trac(evidence), evidence["baselines"]
     if trac is None or not all(name in scores for name in PREFIX_PROBE_SCORES):
         return None
     return [*trac, *(scores[name] for name in PREFIX_PROBE_SCORES)]
+
+
+def _tup_generation(evidence: Mapping[str, Any]) -> list[float] | None:
+    """φ_P over the whole generation (docs/method.md#tup-span); None in evidence written before it was kept."""
+    return evidence["features"].get("tup_generation")
+
+
+def _trac_tup_generation(evidence: Mapping[str, Any]) -> list[float] | None:
+    """[φ_A; φ_P over the whole generation] (docs/method.md#tup-span)."""
+    pce, profile = _pce(evidence), _tup_generation(evidence)
+    return None if pce is None or profile is None else [*pce, *profile]
 
 
 def _pce_agreement(evidence: Mapping[str, Any]) -> list[float] | None:
@@ -412,13 +430,33 @@ BUILTIN_METHODS = (
         )
         for variant, label, summary in (
             ("question_only", "PCE (question-only probe)", "PCE with the probe given the question but not the trace"),
-            ("shuffled_trace", "PCE (shuffled-trace probe)", "PCE with the probe given the trace's tokens shuffled"),
+            (
+                "shuffled_trace",
+                "PCE (shuffled-trace probe)",
+                "PCE with the probe given another question's reasoning in place of this response's",
+            ),
             (
                 "teacher_forced",
                 "PCE (teacher-forced support)",
                 "PCE with the answer's likelihood read by teacher forcing instead of the probe's own answer",
             ),
+            (
+                "after_answer",
+                "PCE (restatement after the answer)",
+                "PCE with the probe placed after the whole reply, the answer it wrote included (not the paper's)",
+            ),
         )
+    ),
+    Method(
+        "pce_answer_support",
+        "PCE + answer support",
+        HEAD,
+        with_probe(PROBED, "teacher_forced"),
+        features=_pce_answer_support,
+        leaderboard_row=None,
+        switch=PROBE_VARIANTS_SWITCH,
+        summary="PCE plus the likelihood of the primary answer forced after the same prompt",
+        doc="docs/method.md#trace-conditioning-controls",
     ),
     *(
         Method(
@@ -468,6 +506,30 @@ BUILTIN_METHODS = (
         requires=PREFIX_PROBE_SCORES,
         summary="TrAC's features plus the prefix-probe scores of partial traces",
         doc="docs/method.md#trac-with-prefix-probes",
+    ),
+    Method(
+        "tup_generation",
+        "TUP (whole generation)",
+        HEAD,
+        ONE_GENERATION,
+        features=_tup_generation,
+        feature_names=tup_feature_names,
+        leaderboard_row=None,
+        scope=Scope.REPORT,
+        summary="TUP's profile of every generated token, the answer statement included, not the reasoning alone",
+        doc="docs/method.md#tup-span",
+    ),
+    Method(
+        "trac_tup_generation",
+        "TrAC (TUP on the whole generation)",
+        HEAD,
+        PROBED,
+        features=_trac_tup_generation,
+        feature_names=_trac_names,
+        leaderboard_row=None,
+        scope=Scope.REPORT,
+        summary="TrAC with TUP's profile of every generated token instead of the reasoning alone",
+        doc="docs/method.md#tup-span",
     ),
     Method(
         "pce_agreement",

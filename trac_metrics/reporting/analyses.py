@@ -46,7 +46,7 @@ REPRESENTATIONS = (("TUP", "tup"), ("PCE", "pce"), ("TrAC", "trac"))
 registered head (:mod:`trac_metrics.methods`)."""
 
 PROBE_VARIANTS_HOW_TO = (
-    "add `trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced]` to the "
+    "add `trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced, after_answer]` to the "
     "task's generation_kwargs and rerun"
 )
 P_TRUE_HOW_TO = "add `trac: p_true: true` to the task's generation_kwargs and rerun"
@@ -167,9 +167,28 @@ def trace_controls(data: ReportData, numbers: Numbers | None = None) -> ReportTa
             ("Question-only probe", "pce_question_only"),
             ("Shuffled-trace probe", "pce_shuffled_trace"),
             ("Teacher-forced support", "pce_teacher_forced"),
+            ("PCE + answer support", "pce_answer_support"),
+            ("Restatement after the answer (control, not the paper's probe)", "pce_after_answer"),
             ("PCE with completed trace", "pce"),
         ],
         PROBE_VARIANTS_HOW_TO,
+    )
+
+
+def tup_span(data: ReportData, numbers: Numbers | None = None) -> ReportTable:
+    """TUP's span (docs/method.md#tup-span): TUP and TrAC with the profile of the reasoning body r (the paper's
+    Algorithm 1, the default) and of the whole generation y."""
+    return _method_table(
+        data,
+        numbers,
+        "ablation_tup_span",
+        "TUP span: the reasoning or the whole generation",
+        [
+            ("TUP, the span in force (default: the reasoning r)", "tup"),
+            ("TUP on the whole generation y", "tup_generation"),
+            ("TrAC, the span in force (default: r)", "trac"),
+            ("TrAC, TUP on y", "trac_tup_generation"),
+        ],
     )
 
 
@@ -578,6 +597,7 @@ def all_analyses(data: ReportData, numbers: Numbers | None = None) -> list[Repor
     ``data``)."""
     return [
         component_ablation(data, numbers),
+        tup_span(data, numbers),
         trace_controls(data, numbers),
         pce_decomposition(data, numbers),
         p_true_fusion(data, numbers),

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from trac_metrics.features.probe_agreement import PAPER_AGREEMENT, format_agreement
 from trac_metrics.heads.evaluate import TaskEvaluation
 from trac_metrics.methods import leaderboard_rows
 from trac_metrics.reporting.model.methods import method_label
@@ -246,13 +247,19 @@ def paired_table(report: ReportStatistics | ReportData) -> ReportTable:
 
 
 def per_pair_table(report: ReportStatistics | ReportData) -> ReportTable:
-    """Every pair: questions, accuracy, K and the AUROC of each leaderboard method (what each macro averages)."""
+    """Every pair: questions, accuracy, K, the probe's agreement with the primary answer on correct and on wrong
+    responses (docs/method.md#probe-agreement) and the AUROC of each leaderboard method (what each macro averages)."""
     statistics = _statistics(report)
+    legacy = [
+        pair.name for pair, counts in zip(statistics.data.pairs, statistics.pairs) if counts.agreement.reads_answer
+    ]
     frame = pd.DataFrame(
         {
             "n": [pair.n for pair in statistics.pairs],
             "accuracy": [pair.accuracy for pair in statistics.pairs],
             "K": [pair.k for pair in statistics.pairs],
+            "probe agrees (correct)": [pair.agreement.share_correct for pair in statistics.pairs],
+            "probe agrees (wrong)": [pair.agreement.share_wrong for pair in statistics.pairs],
             **{
                 method_label(method, statistics.k): statistics.per_pair["auroc"][method]
                 for method in statistics.methods
@@ -262,6 +269,12 @@ def per_pair_table(report: ReportStatistics | ReportData) -> ReportTable:
     )
     note = _notes(
         "Per-pair AUROC (learned heads: mean over the cross-fitting repetitions, as lm-eval reports it).",
+        "Probe agrees: share of correct / wrong primary responses whose re-elicited answer equals the primary answer "
+        f"(the paper: {format_agreement(PAPER_AGREEMENT[0])} / {format_agreement(PAPER_AGREEMENT[1])}; a probe that "
+        "agrees on nearly every response, correct or wrong, carries no signal in its agreement).",
+        f"Probe after the answer (records of schema trac-record/1), not the paper's Q(x, r): {', '.join(legacy)}."
+        if legacy
+        else "",
         _undefined_note(statistics, statistics.methods, ("auroc",)),
     )
     return ReportTable("per_pair", "Per-pair AUROC", frame, {}, note)

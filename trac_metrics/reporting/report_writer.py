@@ -62,11 +62,12 @@ def check_table_names(tables: Sequence[ReportTable]) -> None:
 
 
 def report_header(model: ReportModel) -> str:
-    """Title, the pairs (name, questions, accuracy, K) and the bootstrap settings."""
+    """Title, the pairs (name, questions, accuracy, K, the probe's agreement row, docs/method.md#probe-agreement) and
+    the bootstrap settings."""
     data = model.data
     lines = ["# TrAC report", "", f"{len(data.pairs)} (model, task) pair(s):", ""]
     lines += [
-        f"- {pair.name}: n = {counts.n}, accuracy {counts.accuracy:.3f}, K = {counts.k}"
+        f"- {pair.name}: n = {counts.n}, accuracy {counts.accuracy:.3f}, K = {counts.k}; {counts.agreement.line()}"
         for pair, counts in zip(data.pairs, model.statistics.pairs)
     ]
     lines += ["", f"Bootstrap: {data.n_resamples} hierarchical resamples, seed {data.seed}."]

@@ -13,7 +13,10 @@ more of each question than its evidence (the HTML report's primary trace) passes
 question's records; its small result is kept beside the evidence, computed in the same single pass.
 
 Records of the same (model, task, decoding) found in several files are one pair (a run resumed into a new file);
-a question met twice is an error naming both files (two generations of one pair cannot be told apart).
+a question met twice is an error naming both files (two generations of one pair cannot be told apart), and so is a
+pair whose files hold both probes: records of schema ``trac-record/1`` (the probe read the answer it tests) beside
+newer ones (the paper's Q(x, r), docs/method.md#probe-prompt), since every probe-based number of a pair must come from
+one probe.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from trac_metrics._util.parallel import Progress, parallel_map
 from trac_metrics._warnings import TracWarning
 from trac_metrics.features.cache_share import ProbeCacheCounts, probe_cache_counts
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence, undecided_total
+from trac_metrics.features.probe_agreement import ProbeAgreement, probe_agreement, reads_answer
 from trac_metrics.heads.calibration_maps import DEFAULT_CALIBRATION_MAP
 from trac_metrics.heads.evaluate import TaskEvaluation, evaluate_task
 from trac_metrics.methods import FeatureRow, get, head_features
@@ -90,6 +94,12 @@ class PairRun:
     @property
     def accuracy(self) -> float:
         return float(self.labels.mean())
+
+    @property
+    def probe_agreement(self) -> ProbeAgreement:
+        """How often the re-elicited answer agrees with the primary on correct and on wrong responses, and whether
+        the probes read the answer they test (docs/method.md#probe-agreement)."""
+        return probe_agreement(self.evidences)
 
     @property
     def undecided_comparisons(self) -> int:
@@ -187,6 +197,8 @@ class _PairAccumulator:
         self.responses = 0
         self.probe_cache = ProbeCacheCounts()
         self.sources: list[Path] = []
+        self.probe_files: dict[bool, list[Path]] = {True: [], False: []}
+        """The files whose trace probes read the answer they test (True) and those whose probes did not."""
 
     def _add_timing(self, record: ResponseRecord) -> None:
         self.responses += 1
@@ -227,6 +239,9 @@ class _PairAccumulator:
         self.origin[doc_id] = path
         if path not in self.sources:
             self.sources.append(path)
+        files = self.probe_files[reads_answer([evidence])]
+        if path not in files:
+            files.append(path)
 
     def merge(self, other: _PairAccumulator) -> None:
         """Add the questions, timings, probe token counts and sources of ``other`` (the same pair read from another
@@ -311,6 +326,13 @@ def _read_file(path: Path, options: EvidenceOptions, details: Details | None = N
 
 def _finish(key: PairKey, accumulator: _PairAccumulator) -> PairRun:
     model, task, decoding = key
+    if all(accumulator.probe_files.values()):
+        after, paper = (", ".join(map(str, accumulator.probe_files[flag])) for flag in (True, False))
+        raise ValueError(
+            f"{model} / {task}: its records hold two different answer probes, which one pair cannot mix: the probe "
+            f"after the answer (schema trac-record/1) in {after}, and the paper's Q(x, r) "
+            f"(docs/method.md#probe-prompt) in {paper}; pass the files of one probe only, or regenerate the older ones"
+        )
     ordered = sorted(accumulator.evidences.values(), key=lambda evidence: _doc_order(str(evidence["doc_id"])))
     kept = accumulator.details
     return PairRun(

@@ -41,7 +41,8 @@ HEADLINE_METHODS: tuple[str, ...] = (
 )
 """The methods of the console table lm-eval prints for a TrAC task: TrAC, TrAC + CF@K and the strongest baselines of
 each leaderboard block (SC@K on the modal answer; mean log-probability, self-certainty, DeepConf-bottom and, when
-switched on, P(True)). With ``acc`` and ``maj_acc`` that is at most 2 + 7 × 3 = 23 rows."""
+switched on, P(True)). With ``acc`` and ``maj_acc`` that is at most 2 + 7 × 3 = 23 rows; the task's probe cache share,
+undecided comparisons and the probe's two agreement shares (docs/method.md#probe-agreement) follow them."""
 
 
 def headline_keys() -> frozenset[str]:

@@ -26,6 +26,8 @@ class ProbeJob:
     ``kind`` is ``"decode"`` (a greedy ≤ 16-token probe of ``prompt_ids``), ``"score"`` (teacher-forced logprobs of
     ``tokens`` placed after ``prompt_ids``) or ``"next_token"`` (the next-token logprobs P(True) reads).
     ``appended_text`` is what follows the prompt and trace in the probe prompt (marker + cue), kept in the record.
+    ``context`` names what of a response the prompt holds after the question (docs/method.md#probe-prompt:
+    :data:`~trac_metrics.records.PROBE_CONTEXTS`) and ``context_tokens`` how many of its generated tokens.
     A prefix probe (variant ``prefix``, docs/method.md#prefix-probes) has its ``fraction`` f and the ``trace_tokens``
     of reasoning its prompt keeps; every other job has neither.
     """
@@ -34,6 +36,8 @@ class ProbeJob:
     variant: str
     appended_text: str
     prompt_ids: list[int]
+    context: str
+    context_tokens: int
     kind: str = "decode"
     tokens: tuple[int, ...] = ()
     answer: str | None = None

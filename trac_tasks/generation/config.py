@@ -12,7 +12,8 @@ and how; lm-eval itself never sees it (the hook removes it before building sampl
         marker: auto                           # end-of-thinking marker: auto (generation.thinking), a string,
                                                # or "" for none
         top_k: 5                               # top-k logprobs kept per token (docs/method.md#token-summaries, k = 5)
-        probe_variants: [trace]                # + question_only, shuffled_trace, teacher_forced (ablations)
+        probe_variants: [trace]                # + question_only, shuffled_trace, teacher_forced, after_answer
+                                               # (the controls, docs/method.md#probe-variants)
         prefix_probes: [0.25, 0.5, 0.75]       # the answer probe also after each sample's trace cut at these
                                                # fractions of its reasoning (docs/method.md#prefix-probes); off: []
         p_true: false                          # one extra forward for the P(True) baseline

@@ -1,10 +1,11 @@
 """Engine-independent construction and parsing of the answer probe, on token ids (docs/method.md#the-answer-probe).
 
-The probe prompt is the exact token ids of the prompt and of the generated trace (never re-tokenized text), the
-end-of-thinking marker's ids when the trace left a thinking section open
-(:mod:`trac_tasks.generation.thinking`), then the tokenized cue. The greedy suffix is cut where the delimiter the cue
-opened is closed; the tokens before that point spell the re-stated answer ã. A prefix probe continues the trace cut
-at a step boundary before a fraction of its reasoning tokens (:func:`prefix_cut`).
+The probe prompt is the paper's Q_θ(x, r): the exact token ids of the prompt and of the response's reasoning r (never
+re-tokenized text), the end-of-thinking marker's ids (:mod:`trac_tasks.generation.thinking`), then the tokenized cue;
+the answer the response wrote after its reasoning is not in it (docs/method.md#probe-prompt). A response without a
+thinking section is cut before the line that states its final answer (:func:`answer_statement_cut`). The greedy suffix
+is cut where the delimiter the cue opened is closed; the tokens before that point spell the re-elicited answer ã. A
+prefix probe continues the reasoning cut at a step boundary before a fraction of its tokens (:func:`prefix_cut`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from trac_metrics.answers import extract_answer
+from trac_metrics.answers import answer_statement_start, extract_answer
 
 
 def trace_body(generated_ids: Sequence[int], end_ids: set[int]) -> list[int]:
@@ -24,6 +25,32 @@ def trace_body(generated_ids: Sequence[int], end_ids: set[int]) -> list[int]:
     while ids and ids[-1] in end_ids:
         ids.pop()
     return ids
+
+
+def tokens_within(ids: Sequence[int], characters: int, decode: Callable[[Sequence[int]], str]) -> int:
+    """The largest c whose decoded text ``decode(ids[:c])`` has at most ``characters`` characters: the tokens wholly
+    before a character offset of the decoded ``ids`` (a token that straddles it is left out). About log₂ len(ids)
+    decodes."""
+    low, high = 0, len(ids)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(decode(ids[:middle])) <= characters:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def answer_statement_cut(
+    ids: Sequence[int], decode: Callable[[Sequence[int]], str], kind: str, marker: str | None = None
+) -> int | None:
+    """How many leading ids of a response without a thinking section precede the line that states its final answer
+    (docs/method.md#probe-prompt): the tokens wholly before
+    :func:`~trac_metrics.answers.extraction.answer_statement_start` of the decoded response; None when the response
+    states no answer (it is then probed whole)."""
+    text = decode(ids)
+    start = answer_statement_start(text, kind, marker)
+    return None if start is None else tokens_within(ids, start, decode)
 
 
 STEP_BOUNDARY = re.compile(r"\n|[.!?](?=\s)")

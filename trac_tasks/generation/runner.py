@@ -29,7 +29,16 @@ from lm_eval.models.utils import postprocess_generated_text
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.answers import extract_answer
-from trac_metrics.records import PREFIX_VARIANT, ProbeRecord
+from trac_metrics.records import (
+    AFTER_ANSWER,
+    CUT_BEFORE_ANSWER,
+    PREFIX_CONTEXT,
+    PREFIX_VARIANT,
+    QUESTION_CONTEXT,
+    REASONING,
+    WHOLE,
+    ProbeRecord,
+)
 from trac_tasks.generation.capture import (
     P_TRUE_TEMPLATE,
     GenerationText,
@@ -42,7 +51,7 @@ from trac_tasks.generation.capture import (
 )
 from trac_tasks.generation.chunk import ChunkState, ProbeJob
 from trac_tasks.generation.config import PROBE_MAX_TOKENS, TRAC_KEY, TracConfig
-from trac_tasks.generation.probe import ParsedProbe, parse_probe, prefix_cut
+from trac_tasks.generation.probe import ParsedProbe, answer_statement_cut, parse_probe, prefix_cut
 from trac_tasks.generation.progress import LOGGER, RunProgress, TaskSummary
 from trac_tasks.generation.thinking import AUTO, ThinkingMarker, detect_marker
 from trac_tasks.harness.compat import require_trac_hooks
@@ -217,6 +226,8 @@ class TracRunner(ABC):
         """Generate, probe and record ``requests`` chunk by chunk; returns the texts in request order."""
         repeats = repeat_indices(requests)
         configs = validated_configs(requests)
+        for config in dict.fromkeys(configs):  # a model whose marker cannot be found is refused before generating
+            self.marker_for(config)
         self.before_generation(requests, configs)
         self.summaries: dict[str, TaskSummary] = {}
         self.progress = RunProgress(len(requests), disable=disable_tqdm)
@@ -322,7 +333,7 @@ class TracRunner(ABC):
             summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
             probes=chunk.probes[index],
             prefix_probes=chunk.prefix_probes[index],
-            reasoning_tokens=self.marker_for(trace.config).reasoning_length(trace.body_ids),
+            reasoning_tokens=self.marker_for(trace.config).reasoning_length(trace.body_ids, self.decode),
             p_true=p_true,
             label=label,
             num_samples=int(trace.request.repeats or 1),
@@ -336,9 +347,9 @@ class TracRunner(ABC):
     # ---------------------------------------------------------------------------------------------- the jobs
     def _jobs_of(self, chunk: ChunkState, index: int) -> list[ProbeJob]:
         """Response ``index``'s jobs once its trace is finished: the trace probe and the configured prefix probes,
-        and for a primary sample the configured question-only and shuffled-trace probes, teacher-forced scoring and
-        P(True). Jobs whose prompt would not fit the model's context are skipped with a warning (stored as
-        missing)."""
+        and for a primary sample the configured control probes (question-only, shuffled-trace, restatement after the
+        answer), teacher-forced scoring and P(True). Jobs whose prompt would not fit the model's context are skipped
+        with a warning (stored as missing)."""
         trace = chunk.traces[index]
         answer = chunk.answers[index]
         trace_job = self._trace_job(index, trace)
@@ -346,8 +357,11 @@ class TracRunner(ABC):
         if trace.repeat == 0:
             config = trace.config
             if "question_only" in config.probe_variants:
-                appended, suffix_ids = self._suffix(config, trace.prompt_ids, [], "")
-                jobs.append(ProbeJob(index, "question_only", appended, trace.prompt_ids + suffix_ids))
+                appended, suffix_ids = self._suffix(config, closes_thinking=bool(self.marker_for(config).ids))
+                prompt_ids = trace.prompt_ids + suffix_ids
+                jobs.append(ProbeJob(index, "question_only", appended, prompt_ids, QUESTION_CONTEXT, 0))
+            if "after_answer" in config.probe_variants:
+                jobs.append(self._after_answer_job(index, trace))
             if "teacher_forced" in config.probe_variants:
                 tokens = tuple(self.encode((answer or "") + (config.closing_delimiter() or "")))
                 jobs.append(
@@ -356,6 +370,8 @@ class TracRunner(ABC):
                         "teacher_forced",
                         trace_job.appended_text,
                         trace_job.prompt_ids,
+                        trace_job.context,
+                        trace_job.context_tokens,
                         kind="score",
                         tokens=tokens,
                         answer=answer,
@@ -364,7 +380,15 @@ class TracRunner(ABC):
             if config.p_true:
                 question = P_TRUE_TEMPLATE.format(answer=answer if answer is not None else "(none)")
                 jobs.append(
-                    ProbeJob(index, "p_true", question, trace.prompt_ids + self.encode(question), kind="next_token")
+                    ProbeJob(
+                        index,
+                        "p_true",
+                        question,
+                        trace.prompt_ids + self.encode(question),
+                        QUESTION_CONTEXT,
+                        0,
+                        kind="next_token",
+                    )
                 )
             if "shuffled_trace" in config.probe_variants:
                 chunk.waiting_for_partner.add(index)
@@ -374,20 +398,34 @@ class TracRunner(ABC):
         """The prefix probes of response ``index`` (docs/method.md#prefix-probes): for each configured fraction, the
         probe prompt built as the trace probe's is, after the trace cut at a step boundary before that fraction of
         its reasoning tokens (:func:`~trac_tasks.generation.probe.prefix_cut`)."""
-        reasoning = trace.body_ids[: self.marker_for(trace.config).reasoning_length(trace.body_ids)]
+        marker = self.marker_for(trace.config)
+        reasoning = trace.body_ids[: marker.reasoning_length(trace.body_ids, self.decode)]
         jobs = []
         for fraction in trace.config.prefix_probes:
             kept = prefix_cut(reasoning, fraction, self.decode)
             body = reasoning[:kept]
-            appended, suffix_ids = self._suffix(trace.config, trace.prompt_ids, body, self.decode(body))
+            open_after = marker.state(trace.prompt_ids, body, self.decode(body)) == "open"
+            appended, suffix_ids = self._suffix(trace.config, closes_thinking=open_after)
             prompt_ids = trace.prompt_ids + body + suffix_ids
-            jobs.append(ProbeJob(index, PREFIX_VARIANT, appended, prompt_ids, fraction=fraction, trace_tokens=kept))
+            jobs.append(
+                ProbeJob(
+                    index,
+                    PREFIX_VARIANT,
+                    appended,
+                    prompt_ids,
+                    PREFIX_CONTEXT,
+                    kept,
+                    fraction=fraction,
+                    trace_tokens=kept,
+                )
+            )
         return jobs
 
     def _shuffled_job(self, chunk: ChunkState, index: int) -> list[ProbeJob]:
-        """The shuffled-trace probe of primary ``index``: its prompt with the primary trace of the next question
-        of the same task in the chunk (cyclically), once that trace is finished; none (with a warning) when the
-        chunk holds no other question of the task."""
+        """The shuffled-trace probe of primary ``index``: its prompt with the reasoning of the primary response of
+        the next question of the same task in the chunk (cyclically; read as :meth:`probe_context` reads a
+        response's own), once that trace is finished; none (with a warning) when the chunk holds no other question
+        of the task."""
         if chunk.traces[index] is None:
             return []
         other = _other_question(index, chunk.requests, chunk.repeats)
@@ -405,18 +443,37 @@ class TracRunner(ABC):
         if partner is None:
             return []
         chunk.waiting_for_partner.discard(index)
-        appended, suffix_ids = self._suffix(trace.config, trace.prompt_ids, partner.body_ids, partner.raw_text)
-        job = ProbeJob(index, "shuffled_trace", appended, trace.prompt_ids + partner.body_ids + suffix_ids)
+        context, ids, closes = self.probe_context(partner)
+        appended, suffix_ids = self._suffix(trace.config, closes)
+        job = ProbeJob(index, "shuffled_trace", appended, trace.prompt_ids + ids + suffix_ids, context, len(ids))
         return [job] if self._fits(job, trace) else []
 
-    def _suffix(
-        self, config: TracConfig, prompt_ids: Sequence[int], body_ids: Sequence[int], body_text: str
-    ) -> tuple[str, list[int]]:
-        """What follows prompt + trace in a probe prompt, as text and ids: the end-of-thinking marker when the
-        trace (``body_ids``, decoded ``body_text``) left a thinking section open, then the cue
-        (docs/method.md#probe-prompt)."""
+    def probe_context(self, trace: Trace) -> tuple[str, list[int], bool]:
+        """What of ``trace``'s response the paper's probe Q_θ(x, r) reads (docs/method.md#probe-prompt): its
+        context kind, those response ids r, and whether the end-of-thinking marker follows them.
+
+        - closed thinking section: the ids before its last marker (``reasoning``), then the marker;
+        - open thinking section (cut at the token limit): every generated id (``whole``), then the marker;
+        - no thinking section: the ids before the line stating its final answer (``cut_before_answer``,
+          :func:`~trac_tasks.generation.probe.answer_statement_cut`), or every id when it states none (``whole``);
+          no marker.
+        """
+        marker = self.marker_for(trace.config)
+        state = marker.state(trace.prompt_ids, trace.body_ids, trace.raw_text)
+        if state == "closed":
+            return REASONING, trace.body_ids[: marker.reasoning_length(trace.body_ids, self.decode)], True
+        if state == "open":
+            return WHOLE, list(trace.body_ids), True
+        cut = answer_statement_cut(trace.body_ids, self.decode, trace.kind, marker.text or None)
+        if cut is None:
+            return WHOLE, list(trace.body_ids), False
+        return CUT_BEFORE_ANSWER, trace.body_ids[:cut], False
+
+    def _suffix(self, config: TracConfig, closes_thinking: bool) -> tuple[str, list[int]]:
+        """What follows the question and the response ids in a probe prompt, as text and ids: the end-of-thinking
+        marker when ``closes_thinking``, then the cue (docs/method.md#probe-prompt)."""
         marker = self.marker_for(config)
-        if marker.state(prompt_ids, body_ids, body_text) == "open":
+        if closes_thinking and marker.ids:
             return marker.text + config.cue, [*marker.ids, *self.encode(config.cue)]
         return config.cue, self.encode(config.cue)
 
@@ -436,8 +493,20 @@ class TracRunner(ABC):
         return False
 
     def _trace_job(self, index: int, trace: Trace) -> ProbeJob:
-        appended, suffix_ids = self._suffix(trace.config, trace.prompt_ids, trace.body_ids, trace.raw_text)
-        return ProbeJob(index, "trace", appended, trace.prompt_ids + trace.body_ids + suffix_ids)
+        """The paper's probe Q_θ(x, r): prompt ⊕ r ⊕ marker ⊕ cue (:meth:`probe_context`)."""
+        context, ids, closes = self.probe_context(trace)
+        appended, suffix_ids = self._suffix(trace.config, closes)
+        return ProbeJob(index, "trace", appended, trace.prompt_ids + ids + suffix_ids, context, len(ids))
+
+    def _after_answer_job(self, index: int, trace: Trace) -> ProbeJob:
+        """The ``after_answer`` control (docs/method.md#probe-variants): the whole generation, the answer it wrote
+        included, then the marker when its thinking section is still open, then the cue — the probe of records
+        before schema trac-record/2."""
+        marker = self.marker_for(trace.config)
+        open_trace = marker.state(trace.prompt_ids, trace.body_ids, trace.raw_text) == "open"
+        appended, suffix_ids = self._suffix(trace.config, closes_thinking=open_trace)
+        prompt_ids = trace.prompt_ids + trace.body_ids + suffix_ids
+        return ProbeJob(index, "after_answer", appended, prompt_ids, AFTER_ANSWER, len(trace.body_ids))
 
     def trace_probe_job(self, index: int, trace: Trace) -> ProbeJob | None:
         """The ``trace`` probe of response ``index`` (docs/method.md#probe-prompt), or None (with a warning) when it
@@ -562,6 +631,8 @@ def probe_record(job: ProbeJob, output: ProbeOutput, parsed: ParsedProbe, top_k:
         finish_reason=parsed.finish_reason,
         num_prompt_tokens=output.num_prompt_tokens,
         num_cached_tokens=output.num_cached_tokens,
+        context=job.context,
+        context_tokens=job.context_tokens,
         seconds=output.seconds,
         fraction=job.fraction,
         trace_tokens=job.trace_tokens,

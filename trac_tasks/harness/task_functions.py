@@ -13,6 +13,10 @@ Each document's evidence also carries its trace probes' token counts (``probe_ca
 the task's probe cache share as ``probe_cached_share`` and warns when it is below 50 %
 (docs/method.md#probe-cache-share).
 
+The aggregation also reports how often the re-elicited answer agrees with the primary on correct and on wrong
+responses (``probe_agree_correct``, ``probe_agree_wrong``) and logs it beside the paper's figures, so a probe that
+agrees on everything is visible at once (docs/method.md#probe-agreement).
+
 Each document's evidence also counts its comparisons of answers that ran out of the symbolic work budget
 (``undecided_comparisons``: undecided, counted as not equivalent, docs/method.md#the-symbolic-work-budget); the
 aggregation reports the task's sum under the same key and logs it when it is not 0.
@@ -27,6 +31,7 @@ from typing import Any
 from trac_metrics.answers import UNDECIDED_KEY
 from trac_metrics.features.cache_share import ProbeCacheCounts, low_share_warning, probe_cache_counts
 from trac_metrics.features.evidence import document_accuracy, question_evidence, undecided_total
+from trac_metrics.features.probe_agreement import probe_agreement
 from trac_metrics.heads.evaluate import evaluate_task
 from trac_tasks.generation.progress import LOGGER
 
@@ -81,6 +86,9 @@ def aggregate_trac(items: Sequence[dict[str, Any]]) -> MultiMetricResult:
     documents (docs/method.md#cross-fitting-protocol)."""
     warn_if_no_answer(items)
     cache = task_probe_cache(items)
+    agreement = probe_agreement(items)
+    if items:
+        LOGGER.info("trac-eval: task %s: %s", items[0]["task"], agreement.line())
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         evaluation = evaluate_task(items)
@@ -89,7 +97,12 @@ def aggregate_trac(items: Sequence[dict[str, Any]]) -> MultiMetricResult:
         evidence["scores"] = {method: float(values[position]) for method, values in evaluation.scores.items()}
         evidence["p_correct"] = {method: float(values[position]) for method, values in p_correct.items()}
     return MultiMetricResult(
-        {**evaluation.metrics, CACHED_SHARE_METRIC: cache.share, UNDECIDED_KEY: task_undecided(items)}
+        {
+            **evaluation.metrics,
+            **agreement.results(),
+            CACHED_SHARE_METRIC: cache.share,
+            UNDECIDED_KEY: task_undecided(items),
+        }
     )
 
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from trac_metrics.answers import equivalent, extract_answer, normalize_answer
+from trac_metrics.answers import answer_statement_start, equivalent, extract_answer, normalize_answer
 
 THINK = "</think>"
 
@@ -243,3 +243,31 @@ def test_two_cut_off_responses_do_not_agree() -> None:
     first = extract_answer(r"Adding the terms, the answer is \boxed{")
     second = extract_answer(r"Hence the final answer is \boxed{")
     assert first is None and second is None and not equivalent(first, second)
+
+
+@pytest.mark.parametrize(
+    ("response", "kind"),
+    [(response, "math") for response, marker, _ in MATH_EXTRACTION if marker is None]
+    + [(response, "mc") for response, _ in MC_EXTRACTION]
+    + [(response, "text") for response, _ in TEXT_EXTRACTION],
+)
+def test_the_answer_statement_starts_a_line_that_holds_the_answer_alone(response: str, kind: str) -> None:
+    """docs/method.md#probe-prompt: a response without a thinking section is probed up to the line of its answer
+    statement; that line and what follows state the same answer as the whole response, and nothing before it is
+    cut."""
+    answer, start = extract_answer(response, kind), answer_statement_start(response, kind)
+    assert (start is None) == (answer is None)
+    if start is not None:
+        assert start == 0 or response[start - 1] == "\n"
+        assert extract_answer(response[start:], kind) == answer
+
+
+def test_the_cut_leaves_the_reasoning_and_takes_the_lead_in_of_the_answer_line() -> None:
+    text = "Step 1: 3 + 4 = 7.\nStep 2: 7 * 2 = 14.\nSo the answer is \\boxed{14}.\nDone."
+    assert text[: answer_statement_start(text)] == "Step 1: 3 + 4 = 7.\nStep 2: 7 * 2 = 14.\n"
+    gsm8k = "Natalia sold 48 clips.\nIn May she sold half: 24.\n#### 72"
+    assert gsm8k[: answer_statement_start(gsm8k)] == "Natalia sold 48 clips.\nIn May she sold half: 24.\n"
+    assert answer_statement_start("The answer is (B).", "mc") == 0
+    assert answer_statement_start("Let me think about it.", "math") is None
+    marked = "<think>x = 3</think>\nThe answer is 3."
+    assert answer_statement_start(marked, "math", marker="</think>") == marked.index("The answer")

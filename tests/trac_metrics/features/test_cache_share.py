@@ -29,7 +29,9 @@ def _with_trace_counts(records, counts):
             del probes["trace"]
         else:
             cached, prompt = count
-            probes["trace"] = dataclasses.replace(probes["trace"], num_cached_tokens=cached, num_prompt_tokens=prompt)
+            probes["trace"] = dataclasses.replace(
+                probes["trace"], num_cached_tokens=cached, num_prompt_tokens=prompt, context_tokens=prompt // 2
+            )
         changed.append(dataclasses.replace(record, probes=probes))
     return changed
 

@@ -13,7 +13,7 @@ from record_factory import synthetic_question
 
 from trac_metrics.features import pce_features, tup_features
 from trac_metrics.features.baselines import mean_logprob
-from trac_metrics.features.evidence import EvidenceOptions, question_evidence
+from trac_metrics.features.evidence import EvidenceOptions, question_evidence, reasoning_span
 
 
 def test_labels_use_answer_equivalence_not_string_equality():
@@ -89,8 +89,14 @@ def test_evidence_features_match_the_feature_functions():
     evidence = question_evidence(records)
     primary = records[0]
     probe = primary.probes["trace"]
+    reasoning = probe.context_tokens  # docs/method.md#tup-span: TUP(r), r what the probe read
+    assert 0 < reasoning < primary.num_tokens
     np.testing.assert_allclose(
         evidence["features"]["tup"],
+        tup_features(primary.token_logprobs[:reasoning].astype(float), primary.topk_entropy[:reasoning].astype(float)),
+    )
+    np.testing.assert_allclose(
+        evidence["features"]["tup_generation"],
         tup_features(primary.token_logprobs.astype(float), primary.topk_entropy.astype(float)),
     )
     np.testing.assert_allclose(
@@ -105,3 +111,21 @@ def test_evidence_features_match_the_feature_functions():
         "vote_margin",
         "q_primary",
     }
+
+
+def test_tup_profiles_the_span_in_force_and_keeps_the_whole_generation_beside():
+    """docs/method.md#tup-span: the reasoning r the probe read by default, the whole generation on request; a record
+    without the probe's count falls back to its reasoning tokens, then to every token."""
+    records = synthetic_question(np.random.default_rng(4), 1, correct=True, k=2)
+    primary = records[0]
+    whole = question_evidence(records, EvidenceOptions(tup_span="generation"))["features"]
+    assert whole["tup"] == whole["tup_generation"]
+    assert question_evidence(records)["features"]["tup"] != whole["tup"]
+    assert reasoning_span(primary) == primary.probes["trace"].context_tokens
+    legacy = dataclasses.replace(
+        primary, probes={"trace": dataclasses.replace(primary.probes["trace"], context="after_answer")}
+    )
+    assert reasoning_span(legacy) == primary.num_tokens
+    assert reasoning_span(dataclasses.replace(legacy, reasoning_tokens=3)) == 3
+    with pytest.raises(ValueError, match="tup_span must be one of"):
+        EvidenceOptions(tup_span="answer")

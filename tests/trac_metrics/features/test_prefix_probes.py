@@ -40,6 +40,8 @@ def probe(fraction: float, answer: str | None, logprobs: list[float]) -> ProbeRe
         finish_reason="stop",
         num_prompt_tokens=80,
         num_cached_tokens=64,
+        context="prefix",
+        context_tokens=int(fraction * 40),
         seconds=0.001,
         fraction=fraction,
         trace_tokens=int(fraction * 40),

@@ -823,3 +823,16 @@ def test_broken_head_files_are_refused_in_one_line(
     line = refused(path, one_run)
     assert str(path) in line or "equivalence" in line
     assert not marker.exists() and ("this" in sys.modules) == had_this
+
+
+def test_a_head_saved_before_the_tup_span_switch_reads_runs_with_the_whole_generation(
+    runs: dict[str, list[Path]], tmp_path: Path
+) -> None:
+    """docs/method.md#tup-span: such a head was fitted on TUP over every generated token, so it scores that way."""
+    head = fit_online_head(load_pairs(runs["train"]), "tup", EvidenceOptions())
+    path = tmp_path / "head.json"
+    head.save(path)
+    stored = json.loads(path.read_text())
+    assert stored["metadata"]["evidence_options"]["tup_span"] == "reasoning" == head_options(head).tup_span
+    path.write_text(json.dumps(with_change(stored, ("metadata", "evidence_options", "tup_span"), DROP)))
+    assert head_options(FittedHead.load(path)).tup_span == "generation"

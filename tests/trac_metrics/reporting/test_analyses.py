@@ -57,6 +57,8 @@ def _with_extras(records, rng):
             answer=answer,
             text=f"{answer}}}",
             token_logprobs=np.minimum(rng.normal(-0.8, 0.4, 3), 0.0),
+            context="question" if variant == "question_only" else trace.context,
+            context_tokens=0 if variant == "question_only" else trace.context_tokens,
         )
     p_true = float(np.clip(rng.normal(0.65 if correct else 0.45, 0.15), 0.01, 0.99))
     return [replace(primary, probes={**primary.probes, **variants}, p_true=p_true), *records[1:]]
@@ -88,6 +90,8 @@ def _rows(pair, method):
             "trac": [*features["pce"], *features["tup"]],
             "pce_agreement": features["pce"][:1],
             "pce_question_only": features.get("pce_question_only"),
+            "tup_generation": features["tup_generation"],
+            "trac_tup_generation": [*features["pce"], *features["tup_generation"]],
         }[method]
 
     return np.asarray([row(evidence) for evidence in pair.evidences], dtype=np.float64)
@@ -128,7 +132,7 @@ def test_pce_decomposition_agreement_only_is_a_head_on_e_alone(data):
 def test_tables_without_probe_variants_or_p_true_are_empty_and_say_how_to_get_them(data):
     controls, p_true = analyses.trace_controls(data), analyses.p_true_fusion(data)
     assert controls.frame.empty and p_true.frame.empty
-    assert "probe_variants: [trace, question_only, shuffled_trace, teacher_forced]" in controls.note
+    assert "probe_variants: [trace, question_only, shuffled_trace, teacher_forced, after_answer]" in controls.note
     assert "generation_kwargs" in controls.note and "Question-only probe" in controls.note
     assert "trac: p_true: true" in p_true.note
 
@@ -139,6 +143,7 @@ def test_trace_controls_cover_only_the_pairs_with_the_probes(extras):
         "Question-only probe",
         "Shuffled-trace probe",
         "Teacher-forced support",
+        "PCE + answer support",
         "PCE with completed trace",
     ]
     with_probes = [i for i, pair in enumerate(extras.pairs) if pair.model != "m3"]
@@ -334,6 +339,7 @@ def test_all_analyses_in_paper_order(extras):
     names = [table.name for table in analyses.all_analyses(extras)]
     assert names == [
         "ablation_components",
+        "ablation_tup_span",
         "ablation_trace_controls",
         "ablation_pce_decomposition",
         "ablation_p_true",
@@ -432,3 +438,15 @@ def test_transfer_fits_at_most_ten_heads_and_never_shows_a_target_its_key(six_ta
             assert not {key_of(six_task_report.pairs[j]) for j in sources} & {
                 key_of(six_task_report.pairs[j]) for j in targets
             }
+
+
+def test_the_tup_span_table_sets_the_reasoning_against_the_whole_generation(extras):
+    """docs/method.md#tup-span-analysis: TUP and TrAC on the span in force (the reasoning r) and on the whole
+    generation, each row the macro of its method's cross-fitted AUROC."""
+    table = analyses.tup_span(extras)
+    methods = {"tup": 0, "tup_generation": 1, "trac": 2, "trac_tup_generation": 3}
+    assert len(table.frame) == 4
+    for method, row in methods.items():
+        expected = np.mean([_cross_fitted_auroc(pair, method) for pair in extras.pairs])
+        assert table.frame.iloc[row]["AUROC"] == pytest.approx(expected)
+    assert table.frame.iloc[0]["AUROC"] != table.frame.iloc[1]["AUROC"], "the two spans are different tokens"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import replace
 
@@ -100,7 +101,9 @@ def test_a_one_class_pair_is_reported_as_nan_with_its_reason(pairs, tmp_path):
         markdown = write_report(data, tmp_path)
     n = len(one_class.evidences)
     per_pair = pd.read_csv(tmp_path / "per_pair.csv", index_col=0)
-    assert per_pair.loc["org/perfect / gsm8k"].drop(["n", "accuracy", "K"]).isna().all()
+    perfect = per_pair.loc["org/perfect / gsm8k"]
+    assert perfect.drop(["n", "accuracy", "K", "probe agrees (correct)", "probe agrees (wrong)"]).isna().all()
+    assert 0 <= perfect["probe agrees (correct)"] <= 1 and math.isnan(perfect["probe agrees (wrong)"])
     assert per_pair.loc["org/perfect / gsm8k", "accuracy"] == 1.0
     assert "org/perfect / gsm8k: " in markdown
     assert f"AUROC undefined (all {n} answers correct: one class only)" in markdown

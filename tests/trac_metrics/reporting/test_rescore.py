@@ -17,7 +17,7 @@ from trac_metrics import answers, selective
 from trac_metrics._warnings import TracWarning
 from trac_metrics.answers import equivalent, use_equivalence
 from trac_metrics.features import tup_features
-from trac_metrics.features.evidence import EvidenceOptions, question_evidence, resolve_equivalence
+from trac_metrics.features.evidence import EvidenceOptions, question_evidence, reasoning_span, resolve_equivalence
 from trac_metrics.records import RecordWriter, iter_records
 from trac_metrics.reporting.rescore import MAIN_METHODS, MAIN_METRICS, changes_to_json, format_changes, rescore
 from trac_metrics.reporting.runs import load_pairs
@@ -124,9 +124,10 @@ def test_tup_options_change_only_tup_features(run: Path) -> None:
     records = primaries(run)
     for old, new in zip(default.evidences, changed.evidences, strict=True):
         record = records[new["doc_id"]]
+        span = reasoning_span(record)  # docs/method.md#tup-span: the reasoning r by default
         expected = tup_features(
-            record.token_logprobs.astype(np.float64),
-            record.topk_entropy.astype(np.float64),
+            record.token_logprobs[:span].astype(np.float64),
+            record.topk_entropy[:span].astype(np.float64),
             n_bins=4,
             tail_window=5,
             low_threshold=-1.0,

@@ -1,18 +1,22 @@
 """Stored runs as pairs (trac_metrics.reporting.runs): a comparison never mixes labellers unless told to
-(docs/method.md#labels); ``trac report`` refuses such runs with one line."""
+(docs/method.md#labels); ``trac report`` refuses such runs with one line. Records of schema trac-record/1 are read as
+holding the probe after the answer, every report says so, and a pair never mixes the two probes
+(docs/method.md#probe-prompt)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 from record_factory import synthetic_question
 
+from trac_metrics._warnings import TracWarning
 from trac_metrics.cli import main
 from trac_metrics.features.evidence import EvidenceOptions
-from trac_metrics.records import RecordWriter
+from trac_metrics.records import RecordWriter, iter_records
 from trac_metrics.reporting.runs import check_labellers, load_pairs
 
 
@@ -60,3 +64,58 @@ def test_trac_report_refuses_mixed_labellers_with_one_line(
     (line,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("trac report")]
     assert "labelled by different labellers" in line and "--mix-labellers" in line
     assert not (tmp_path / "report").exists()
+
+
+# ------------------------------------------------- records of schema trac-record/1 (docs/method.md#probe-prompt)
+
+
+def legacy_copy(path: Path, target: Path, doc_ids: set[int] | None = None) -> Path:
+    """The records of ``path`` as trac-eval wrote them before the paper's probe (schema ``trac-record/1``: no probe
+    ``context`` / ``context_tokens``), those of ``doc_ids`` only when given."""
+    lines = []
+    for line in path.read_text().splitlines():
+        payload = json.loads(line)
+        if doc_ids is not None and payload["doc_id"] not in doc_ids:
+            continue
+        payload["schema"] = "trac-record/1"
+        for probe in [*payload["probes"].values(), *payload.get("prefix_probes", [])]:
+            del probe["context"], probe["context_tokens"]
+        lines.append(json.dumps(payload))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join(lines) + "\n")
+    return target
+
+
+def test_old_records_are_read_as_holding_the_probe_after_the_answer_and_every_report_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path / "new", "m", None, n_questions=10)
+    (path,) = (run / "trac_records").iterdir()
+    old = legacy_copy(path, tmp_path / "old" / "m" / "trac_records" / path.name)
+    records = list(iter_records(old))
+    assert {probe.context for record in records for probe in record.probes.values()} == {"after_answer"}
+    assert {probe.context_tokens for record in records for probe in record.probes.values()} == {None}
+    (pair,) = load_pairs([old], jobs=1)
+    assert pair.probe_agreement.reads_answer
+    (new_pair,) = load_pairs([path], jobs=1)
+    assert not new_pair.probe_agreement.reads_answer
+    with pytest.warns(TracWarning, match="probe after the answer"):
+        main(["evaluate", str(old)])
+    assert "probe agreement with the primary answer" in capsys.readouterr().out
+    report = tmp_path / "report"
+    main(["report", str(old), "--out", str(report), "--resamples", "50"])
+    leaderboard = (report / "leaderboard.md").read_text()
+    assert "not the paper's Q(x, r)" in leaderboard.split("## ")[0], "the header names the probe"
+    assert "Probe after the answer (records of schema trac-record/1), not the paper's Q(x, r): m / t" in leaderboard
+
+
+def test_a_pair_mixing_both_probes_is_refused_naming_the_files(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "new", "m", None, n_questions=10)
+    (path,) = (run / "trac_records").iterdir()
+    kept = tmp_path / "kept.jsonl"
+    kept.write_text("".join(line + "\n" for line in path.read_text().splitlines() if json.loads(line)["doc_id"] < 5))
+    old = legacy_copy(path, tmp_path / "old.jsonl", doc_ids=set(range(5, 10)))
+    with pytest.raises(ValueError, match="two different answer probes") as error:
+        load_pairs([kept, old], jobs=1)
+    message = str(error.value)
+    assert f"(schema trac-record/1) in {old.resolve()}" in message and f"in {kept.resolve()}" in message

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from trac_tasks.data.arithmetic_problems import (
+    ANSWER_LEADS,
     Difficulty,
     grade,
     held_out_problems,
@@ -17,6 +18,7 @@ from trac_tasks.data.arithmetic_problems import (
     make_problem,
     training_problems,
 )
+from trac_tasks.generation.config import DEFAULT_CUE
 
 DIAL = [Difficulty(steps, digits, distractors) for steps in (1, 3, 5) for digits in (1, 2, 3) for distractors in (0, 2)]
 
@@ -65,3 +67,19 @@ def test_a_difficulty_off_the_dial_is_refused():
         Difficulty(0, 1, 0)
     with pytest.raises(ValueError, match="difficulty out of range"):
         Difficulty(2, 4, 0)
+
+
+def test_the_probe_cue_right_after_the_thinking_section_is_one_of_the_replies_own_forms():
+    """docs/method.md#probe-prompt: the paper's probe reads the reasoning, ``</think>`` and the cue; the training mix
+    writes exactly that after ``</think>`` in one of its forms, so the probe is in the model's distribution."""
+    problem = make_problem(random.Random(3), Difficulty(2, 1, 1))
+    plain = problem.reply(ANSWER_LEADS[0], summary=False)
+    assert f"</think>{DEFAULT_CUE}{problem.answer}}}." in plain
+    for lead in ANSWER_LEADS:
+        for summary in (False, True):
+            verdict = grade(problem.answer, problem.reply(lead, summary))
+            assert verdict.well_formed and verdict.correct and verdict.answer_from_trace
+    summarized = problem.reply(ANSWER_LEADS[1], summary=True)
+    assert f"</think>\n\n{problem.name} has {problem.answer} {problem.items} in the end.\nThe answer is" in summarized
+    with pytest.raises(ValueError, match="lead must be one of"):
+        problem.reply("Answer:")

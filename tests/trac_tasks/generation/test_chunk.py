@@ -30,7 +30,7 @@ def _chunk(k: int, docs: int) -> ChunkState:
 def test_a_question_is_complete_after_its_traces_and_jobs():
     chunk = _chunk(k=2, docs=2)
     chunk.traces[0] = "trace"
-    job = ProbeJob(0, "trace", "", [1])
+    job = ProbeJob(0, "trace", "", [1], "reasoning", 0)
     chunk.open([job])
     chunk.traces[1] = "trace"
     assert list(chunk.complete_questions()) == [], "the probe of response 0 is still open"

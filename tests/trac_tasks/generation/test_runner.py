@@ -57,19 +57,13 @@ class _Runner(TracRunner):
         raise NotImplementedError
 
 
-def _flow(tokenizer, marker: str, prompt_ids, body_ids, raw_text):
-    """One response (K = 1) with prefix probes at 0.25, 0.5 and 0.75 through the runner: its trace, then its jobs'
-    outputs in reverse order (each probe re-states 4); returns the runner's jobs and the written record."""
+def _flow(tokenizer, marker: str, prompt_ids, body_ids, raw_text, **switches):
+    """One response (K = 1) with prefix probes at 0.25, 0.5 and 0.75 (or the ``switches`` given) through the runner:
+    its trace, then its jobs' outputs in reverse order (each probe re-states 4); returns the runner's jobs and the
+    written record."""
+    switches = switches or {"prefix_probes": [0.25, 0.5, 0.75]}
     config = TracConfig.from_gen_kwargs(
-        {
-            "trac": {
-                "answer_kind": "math",
-                "reference": "{{answer}}",
-                "marker": marker,
-                "prefix_probes": [0.25, 0.5, 0.75],
-            }
-        },
-        "t",
+        {"trac": {"answer_kind": "math", "reference": "{{answer}}", "marker": marker, **switches}}, "t"
     )
     request = SimpleNamespace(task_name="t", doc_id=0, doc={"answer": "4"}, repeats=1)
     runner = _Runner(SimpleNamespace(think_end_token=None), tokenizer, "tiny", 4096, sink=_Sink())
@@ -134,5 +128,86 @@ def test_a_closed_thinking_section_is_cut_in_its_reasoning_and_the_cut_gets_the_
         assert job.trace_tokens == prefix_cut(thinking, job.fraction, decode)
         assert job.prompt_ids == prompt + thinking[: job.trace_tokens] + marker + encode(DEFAULT_CUE)
         assert job.appended_text == "</think>" + DEFAULT_CUE
-    assert jobs[0].appended_text == DEFAULT_CUE  # the completed trace closed its thinking itself
     assert len(record.prefix_probes) == 3
+    assert [(probe.context, probe.context_tokens) for probe in record.prefix_probes] == [
+        ("prefix", job.trace_tokens) for job in sorted(jobs[1:], key=lambda job: job.fraction)
+    ]
+
+
+# ------------------------------------------------------------- the paper's probe Q(x, r) (docs/method.md#probe-prompt)
+
+
+def _ids(tokenizer):
+    return lambda text: tokenizer(text, add_special_tokens=False).input_ids
+
+
+def test_a_closed_trace_is_probed_on_its_reasoning_then_the_marker_then_the_cue(thinking_tokenizer):
+    """Q(x, r): prompt ⊕ the ids before the last marker ⊕ marker ⊕ cue; nothing of the answer written after it."""
+    encode = _ids(thinking_tokenizer)
+    thinking, marker = encode("Two and two.\nThat is four."), encode("</think>")
+    answer = encode("\n\nThe final answer is \\boxed{4}.")
+    prompt = encode("What is 2 + 2?") + encode("<think>")
+    body = thinking + marker + encode("Wait, maybe five.") + marker + answer  # the last marker counts
+    _, jobs, record = _flow(thinking_tokenizer, "</think>", prompt, body, "", probe_variants=["trace"])
+    (trace_job,) = jobs
+    reasoning = thinking + marker + encode("Wait, maybe five.")
+    assert trace_job.prompt_ids == prompt + reasoning + marker + encode(DEFAULT_CUE)
+    after_last_marker = trace_job.prompt_ids[len(prompt) + len(reasoning) + len(marker) :]
+    assert after_last_marker == encode(DEFAULT_CUE), "no id of the answer section after the last marker"
+    assert trace_job.appended_text == "</think>" + DEFAULT_CUE
+    probe = record.probes["trace"]
+    assert (probe.context, probe.context_tokens) == ("reasoning", len(reasoning))
+    assert record.answer == "4" and record.reasoning_tokens == len(reasoning)
+
+
+def test_an_open_trace_is_probed_whole_then_the_marker_then_the_cue(thinking_tokenizer):
+    encode = _ids(thinking_tokenizer)
+    prompt, body = encode("What is 2 + 2?") + encode("<think>"), encode("Two and two. That is")
+    _, (trace_job,), record = _flow(thinking_tokenizer, "</think>", prompt, body, "", probe_variants=["trace"])
+    assert trace_job.prompt_ids == prompt + body + encode("</think>") + encode(DEFAULT_CUE)
+    assert (record.probes["trace"].context, record.probes["trace"].context_tokens) == ("whole", len(body))
+    assert record.answer is None
+
+
+def test_a_response_without_thinking_is_cut_before_the_line_that_states_its_answer(tiny_tokenizer):
+    encode = _ids(tiny_tokenizer)
+    reasoning = "We add 2 and 2.\nThat makes 4.\n"
+    text = reasoning + "So the final answer is \\boxed{4}."
+    prompt, body = encode("What is 2 + 2?"), encode(text)
+    _, (trace_job,), record = _flow(tiny_tokenizer, "", prompt, body, text, probe_variants=["trace"])
+    read = trace_job.prompt_ids[len(prompt) : -len(encode(DEFAULT_CUE))]
+    assert trace_job.prompt_ids == prompt + read + encode(DEFAULT_CUE)
+    assert read == body[: len(read)] and tiny_tokenizer.decode(read) == reasoning
+    assert "answer" not in tiny_tokenizer.decode(read) and "boxed" not in tiny_tokenizer.decode(read)
+    assert (record.probes["trace"].context, record.probes["trace"].context_tokens) == ("cut_before_answer", len(read))
+
+
+def test_a_response_without_an_answer_is_probed_whole(tiny_tokenizer):
+    encode = _ids(tiny_tokenizer)
+    text = "We add two and two and then we"
+    prompt, body = encode("What is 2 + 2?"), encode(text)
+    _, (trace_job,), record = _flow(tiny_tokenizer, "", prompt, body, text, probe_variants=["trace"])
+    assert trace_job.prompt_ids == prompt + body + encode(DEFAULT_CUE)
+    assert record.probes["trace"].context == "whole"
+
+
+def test_the_controls_read_the_question_alone_or_the_whole_reply(thinking_tokenizer):
+    """The question-only probe gets the marker for a thinking model; the restatement-after-the-answer control is the
+    probe of trac-record/1 records: the whole reply, its answer included, then the cue."""
+    encode = _ids(thinking_tokenizer)
+    prompt = encode("What is 2 + 2?")
+    body = encode("<think>") + encode("Two and two.") + encode("</think>") + encode("The answer is \\boxed{4}.")
+    variants = ["trace", "question_only", "after_answer", "teacher_forced"]
+    _, jobs, record = _flow(thinking_tokenizer, "</think>", prompt, body, "", probe_variants=variants)
+    by_variant = {job.variant: job for job in jobs}
+    assert by_variant["question_only"].prompt_ids == prompt + encode("</think>") + encode(DEFAULT_CUE)
+    assert by_variant["after_answer"].prompt_ids == prompt + body + encode(DEFAULT_CUE)
+    assert by_variant["teacher_forced"].prompt_ids == by_variant["trace"].prompt_ids
+    contexts = {name: (probe.context, probe.context_tokens) for name, probe in record.probes.items()}
+    reasoning = len(encode("<think>") + encode("Two and two."))
+    assert contexts == {
+        "trace": ("reasoning", reasoning),
+        "teacher_forced": ("reasoning", reasoning),
+        "question_only": ("question", 0),
+        "after_answer": ("after_answer", len(body)),
+    }

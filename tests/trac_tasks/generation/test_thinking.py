@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
-from trac_tasks.generation.thinking import ThinkingMarker, detect_marker
+from trac_tasks.generation.thinking import MarkerNotFound, ThinkingMarker, detect_marker, opener_of
 
 
 def _encode(tokenizer):
@@ -77,3 +77,73 @@ def test_a_marker_without_an_opener_is_open_until_written(marker):
     assert custom.state(encode("q"), encode("thinking")) == "open"
     written = "thinking ### Final 4"
     assert custom.state(encode("q"), encode(written), written) == "closed"  # found in the text
+
+
+# ------------------------------------------------------------------------- markers beyond </think>
+
+
+@pytest.fixture(scope="module")
+def bracket_tokenizer(tiny_model, tmp_path_factory):
+    """A Magistral-style tokenizer: ``[THINK]`` / ``[/THINK]`` added as special tokens, a chat template whose
+    generation prompt opens the thinking section with ``[THINK]`` (a small local fixture, no download)."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["[THINK]", "[/THINK]"]})
+    tokenizer.chat_template = tokenizer.chat_template.replace(
+        "{{ '<|im_start|>assistant\n' }}", "{{ '<|im_start|>assistant\n[THINK]' }}"
+    )
+    folder = tmp_path_factory.mktemp("bracket_tokenizer")
+    tokenizer.save_pretrained(folder)
+    return AutoTokenizer.from_pretrained(folder)
+
+
+def test_a_bracket_marker_is_detected_with_its_opener(bracket_tokenizer):
+    assert detect_marker(bracket_tokenizer, None) == "[/THINK]"
+    encode = _encode(bracket_tokenizer)
+    built = ThinkingMarker.build("[/THINK]", encode)
+    assert len(built.ids) == 1 and built.opener_ids == tuple(encode("[THINK]")) and len(built.opener_ids) == 1
+    prompt = encode("<|im_start|>assistant\n[THINK]")
+    assert built.state(prompt, encode("2 + 2 is 4")) == "open"
+    body = encode("2 + 2 is 4") + encode("[/THINK]") + encode("The answer is 4")
+    assert built.state(prompt, body) == "closed"
+    assert built.reasoning_length(body) == len(encode("2 + 2 is 4"))
+
+
+@pytest.mark.parametrize(
+    ("closing", "opener"),
+    [
+        ("</think>", "<think>"),
+        ("[/THINK]", "[THINK]"),
+        ("◁/think▷", "◁think▷"),
+        ("<|END_THINKING|>", "<|START_THINKING|>"),
+        ("</seed:think>", "<seed:think>"),
+        ("<|end_of_thought|>", "<|begin_of_thought|>"),
+    ],
+)
+def test_every_known_closing_form_is_found_in_a_chat_template_with_its_opener(tiny_model, closing, opener):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    tokenizer.chat_template += "{% if thoughts %}" + opener + "{{ thoughts }}" + closing + "{% endif %}"
+    assert detect_marker(tokenizer, None) == closing
+    assert opener_of(closing) == opener
+
+
+def test_a_template_that_opens_thinking_without_a_known_marker_is_refused_with_a_one_line_request(tiny_model):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    tokenizer.chat_template = tokenizer.chat_template.replace(
+        "{{ '<|im_start|>assistant\n' }}", "{{ '<|im_start|>assistant\n<|thinking|>' }}"
+    )
+    with pytest.raises(MarkerNotFound, match="think_end_token") as error:
+        detect_marker(tokenizer, None)
+    assert "'<|thinking|>'" in str(error.value) and "\n" not in str(error.value)
+    assert detect_marker(tokenizer, "<|/thinking|>") == "<|/thinking|>", "think_end_token still wins"
+
+
+def test_a_marker_written_with_other_token_boundaries_is_found_in_the_text(thinking_tokenizer):
+    """A marker that is plain text ("### Final") may be tokenized differently inside a trace than alone: the
+    reasoning then ends where the marker's text starts (the tokens wholly before it)."""
+    encode = _encode(thinking_tokenizer)
+    decode = lambda ids: thinking_tokenizer.decode(list(ids), skip_special_tokens=True)  # noqa: E731
+    custom = ThinkingMarker.build("### Final", encode)
+    body = encode("thinking a while ### Final: 4")  # " ###" is one token here, not the marker's first
+    assert custom.reasoning_length(body) == len(body), "without the text, an unmatched marker leaves every id"
+    kept = custom.reasoning_length(body, decode)
+    assert decode(body[:kept]) == "thinking a while" and decode(body[kept:]) == " ### Final: 4"

@@ -14,6 +14,7 @@ from record_factory import synthetic_question, with_every_input
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.answers import UNDECIDED_KEY
+from trac_metrics.features.probe_agreement import AGREE_CORRECT_KEY, AGREE_WRONG_KEY
 from trac_metrics.methods import ACCURACY_KEYS
 from trac_metrics.reporting.summary_table import HEADLINE_METRICS, headline_keys, method_keys
 from trac_tasks.harness.lm_eval_hooks import TABLE_SWITCH, headline_view, refuse_unknown_table_switch
@@ -68,8 +69,11 @@ def test_the_printed_table_of_a_trac_task_fits_on_one_screen(metrics: dict[str, 
     before = copy.deepcopy(results)
     table = lm_eval.utils.make_table(results)
     shown = printed_metrics(table)
-    expected = set(headline_keys()) - {"p_true_" + m for m in HEADLINE_METRICS} | {CACHED_SHARE_METRIC, UNDECIDED_KEY}
-    assert len(shown) <= 25 and set(shown) == expected, "the cache share, undecided count beside the headline"
+    expected = set(headline_keys()) - {"p_true_" + m for m in HEADLINE_METRICS}
+    expected |= {CACHED_SHARE_METRIC, UNDECIDED_KEY, AGREE_CORRECT_KEY, AGREE_WRONG_KEY}
+    assert len(shown) <= 27 and set(shown) == expected, (
+        "the cache share, undecided count, agreement beside the headline"
+    )
     assert {"acc", "maj_acc", "trac_auroc", "trac_aurc", "trac_ece", "sc_modal_auroc"} <= set(shown)
     assert f"TrAC: {len(metrics) - len(shown)} more metric rows are in the results file" in table
     assert f'--metadata \'{{"{TABLE_SWITCH}": "all"}}\'' in table
@@ -78,7 +82,7 @@ def test_the_printed_table_of_a_trac_task_fits_on_one_screen(metrics: dict[str, 
 
 def test_with_p_true_on_the_table_still_fits() -> None:
     shown = printed_metrics(lm_eval.utils.make_table(lm_eval_results(task_results(p_true=True))))
-    assert "p_true_auroc" in shown and len(shown) <= 25
+    assert "p_true_auroc" in shown and len(shown) <= 27
 
 
 def test_trac_table_all_prints_every_row(metrics: dict[str, float]) -> None:
@@ -90,7 +94,7 @@ def test_a_task_switched_to_trac_keeps_its_own_metrics(metrics: dict[str, float]
     results = lm_eval_results(metrics, filter_name="trac")
     results["results"][TASK].update({"exact_match,strict-match": 0.4, "exact_match_stderr,strict-match": 0.1})
     table = lm_eval.utils.make_table(results)
-    assert "exact_match" in printed_metrics(table) and len(printed_metrics(table)) <= 25
+    assert "exact_match" in printed_metrics(table) and len(printed_metrics(table)) <= 27
 
 
 def test_a_group_keeps_every_row_when_one_of_its_tasks_asks(metrics: dict[str, float]) -> None:
@@ -100,7 +104,7 @@ def test_a_group_keeps_every_row_when_one_of_its_tasks_asks(metrics: dict[str, f
     assert headline_view(results, "groups") is None
     results["configs"][TASK]["metadata"].pop(TABLE_SWITCH)
     _, hidden = headline_view(results, "groups")
-    assert hidden == len(metrics) - len(headline_keys() & set(metrics)) - 2  # probe cache share, undecided count
+    assert hidden == len(metrics) - len(headline_keys() & set(metrics)) - 4  # cache share, undecided, agreement
 
 
 def test_tables_without_trac_metrics_are_left_alone() -> None:

@@ -129,6 +129,12 @@ def _pair(model: ReportModel, index: int) -> dict[str, Any]:
             "line": probe_cache_line(pair.probe_cache),
             "warning": low_share_warning(pair.name, pair.probe_cache),
         },
+        "probe_agreement": {
+            "correct": number(counts.agreement.share_correct),
+            "wrong": number(counts.agreement.share_wrong),
+            "line": counts.agreement.line(),
+            "warning": counts.agreement.reads_answer or counts.agreement.uninformative,
+        },
     }
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.features.evidence import task_accuracy
+from trac_metrics.features.probe_agreement import ProbeAgreement
 from trac_metrics.methods import Family, get
 from trac_metrics.reporting.model.methods import k_label, leaderboard_methods, method_label
 from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, ReportData
@@ -108,12 +109,14 @@ class RankedSummary:
 
 @dataclass(frozen=True)
 class PairCounts:
-    """A pair's questions, K, accuracy and majority-vote accuracy (NaN when the records have none)."""
+    """A pair's questions, K, accuracy and majority-vote accuracy (NaN when the records have none), and how often its
+    probe's answer agrees with the primary on correct and on wrong responses (docs/method.md#probe-agreement)."""
 
     n: int
     k: int
     accuracy: float
     majority_accuracy: float
+    agreement: ProbeAgreement = ProbeAgreement()
 
 
 @dataclass(frozen=True)
@@ -358,6 +361,7 @@ def report_statistics(data: ReportData, level: float = 0.95) -> ReportStatistics
             pair.num_samples,
             pair.accuracy,
             task_accuracy(pair.evidences).get("maj_acc", math.nan),
+            pair.probe_agreement,
         )
         for pair in data.pairs
     )

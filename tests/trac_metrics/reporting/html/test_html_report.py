@@ -22,7 +22,7 @@ from run_factory import pair_specs, write_runs
 from testenv import REPO
 
 from trac_metrics._warnings import TracWarning
-from trac_metrics.answers import answer_classes
+from trac_metrics.answers import answer_classes, equivalent, matches_reference
 from trac_metrics.cli import main
 from trac_metrics.features.vectors import TAIL_WINDOW
 from trac_metrics.records import iter_records
@@ -136,6 +136,26 @@ def test_every_pair_shows_its_probe_cache_share(report, runs: Path) -> None:
         assert pair["probe_cache"] == {"share": pytest.approx(share, rel=1e-12), "line": line, "warning": None}
     assert len({pair["probe_cache"]["line"] for pair in page["pairs"]}) == len(page["pairs"])
     assert '<ul id="report-cache"></ul>' in text
+
+
+def test_every_pair_shows_its_probe_agreement_counted_by_hand(report, runs: Path) -> None:
+    """docs/method.md#probe-agreement: the share of correct and of wrong primaries whose probe answer equals the
+    primary answer, counted here from the records with the checker's equivalence."""
+    _, out, _ = report
+    page = embedded((out / "report.html").read_text(encoding="utf-8"))
+    for pair in page["pairs"]:
+        path = next((runs / pair["model"] / "trac_records").glob(f"{pair['task']}.*.jsonl"))
+        primaries = [record for record in iter_records(path) if record.repeat == 0]
+        right = {id(r): matches_reference(r.answer, r.reference, r.answer_kind) for r in primaries}
+        agree = {id(r): equivalent(r.answer, r.probes["trace"].answer, r.answer_kind) for r in primaries}
+        shares = [
+            sum(agree[id(r)] for r in primaries if right[id(r)] == outcome)
+            / sum(right[id(r)] == outcome for r in primaries)
+            for outcome in (True, False)
+        ]
+        shown = pair["probe_agreement"]
+        assert [shown["correct"], shown["wrong"]] == pytest.approx(shares, rel=1e-12)
+        assert "(paper: 87.6 % / 24.7 %)" in shown["line"]
 
 
 def test_a_pair_below_half_cached_carries_the_warning_and_one_without_counts_says_not_reported(

@@ -167,6 +167,19 @@ def test_the_page_opens_offline_with_its_leaderboard(page: Page, written: dict) 
     assert page.eval_on_selector_all("#report-cache li", "items => items.map(item => item.innerText)") == [
         f"{pair.model} / {pair.task} (T=0.7→greedy): {probe_cache_line(pair.probe_cache)}" for pair in written["pairs"]
     ]
+    # and its probe agreement on correct and wrong responses beside the paper's (docs/method.md#probe-agreement),
+    # marked where it carries no signal
+    shown = page.eval_on_selector_all(
+        "#report-probe li", "items => items.map(item => [item.innerText, item.classList.contains('warning')])"
+    )
+    assert shown == [
+        [
+            f"{pair.model} / {pair.task} (T=0.7→greedy): {pair.probe_agreement.line()}",
+            pair.probe_agreement.uninformative or pair.probe_agreement.reads_answer,
+        ]
+        for pair in written["pairs"]
+    ]
+    assert all("(paper: 87.6 % / 24.7 %)" in text for text, _ in shown)
 
 
 def test_the_leaderboard_rows_and_values_are_trac_reports_table(page: Page, written: dict) -> None:

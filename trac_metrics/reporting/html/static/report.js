@@ -1612,6 +1612,17 @@
       ),
     ),
   );
+  // Each pair's probe agreement with the primary answer on correct and on wrong responses, beside the paper's
+  // (docs/method.md#probe-agreement); marked when it carries no signal or the probe read the answer it tests.
+  document.getElementById("report-probe").append(
+    ...PAIRS.map((pair) =>
+      h(
+        "li",
+        { class: pair.probe_agreement.warning ? "warning" : null },
+        `${modelName(pair.model)} / ${pair.task} (${pair.decoding}): ${pair.probe_agreement.line}`,
+      ),
+    ),
+  );
   // The footer names the trac-eval that wrote the page and the docs its definitions come from.
   const docs = docHref("docs/method.md");
   document.getElementById("report-footer").append(
