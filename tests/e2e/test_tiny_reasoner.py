@@ -13,10 +13,14 @@ import pytest
 from lm_eval_runs import LmEvalRun, reasoner_vllm_args, run_lm_eval
 
 from trac_metrics.answers.equivalence import matches_reference
+from trac_metrics.cli import main
 from trac_metrics.features.cache_share import probe_cache_counts
+from trac_metrics.features.evidence import question_evidence
+from trac_metrics.features.probe_agreement import format_agreement, probe_agreement
 from trac_metrics.records import iter_records
 from trac_tasks.data.arithmetic_problems import grade
 from trac_tasks.data.demo_data import N_DEMO
+from trac_tasks.generation.config import DEFAULT_CUE
 
 pytestmark = pytest.mark.engine
 
@@ -66,7 +70,7 @@ def test_end_of_thinking_is_the_special_token_in_every_trace_that_has_one(demo_r
         after = reasoner_tokenizer.decode(record.token_ids.tolist()[record.token_ids.tolist().index(marker_id) + 1 :])
         assert record.answer is not None and record.answer in after, "the answer is read after the marker"
         assert record.reasoning_tokens < record.num_tokens
-        assert record.probes["trace"].appended_text == "\n\nThe final answer is \\boxed{"
+        assert record.probes["trace"].appended_text == "</think>\n\nThe final answer is \\boxed{"
 
 
 def test_wrong_answers_come_from_a_slip_in_the_trace(records, reasoner_tokenizer):
@@ -97,3 +101,35 @@ def test_a_run_without_prefix_caching_warns_and_reports_a_share_of_zero(tmp_path
     warnings = [line for line in run.log.splitlines() if LOW_SHARE_TEXT in line]
     assert len(warnings) == 1 and "enable_prefix_caching=False" in run.log, run.log[-3000:]
     assert "probe prompts served from the prefix cache 0.0 %" in run.log
+
+
+def test_every_probe_reads_the_reasoning_then_the_marker_then_the_cue(records, reasoner_tokenizer):
+    """The paper's Q(x, r) on the demo (docs/method.md#probe-prompt): every trace probe's prompt is the prompt, the
+    reasoning tokens, one marker token and the cue, nothing of the answer written after the marker; the
+    restatement-after-the-answer control (the primary only) reads the whole reply."""
+    cue = len(reasoner_tokenizer(DEFAULT_CUE, add_special_tokens=False).input_ids)
+    for record in records:
+        probe = record.probes["trace"]
+        assert probe.context in ("reasoning", "whole") and probe.context_tokens == record.reasoning_tokens
+        assert probe.num_prompt_tokens == record.prompt_token_count + record.reasoning_tokens + 1 + cue
+        if record.repeat == 0:
+            control = record.probes["after_answer"]
+            body = record.num_tokens - (record.finish_reason == "eos")
+            assert (control.context, control.context_tokens) == ("after_answer", body)
+            assert control.num_prompt_tokens == record.prompt_token_count + body + cue
+
+
+def test_the_probe_agrees_on_correct_answers_and_summary_prints_the_row(demo_run, records, capsys):
+    """docs/method.md#probe-agreement: the cue right after </think> is one of the model's own forms, so the probe
+    re-states the answer of a correct response; the row beside the paper's is in the results and in trac summary."""
+    primaries = [record for record in records if record.repeat == 0]
+    agreement = probe_agreement(question_evidence([record]) for record in primaries)
+    assert agreement.correct > 0 and agreement.share_correct >= 0.8, agreement
+    results = demo_run.results()["results"]["trac_demo"]
+    assert results["probe_agree_correct,none"] == pytest.approx(agreement.share_correct)
+    assert results["probe_agree_wrong,none"] == pytest.approx(agreement.share_wrong, nan_ok=True)
+    main(["summary", str(demo_run.out)])
+    printed = capsys.readouterr().out
+    assert f"probe agreement with the primary answer: {format_agreement(agreement.share_correct)} of correct" in printed
+    assert "(paper: 87.6 % / 24.7 %)" in printed
+    assert "probe agreement with the primary answer" in demo_run.log, "the end-of-task line"
