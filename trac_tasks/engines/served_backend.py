@@ -5,8 +5,8 @@
 :class:`ServedTracRunner`, all others go to lm-eval's own method unchanged. Prompts are tokenized and truncated as
 lm-eval's ``vllm`` backend does, then sent as token-id prompts with top-k logprobs and the id of every generated
 token (vLLM's ``return_tokens_as_token_ids``). Each finished trace's jobs are queued ahead of the generations not
-yet sent (:mod:`trac_tasks.engines.completions_client`), so a probe — prompt + trace ids + cue, again as token ids
-— meets its prefix in the server's prefix cache; its cached-token count is the server's
+yet sent (:mod:`trac_tasks.engines.completions_client`), so a probe — prompt + reasoning ids + marker + cue, again as
+token ids — meets its prefix in the server's prefix cache; its cached-token count is the server's
 ``usage.prompt_tokens_details.cached_tokens`` (``null`` when the server does not report it, and ``null`` with one
 warning when what it reports is not a token count). Per-response seconds are the wall time of each request.
 

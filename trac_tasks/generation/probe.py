@@ -20,7 +20,8 @@ from trac_metrics.answers import answer_statement_start, extract_answer
 
 
 def trace_body(generated_ids: Sequence[int], end_ids: set[int]) -> list[int]:
-    """The generated ids without the trailing end-of-sequence tokens (the trace body r the probe continues)."""
+    """The generated ids without the trailing end-of-sequence tokens (the trace body; the probe reads its reasoning r,
+    docs/method.md#probe-prompt)."""
     ids = list(generated_ids)
     while ids and ids[-1] in end_ids:
         ids.pop()

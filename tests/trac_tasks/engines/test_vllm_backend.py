@@ -398,8 +398,9 @@ def test_the_fallback_writes_the_same_records_as_the_step_loop(lm, tmp_path):
         assert (record.p_true is not None) == (record.repeat == 0)
         # a pretrained LM answers P(True)'s letters (the end-to-end runs' tiny reasoner does not)
         assert record.repeat != 0 or 0.0 <= record.p_true <= 1.0
-        trace_probe = record.probes["trace"]
+        trace_probe = record.probes["trace"]  # no thinking section: the reply up to its answer line (or whole)
         body = record.num_tokens - (record.finish_reason == "eos")
-        assert trace_probe.num_prompt_tokens == record.prompt_token_count + body + cue_tokens
+        assert trace_probe.context in ("cut_before_answer", "whole") and trace_probe.context_tokens <= body
+        assert trace_probe.num_prompt_tokens == record.prompt_token_count + trace_probe.context_tokens + cue_tokens
         assert 0 < len(trace_probe.token_ids) <= 16 and trace_probe.seconds > 0
         assert record.timing["generation_seconds"] > 0

@@ -211,3 +211,44 @@ def test_the_controls_read_the_question_alone_or_the_whole_reply(thinking_tokeni
         "question_only": ("question", 0),
         "after_answer": ("after_answer", len(body)),
     }
+
+
+def test_the_shuffled_trace_probe_reads_another_questions_reasoning_not_its_answer(thinking_tokenizer):
+    """docs/method.md#probe-variants: x ⊕ r' ⊕ marker ⊕ cue, r' the partner's reasoning before its last marker."""
+    encode = _ids(thinking_tokenizer)
+    config = TracConfig.from_gen_kwargs(
+        {"trac": {"answer_kind": "math", "reference": "{{answer}}", "probe_variants": ["trace", "shuffled_trace"]}},
+        "t",
+    )
+    requests = [SimpleNamespace(task_name="t", doc_id=doc, doc={"answer": "4"}, repeats=1) for doc in (0, 1)]
+    runner = _Runner(SimpleNamespace(think_end_token=None), thinking_tokenizer, "tiny", 4096, sink=_Sink())
+    runner.progress, runner.summaries = RunProgress(2, disable=True), {}
+    chunk = ChunkState(requests, [0, 0], [config, config])
+    marker = encode("</think>")
+    prompts = [encode("What is 2 + 2?<think>"), encode("What is 3 + 1?<think>")]
+    reasonings = [encode("Two and two make four."), encode("Three and one make four.")]
+    answers = [encode("The answer is \\\\boxed{4}."), encode("So it is \\\\boxed{4}.")]
+    jobs = []
+    for index, request in enumerate(requests):
+        body = reasonings[index] + marker + answers[index]
+        trace = Trace(
+            request,
+            0,
+            config,
+            prompts[index],
+            body,
+            body,
+            "",
+            "",
+            "eos",
+            [-0.5] * len(body),
+            [[-0.5]] * len(body),
+            1.0,
+            0.7,
+            0.95,
+        )
+        jobs += runner.trace_finished(chunk, index, trace)
+    shuffled = {job.index: job for job in jobs if job.variant == "shuffled_trace"}
+    assert shuffled[0].prompt_ids == prompts[0] + reasonings[1] + marker + encode(DEFAULT_CUE)
+    assert shuffled[1].prompt_ids == prompts[1] + reasonings[0] + marker + encode(DEFAULT_CUE)
+    assert (shuffled[0].context, shuffled[0].context_tokens) == ("reasoning", len(reasonings[1]))
