@@ -482,3 +482,30 @@ def test_bash_commands_parse(page: Path):
         if (problem := command_problem(command)) is not None
     ]
     assert not problems, "commands that would not run:\n" + "\n".join(problems)
+
+
+FIDELITY_ROW = re.compile(r"^\| (?!definition|---)(?P<cells>.+) \|$")
+TEST_REFERENCE = re.compile(r"^`(?P<path>tests/[\w/]+\.py)::(?P<name>test_\w+)`$")
+
+
+def fidelity_rows() -> list[list[str]]:
+    """The rows of docs/method.md#fidelity-to-the-paper, each a list of its five cells."""
+    text = (DOCS / "method.md").read_text(encoding="utf-8")
+    section = text.split("## Fidelity to the paper", 1)[1].split("\n## ", 1)[0]
+    rows = [match["cells"] for line in section.splitlines() if (match := FIDELITY_ROW.match(line))]
+    return [[cell.strip() for cell in re.split(r"(?<!\\)\|", row)] for row in rows]
+
+
+def test_every_fidelity_row_says_same_or_differs_and_names_a_test_that_exists():
+    """A "same" row names the test that fails if the code drifts from the paper; a "differs" row says why and names
+    the test that pins what the code does instead."""
+    rows = fidelity_rows()
+    assert len(rows) >= 25, "the fidelity table lost its rows"
+    for cells in rows:
+        assert len(cells) == 5, cells
+        definition, _, _, verdict, test = cells
+        assert verdict == "same" or verdict.startswith(("same (", "differs: ")), (definition, verdict)
+        reference = TEST_REFERENCE.match(test)
+        assert reference, f"{definition}: {test!r} is not `tests/<file>.py::<test>`"
+        source = (ROOT / reference["path"]).read_text(encoding="utf-8")
+        assert re.search(rf"^def {reference['name']}\(", source, re.MULTILINE), f"{definition}: no {test}"
