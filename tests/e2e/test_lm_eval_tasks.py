@@ -295,5 +295,5 @@ def test_the_prefix_probe_methods_are_scored_beside_trac(runs, leaderboard):
         assert f"{method}_auroc,none" in results[DEMO]
         assert all(f"{method}_auroc,trac" not in results[task] for task in GENERATIVE)
     rows = [line.split("|")[2].strip() for line in leaderboard.splitlines() if line.startswith("| ")]
-    labels = ("Answer convergence", "Prefix agreement", "Prefix agreement (likelihood-weighted)")
+    labels = ("Prefix convergence (Liu & Wang)", "Prefix agreement", "Prefix agreement (likelihood-weighted)")
     assert rows.index("TrAC + prefix probes") == rows.index("TrAC") + 1 and set(labels) <= set(rows)

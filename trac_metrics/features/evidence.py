@@ -38,6 +38,7 @@ from trac_metrics.answers import (
     use_equivalence,
 )
 from trac_metrics.answers.math_verify_reference import math_verify_equivalent, math_verify_label
+from trac_metrics.features.leakage import answer_in_reasoning
 from trac_metrics.features.vectors import (
     LOW_THRESHOLD,
     N_BINS,
@@ -221,6 +222,8 @@ def question_evidence(records: Sequence[ResponseRecord], options: EvidenceOption
     Keys: ``task``, ``doc_id``, ``num_samples`` (K), ``correct`` (primary answer ≡ reference, 0/1),
     ``majority_correct`` (modal answer ≡ reference), ``primary_answer``, ``reference``, ``probe_answer``,
     ``probe_context`` (what of the response the trace probe read, docs/method.md#probe-prompt; None without a probe),
+    ``answer_in_reasoning`` (the reasoning already states the primary answer, docs/method.md#answer-leakage; None
+    without an answer or for multiple choice),
     ``answers`` (the K answers, the primary first) and ``answer_classes`` (the equivalence class of each,
     docs/method.md#answer-classes-and-vote-shares), ``agree`` (e, NaN when missing), ``features`` (``pce``: φ_A,
     ``tup``: φ_P over ``options.tup_span``, ``tup_generation``: φ_P over the whole generation, ``consensus``: q_K,
@@ -319,6 +322,7 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions, labeller:
         else primary.reference,
         "probe_answer": None if probe is None else probe.answer,
         "probe_context": None if probe is None else probe.context,
+        "answer_in_reasoning": answer_in_reasoning(primary, kind),
         "answers": answers,
         "answer_classes": classes,
         "agree": None if features["pce"] is None else features["pce"][0],

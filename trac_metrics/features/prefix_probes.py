@@ -1,6 +1,7 @@
 """Scores of a response's prefix probes, the answer probe after its trace cut at fractions of its reasoning
-(docs/method.md#prefix-probes): answer convergence (docs/method.md#answer-convergence) and prefix agreement, plain
-and likelihood-weighted (docs/method.md#prefix-agreement).
+(docs/method.md#prefix-probes): prefix convergence, Liu & Wang's answer convergence
+(docs/method.md#prefix-convergence), and prefix agreement, plain and likelihood-weighted
+(docs/method.md#prefix-agreement).
 
 Each reads the agreement g_i of probe i: 1 when its answer ã_i ≡ a (the equivalence the PCE agreement e uses), 0
 otherwise, a probe without an answer included (it does not state a). Every score is NaN when a is missing (None or

@@ -75,6 +75,13 @@ def _sc_modal(question: Question) -> float:
     return baselines.sc_modal(question.answers, kind=question.kind)
 
 
+def _sc_modal_of_first(question: Question, n: int) -> float | None:
+    """SC@n on the modal answer from the first n of the K samples, the primary first (docs/method.md#self-consistency);
+    None for a question with fewer than n samples."""
+    answers = question.answers
+    return None if len(answers) < n else baselines.sc_modal(answers[:n], kind=question.kind)
+
+
 def _sc_primary(question: Question) -> float:
     return baselines.sc_primary(question.answers, kind=question.kind)
 
@@ -188,6 +195,20 @@ def _trac_tup_generation(evidence: Mapping[str, Any]) -> list[float] | None:
     """[φ_A; φ_P over the whole generation] (docs/method.md#tup-span)."""
     pce, profile = _pce(evidence), _tup_generation(evidence)
     return None if pce is None or profile is None else [*pce, *profile]
+
+
+def _sequence_only(evidence: Mapping[str, Any]) -> list[float]:
+    """The mean token log-probability of the response, alone (docs/method.md#label-efficiency: "sequence only")."""
+    return [evidence["baselines"]["mean_logprob"]]
+
+
+def _convergence_final(evidence: Mapping[str, Any]) -> list[float] | None:
+    """The prefix probes' answer convergence and agreement and the completed trace's agreement e
+    (docs/method.md#label-efficiency: "convergence + final")."""
+    scores, pce = evidence["baselines"], _pce(evidence)
+    if pce is None or not all(name in scores for name in PREFIX_PROBE_SCORES[:2]):
+        return None
+    return [*(scores[name] for name in PREFIX_PROBE_SCORES[:2]), pce[0]]
 
 
 def _pce_agreement(evidence: Mapping[str, Any]) -> list[float] | None:
@@ -367,6 +388,18 @@ BUILTIN_METHODS = (
         summary="The share of the K sampled answers that equal the primary response's answer",
         doc="docs/method.md#self-consistency",
     ),
+    *(
+        Method(
+            f"sc{n}_modal",
+            f"SC@{n} (first {n} samples)",
+            SAMPLED,
+            Cost(k_samples=True, samples=n),
+            score=partial(_sc_modal_of_first, n=n),
+            summary=f"The share of the first {n} sampled answers that equal their most frequent one",
+            doc="docs/method.md#self-consistency",
+        )
+        for n in (2, 4)
+    ),
     Method(
         "semantic_entropy",
         "Semantic entropy@{k}",
@@ -473,10 +506,10 @@ BUILTIN_METHODS = (
         for name, label, score, summary, doc in (
             (
                 "answer_convergence",
-                "Answer convergence",
+                "Prefix convergence (Liu & Wang)",
                 prefix_probes.answer_convergence,
                 "How early in the trace the probed answer settles on the final one (later: less confident)",
-                "docs/method.md#answer-convergence",
+                "docs/method.md#prefix-convergence",
             ),
             (
                 "prefix_agreement",
@@ -532,8 +565,33 @@ BUILTIN_METHODS = (
         doc="docs/method.md#tup-span",
     ),
     Method(
+        "sequence_only",
+        "Sequence only",
+        HEAD,
+        ONE_GENERATION,
+        features=_sequence_only,
+        leaderboard_row=None,
+        scope=Scope.REPORT,
+        requires=("mean_logprob",),
+        summary="A logistic head on the response's mean token log-probability alone",
+        doc="docs/method.md#label-efficiency",
+    ),
+    Method(
+        "convergence_final",
+        "Convergence + final",
+        HEAD,
+        with_probe(PROBED, PREFIX_VARIANT),
+        features=_convergence_final,
+        leaderboard_row=None,
+        scope=Scope.REPORT,
+        switch=PREFIX_PROBES_SWITCH,
+        requires=PREFIX_PROBE_SCORES[:2],
+        summary="A logistic head on the prefix probes' convergence and agreement and the final probe's agreement",
+        doc="docs/method.md#label-efficiency",
+    ),
+    Method(
         "pce_agreement",
-        "PCE agreement only",
+        "AC: agreement only",
         HEAD,
         PROBED,
         features=_pce_agreement,

@@ -51,16 +51,17 @@ class Scope(Enum):
 
 @dataclass(frozen=True)
 class Cost:
-    """A method's cost per question in generations (docs/method.md#relative-latency): one generation, or the K of
-    the question, plus the engine seconds recorded under each ``extra_seconds`` timing key (``probe_<variant>``,
-    ``p_true``) in units of one generation's seconds."""
+    """A method's cost per question in generations (docs/method.md#relative-latency): one generation, the K of
+    the question, or a fixed number of them (``samples``: SC@2 reads 2 of the K), plus the engine seconds recorded under
+    each ``extra_seconds`` timing key (``probe_<variant>``, ``p_true``) in units of one generation's seconds."""
 
     k_samples: bool = False
     extra_seconds: tuple[str, ...] = ()
+    samples: int | None = None
 
     def relative_latency(self, k: int, extra: Callable[[str], float]) -> float:
         """The cost of a question with ``k`` samples; ``extra(key)`` converts the seconds of one timing key."""
-        latency = float(k) if self.k_samples else 1.0
+        latency = float(self.samples) if self.samples else float(k) if self.k_samples else 1.0
         for key in self.extra_seconds:
             latency += extra(key)
         return latency
@@ -72,7 +73,7 @@ K_GENERATIONS = Cost(k_samples=True)
 
 def with_probe(cost: Cost, variant: str = "trace") -> Cost:
     """``cost`` plus the probe ``variant`` of the primary response."""
-    return Cost(cost.k_samples, (*cost.extra_seconds, f"probe_{variant}"))
+    return Cost(cost.k_samples, (*cost.extra_seconds, f"probe_{variant}"), cost.samples)
 
 
 @dataclass(frozen=True)

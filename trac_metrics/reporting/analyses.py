@@ -42,14 +42,23 @@ from trac_metrics.selective.bootstrap import mean_of_defined
 
 METHOD_COLUMNS = ("AUROC", "CI lo", "CI hi", "AURC", "pairs")
 REPRESENTATIONS = (("TUP", "tup"), ("PCE", "pce"), ("TrAC", "trac"))
-"""Rows of the transfer and label-efficiency tables (docs/method.md#transfer-tables): label and
-registered head (:mod:`trac_metrics.methods`)."""
+"""Rows of the transfer table (docs/method.md#transfer-tables): label and registered head
+(:mod:`trac_metrics.methods`)."""
+LABEL_EFFICIENCY_COLUMNS = (
+    ("Sequence only", "sequence_only"),
+    ("Conv.+final", "convergence_final"),
+    ("PCE", "pce"),
+    ("TUP", "tup"),
+    ("TrAC", "trac"),
+)
+"""Columns of the label-efficiency table (docs/method.md#label-efficiency): the paper's three, then TUP and TrAC."""
 
 PROBE_VARIANTS_HOW_TO = (
     "add `trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced, after_answer]` to the "
     "task's generation_kwargs and rerun"
 )
 P_TRUE_HOW_TO = "add `trac: p_true: true` to the task's generation_kwargs and rerun"
+PREFIX_PROBES_HOW_TO = "add `trac: prefix_probes: [0.25, 0.5, 0.75]` to the task's generation_kwargs and rerun"
 
 
 # ----------------------------------------------------------------------------------------------- shared helpers
@@ -200,7 +209,7 @@ def pce_decomposition(data: ReportData, numbers: Numbers | None = None) -> Repor
         "ablation_pce_decomposition",
         "PCE feature decomposition",
         [
-            ("Agreement only", "pce_agreement"),
+            ("Agreement only (the paper's AC)", "pce_agreement"),
             ("Likelihood only", "pce_likelihood"),
             ("Agreement + likelihood (= PCE)", "pce"),
         ],
@@ -279,6 +288,44 @@ def consensus_blind_spot(data: ReportData, thresholds: Sequence[float] = (0.625,
     return ReportTable(
         "consensus_blind_spot", "Consensus blind spot", frame, {"SC": True, "PCE": True}, f"{note} {lacking}".strip()
     )
+
+
+def answer_leakage(data: ReportData) -> ReportTable:
+    """Answer leakage (docs/method.md#answer-leakage): PCE and TrAC AUROC on the questions whose reasoning already
+    states the primary answer and on those whose reasoning does not.
+
+    Per subset, a pair enters when the subset holds at least one correct and one wrong primary answer; ``n`` and
+    ``wrong`` count its questions; scores are the pair's cross-fitted out-of-fold scores restricted to the subset.
+    """
+    columns = ("pairs", "n", "wrong", "PCE", "TrAC")
+    subsets = (("answer stated in the reasoning", True), ("answer not stated in the reasoning", False))
+    records, share = [], []
+    for _, stated in subsets:
+        n = wrong = 0
+        pce, trac = [], []
+        for pair, evaluation in zip(data.pairs, data.evaluations, strict=True):
+            flags = np.asarray([evidence.get("answer_in_reasoning") is stated for evidence in pair.evidences])
+            labels = evaluation.labels[flags]
+            if labels.all() or not labels.any() or not {"pce", "trac"} <= set(evaluation.scores):
+                continue
+            n += labels.size
+            wrong += int((labels == 0).sum())
+            pce.append(_auroc(evaluation.scores["pce"][flags], labels))
+            trac.append(_auroc(evaluation.scores["trac"][flags], labels))
+        records.append([len(pce), n, wrong, mean_of_defined(pce), mean_of_defined(trac)])
+    for pair in data.pairs:
+        known = [evidence.get("answer_in_reasoning") for evidence in pair.evidences]
+        share.extend(flag for flag in known if flag is not None)
+    frame = pd.DataFrame(records, columns=list(columns), index=pd.Index([label for label, _ in subsets], name="subset"))
+    frame[["pairs", "n", "wrong"]] = frame[["pairs", "n", "wrong"]].astype(int)
+    stated = f"{np.mean(share):.0%}" if share else "—"
+    note = (
+        f"The reasoning (what the probe reads) states the primary answer in {stated} of the questions with an answer "
+        "(its text as a token of its own, or an equal number; multiple-choice questions and those without an answer "
+        "are in neither subset). Pairs: those whose subset holds both correct and wrong primary answers; PCE and "
+        "TrAC are pair-equal macros of their out-of-fold AUROC restricted to the subset."
+    )
+    return ReportTable("answer_leakage", "Answer leakage", frame, {"PCE": True, "TrAC": True}, note)
 
 
 # -------------------------------------------------------------------------------------- docs/method.md#transfer-tables
@@ -428,15 +475,20 @@ def transfer_representations(data: ReportData) -> ReportTable:
 class LabelSplit:
     """A fixed stratified test split of one pair and its training questions per class in a seeded order.
 
-    ``training(f)`` takes the first ⌈f·n_c⌉ training questions of each class c: stratified, nested (a smaller
-    fraction's set is inside a larger one's) and all of them at f = 1.
+    ``training(f)`` takes the first max(⌈f·n_c⌉, 2) training questions of each class c (all of them when it has fewer):
+    stratified, nested (a smaller fraction's set is inside a larger one's), all of them at f = 1, and never too few
+    of a class for a head to be fitted (docs/method.md#label-efficiency).
     """
 
     test: np.ndarray
     train_by_class: tuple[np.ndarray, np.ndarray]
 
     def training(self, fraction: float) -> np.ndarray:
-        return np.sort(np.concatenate([order[: math.ceil(fraction * order.size)] for order in self.train_by_class]))
+        return np.sort(
+            np.concatenate(
+                [order[: max(math.ceil(fraction * order.size), MIN_SAMPLES_PER_CLASS)] for order in self.train_by_class]
+            )
+        )
 
 
 def label_split(labels: np.ndarray, test_fraction: float, seed: int, key: str) -> LabelSplit:
@@ -496,12 +548,11 @@ def label_efficiency(
     macro at the fraction / macro at 100% on the same pairs."""
     if not fractions or any(not 0 < fraction <= 1 for fraction in fractions):
         raise ValueError(f"fractions must lie in (0, 1], got {tuple(fractions)!r}")
-    matrices = {label: _feature_rows(data, method) for label, method in REPRESENTATIONS}
+    columns = [(label, method) for label, method in LABEL_EFFICIENCY_COLUMNS if _has(data, method)]
+    matrices = {label: _feature_rows(data, method) for label, method in columns}
     splits = [label_split(pair.labels, test_fraction, seed, pair.name) for pair in data.pairs]
     steps = sorted(set(fractions) | {1.0})
-    aurocs = {
-        (label, fraction): np.full(len(data.pairs), math.nan) for label, _ in REPRESENTATIONS for fraction in steps
-    }
+    aurocs = {(label, fraction): np.full(len(data.pairs), math.nan) for label, _ in columns for fraction in steps}
     problems: dict[float, list[tuple[int, str]]] = defaultdict(list)
     with threadpool_limits(limits=1, user_api="blas"):
         for i, (pair, split) in enumerate(zip(data.pairs, splits, strict=True)):
@@ -512,7 +563,7 @@ def label_efficiency(
                     problems[fraction].append((i, problem))
                     continue
                 train = split.training(fraction)
-                for label, _ in REPRESENTATIONS:
+                for label, _ in columns:
                     features = matrices[label][i]
                     if features is None:
                         continue
@@ -521,15 +572,15 @@ def label_efficiency(
     records = []
     for fraction in fractions:
         row, ratios = [], []
-        for label, _ in REPRESENTATIONS:
+        for label, _ in columns:
             at, full = aurocs[label, fraction], aurocs[label, 1.0]
             row.append(mean_of_defined(at))
             ratios.append(_retention(data, label, at, full))
         records.append([*row, *ratios, len(data.pairs) - len(problems[fraction])])
-    columns = [label for label, _ in REPRESENTATIONS] + [f"{label} retention" for label, _ in REPRESENTATIONS]
+    names = [label for label, _ in columns] + [f"{label} retention" for label, _ in columns]
     frame = pd.DataFrame(
         records,
-        columns=[*columns, "pairs"],
+        columns=[*names, "pairs"],
         index=pd.Index([_percent(fraction) for fraction in fractions], name="labels"),
     )
     left_out = [
@@ -538,13 +589,17 @@ def label_efficiency(
         for fraction in fractions
         if (found := problems[fraction])
     ]
+    absent = [label for label, method in LABEL_EFFICIENCY_COLUMNS if not _has(data, method)]
+    lacking = f"Not in these runs: {', '.join(absent)}; {PREFIX_PROBES_HOW_TO}." if absent else ""
     note = (
         f"Fixed stratified {test_fraction:.0%} test split per pair (seed {seed}); heads fitted on the stated share "
-        "of each class's training questions (rounded up, nested). Retention: macro AUROC at the share / at 100% "
-        "on the same pairs. " + " ".join(left_out)
+        f"of each class's training questions (rounded up, at least {MIN_SAMPLES_PER_CLASS} of each class, nested). "
+        "Sequence only: a head on the mean token log-probability; Conv.+final: a head on the prefix probes' answer "
+        "convergence and agreement and the completed trace's agreement e. Retention: macro AUROC at the share / at "
+        "100% on the same pairs. " + " ".join([*left_out, lacking])
     )
     return ReportTable(
-        "label_efficiency", "Label efficiency", frame, {label: True for label, _ in REPRESENTATIONS}, note.strip()
+        "label_efficiency", "Label efficiency", frame, {label: True for label, _ in columns}, note.strip()
     )
 
 
@@ -602,6 +657,7 @@ def all_analyses(data: ReportData, numbers: Numbers | None = None) -> list[Repor
         pce_decomposition(data, numbers),
         p_true_fusion(data, numbers),
         consensus_blind_spot(data),
+        answer_leakage(data),
         transfer_by_target(data, numbers),
         transfer_representations(data),
         label_efficiency(data),

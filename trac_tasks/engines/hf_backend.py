@@ -26,7 +26,7 @@ from trac_tasks.engines.hf_batching import (
     read_logprobs,
     resolve_batch_size,
 )
-from trac_tasks.engines.hf_probes import HeldCache, extend_rows, greedy_rows, reusable
+from trac_tasks.engines.hf_probes import HeldCache, extend_rows, probe_rows, reusable
 from trac_tasks.generation.chunk import ChunkState, ProbeJob
 from trac_tasks.generation.config import PROBE_MAX_TOKENS, strip_trac
 from trac_tasks.generation.probe import trace_body
@@ -243,7 +243,7 @@ class HfTracRunner(TracRunner):
 
     def _run_round(self, chunk: ChunkState, slots: Sequence[ProbeJob | None], held: HeldCache | None) -> None:
         """Jobs of one kind, at most one per row of ``held`` (None: on an empty cache, computed in full), in one
-        batched pass (a greedy probe: one per step); each job's result is reported to :meth:`job_finished`."""
+        batched pass (a decoded probe: one per step); each job's result is reported to :meth:`job_finished`."""
         import torch
 
         jobs = [job for job in slots if job is not None]
@@ -261,7 +261,7 @@ class HfTracRunner(TracRunner):
         try:
             if kind == "decode":
                 live = [job is not None for job in slots]
-                decoded = greedy_rows(
+                decoded = probe_rows(
                     self.lm.model,
                     cache,
                     prefix,
@@ -271,6 +271,7 @@ class HfTracRunner(TracRunner):
                     self.end_ids,
                     PROBE_MAX_TOKENS,
                     max(top_ks),
+                    [(0.0, 1.0) if job is None else chunk.traces[job.index].probe_sampling for job in slots],
                 )
             else:
                 keep = max(len(job.tokens) + 1 for job in jobs)

@@ -96,7 +96,7 @@ def extend_rows(
     return output.logits, mask, output.past_key_values
 
 
-def greedy_rows(
+def probe_rows(
     model: Any,
     cache: Any,
     prefix_mask: Any,
@@ -106,20 +106,26 @@ def greedy_rows(
     end_ids: set[int],
     max_tokens: int,
     k: int,
+    sampling: Sequence[tuple[float, float]] | None = None,
 ) -> list[tuple[list[int], list[float], list[list[float]]]]:
-    """Greedy decoding (the argmax of the raw logits: no logits processor, as plain greedy ``generate`` with no
-    generation config) of up to ``max_tokens`` tokens after each row's ``new_rows`` ids (see :func:`extend_rows`),
-    until every ``live`` row wrote an end id. Per row: its tokens up to and including its first end id, each one's
-    logprob and the top-``k`` logprobs there (rows not ``live`` are computed alongside and left empty)."""
+    """Decoding of up to ``max_tokens`` tokens after each row's ``new_rows`` ids (see :func:`extend_rows`), until
+    every ``live`` row wrote an end id: greedy (the argmax of the raw logits: no logits processor, as plain greedy
+    ``generate`` with no generation config), or, for a row whose ``sampling`` (temperature, top-p) has a temperature
+    above 0, sampled from its logits at that temperature within the top-p nucleus (torch's random generator: lm-eval
+    seeds it). Per row: its tokens up to and including its first end id, each one's logprob under the raw logits
+    and the top-``k`` logprobs there (rows not ``live`` are computed alongside and left empty)."""
     import torch
 
     logits, mask, cache = extend_rows(model, cache, prefix_mask, new_rows, pad_id, 1)
     positions = mask.sum(-1)
     ends = torch.tensor(sorted(end_ids), device=mask.device)
     done = ~torch.tensor(list(live), dtype=torch.bool, device=mask.device)
+    rows = sampling or [(0.0, 1.0)] * len(new_rows)
+    temperatures = torch.tensor([temperature for temperature, _ in rows], device=mask.device)
+    top_ps = torch.tensor([top_p for _, top_p in rows], device=mask.device)
     tokens, chosen, top = [], [], []
     for step in range(max_tokens):
-        token = logits[:, -1].float().argmax(-1)
+        token = next_tokens(logits[:, -1].float(), temperatures, top_ps)
         step_chosen, step_top = read_logprobs(logits[:, -1:], token[:, None], k)
         tokens.append(token)
         chosen.append(step_chosen[:, 0])
@@ -146,3 +152,20 @@ def greedy_rows(
         length = next((at + 1 for at, token in enumerate(row_tokens) if token in end_ids), len(row_tokens))
         results.append((row_tokens[:length], chosen_rows[row][:length], top_rows[row][:length]))
     return results
+
+
+def next_tokens(logits: Any, temperatures: Any, top_ps: Any) -> Any:
+    """Each row's next token from its [rows, vocabulary] ``logits``: the argmax where its temperature is 0, else a
+    draw from the softmax of logits / temperature restricted to the smallest set of most likely tokens whose
+    probability reaches its top-p (the most likely token always kept)."""
+    import torch
+
+    greedy = logits.argmax(-1)
+    sampled = temperatures > 0
+    if not bool(sampled.any()):
+        return greedy
+    probabilities = torch.softmax(logits / torch.where(sampled, temperatures, 1.0)[:, None], dim=-1)
+    ordered, order = probabilities.sort(dim=-1, descending=True)
+    kept = (ordered.cumsum(-1) - ordered) < top_ps[:, None]
+    draw = torch.multinomial(ordered * kept, 1)
+    return torch.where(sampled, order.gather(-1, draw)[:, 0], greedy)

@@ -183,7 +183,7 @@ class ServedTracRunner(TracRunner):
                 prompt_ids, payload = prepared[index]
                 trace = self._trace(chunk, index, prompt_ids, payload, body, seconds)
                 for job in self.trace_finished(chunk, index, trace):
-                    job_payload = self._job_payload(job, trace.config.top_k)
+                    job_payload = self._job_payload(job, trace.config.top_k, trace.probe_sampling)
                     what = f"{job.variant} job {_request_name(chunk, job.index)}"
                     queue.submit(JOB, job_payload, job_done(job, job_payload, what), what)
 
@@ -262,20 +262,23 @@ class ServedTracRunner(TracRunner):
             until=tuple(payload.get("stop") or ()),
         )
 
-    def _job_payload(self, job: ProbeJob, top_k: int) -> dict[str, Any]:
-        """A greedy ≤ 16-token probe, one step with the prompt logprobs of the scored tokens, or one step with the
-        20 most likely next tokens — the requests the in-process vLLM hook makes."""
+    def _job_payload(self, job: ProbeJob, top_k: int, sampling: tuple[float, float] = (0.0, 1.0)) -> dict[str, Any]:
+        """A ≤ 16-token probe (greedy, or sampled at ``sampling``'s temperature and top-p), one step with the prompt
+        logprobs of the scored tokens, or one step with the 20 most likely next tokens — the requests the in-process
+        vLLM hook makes."""
         payload: dict[str, Any] = {"model": self.lm.model, "temperature": 0.0, "max_tokens": 1}
         if job.kind == "score":
             return {**payload, "prompt": job.prompt_ids + list(job.tokens), "prompt_logprobs": top_k}
         logprobs = NEXT_TOKEN_LOGPROBS if job.kind == "next_token" else top_k
         max_tokens = 1 if job.kind == "next_token" else PROBE_MAX_TOKENS
+        temperature, top_p = sampling if job.kind == "decode" else (0.0, 1.0)
         return {
             **payload,
             "prompt": job.prompt_ids,
             "max_tokens": max_tokens,
             "logprobs": logprobs,
             "return_tokens_as_token_ids": True,
+            **({"temperature": temperature, "top_p": top_p} if temperature > 0 else {}),
         }
 
     def _job_result(

@@ -202,8 +202,9 @@ class VllmTracRunner(BatchTracRunner):
             raise
 
     def _job_request(self, job: ProbeJob, trace: Trace) -> tuple[list[int], Any]:
-        """The token-id prompt and sampling parameters of a job: a greedy ≤ 16-token probe, one step with the
-        prompt logprobs of the scored tokens, or one step with the 20 most likely next tokens."""
+        """The token-id prompt and sampling parameters of a job: a ≤ 16-token probe (greedy, or sampled as the
+        response's ``probe_sampling`` says), one step with the prompt logprobs of the scored tokens, or one step with
+        the 20 most likely next tokens."""
         top_k = trace.config.top_k
         if job.kind == "score":
             return job.prompt_ids + list(job.tokens), self.sampling_params(
@@ -211,7 +212,10 @@ class VllmTracRunner(BatchTracRunner):
             )
         if job.kind == "next_token":
             return job.prompt_ids, self.sampling_params(temperature=0.0, max_tokens=1, logprobs=NEXT_TOKEN_LOGPROBS)
-        return job.prompt_ids, self.sampling_params(temperature=0.0, max_tokens=PROBE_MAX_TOKENS, logprobs=top_k)
+        temperature, top_p = trace.probe_sampling
+        return job.prompt_ids, self.sampling_params(
+            temperature=temperature, top_p=top_p, max_tokens=PROBE_MAX_TOKENS, logprobs=top_k
+        )
 
     def _job_result(self, job: ProbeJob, output: Any, seconds: float) -> ProbeOutput | dict[str, float]:
         """A job's engine output in the runner's terms."""

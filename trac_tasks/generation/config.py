@@ -16,6 +16,9 @@ and how; lm-eval itself never sees it (the hook removes it before building sampl
                                                # (the controls, docs/method.md#probe-variants)
         prefix_probes: [0.25, 0.5, 0.75]       # the answer probe also after each sample's trace cut at these
                                                # fractions of its reasoning (docs/method.md#prefix-probes); off: []
+        probe_temperature: 0                   # the probe's decoding: 0 greedy (the paper's default); > 0 sampled
+                                               # at that temperature with the primary's top-p
+                                               # (docs/method.md#probe-decoding-and-cutting)
         p_true: false                          # one extra forward for the P(True) baseline
         metadata_fields: [subject, level]      # doc fields copied into every record (reports split by them)
         label_source: ""                       # "<metric>,<filter>": labels from an lm-eval task's own scoring,
@@ -87,6 +90,9 @@ class TracConfig:
     prefix_probes: tuple[float, ...] = ()
     """Fractions f of each sample's reasoning tokens after which the answer probe also runs, strictly increasing, each
     in (0, 1); empty (the default): none (docs/method.md#prefix-probes)."""
+    probe_temperature: float = 0.0
+    """The temperature of every decoded probe (the trace, prefix and control probes): 0 greedy, the paper's default;
+    above 0 sampled at it with the primary generation's top-p (docs/method.md#probe-decoding-and-cutting)."""
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -130,6 +136,13 @@ class TracConfig:
         fractions = self.prefix_probes
         numbers = isinstance(fractions, tuple) and all(map(is_finite_number, fractions))
         _require("prefix_probes", fractions, numbers, "a list of numbers")
+        temperature = self.probe_temperature
+        _require(
+            "probe_temperature",
+            temperature,
+            is_finite_number(temperature) and temperature >= 0,
+            "a finite number >= 0",
+        )
 
     @classmethod
     def from_gen_kwargs(cls, gen_kwargs: Mapping[str, Any], task_name: str) -> TracConfig:

@@ -120,9 +120,19 @@ class Trace:
 
     @property
     def decoding(self) -> dict[str, float]:
-        """Primary → probe decoding as stored in the record (the probe is greedy,
-        docs/method.md#probe-decoding-and-cutting)."""
-        return {"temperature": self.temperature, "top_p": self.top_p, "probe_temperature": 0.0}
+        """Primary → probe decoding as stored in the record (docs/method.md#probe-decoding-and-cutting)."""
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "probe_temperature": float(self.config.probe_temperature),
+        }
+
+    @property
+    def probe_sampling(self) -> tuple[float, float]:
+        """(temperature, top-p) of this response's decoded probes: greedy (0, 1) by default; sampled at
+        ``trac.probe_temperature`` with the primary's top-p (docs/method.md#probe-decoding-and-cutting)."""
+        temperature = float(self.config.probe_temperature)
+        return (temperature, float(self.top_p)) if temperature > 0 else (0.0, 1.0)
 
     @property
     def kind(self) -> str:

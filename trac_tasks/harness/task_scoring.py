@@ -60,9 +60,10 @@ class TaskSwitch:
     score that labels each response, for every task or per task (``{"gsm8k_cot_zeroshot": "flexible-extract"}``);
     ``answer_kind`` (default: inferred from each document's reference) is the kind TrAC compares answers under;
     ``cue``, ``marker``, ``top_k``, ``probe_variants``, ``p_true``, ``labels`` (``trac`` or ``math-verify``: the
-    relation that compares the answers, docs/method.md#labels) and ``prefix_probes`` (fractions of the reasoning
+    relation that compares the answers, docs/method.md#labels), ``prefix_probes`` (fractions of the reasoning
     after which the answer probe also runs, docs/method.md#prefix-probes; their range is checked as the ``trac``
-    block's) are the ``trac`` block's switches (docs/architecture.md#task-configuration).
+    block's) and ``probe_temperature`` (docs/method.md#probe-decoding-and-cutting) are the ``trac`` block's switches
+    (docs/architecture.md#task-configuration).
     """
 
     repeats: int | None = None
@@ -79,6 +80,7 @@ class TaskSwitch:
     p_true: bool | None = None
     labels: str | None = None
     prefix_probes: tuple[float, ...] | None = None
+    probe_temperature: float | None = None
 
     @classmethod
     def parse(cls, value: Any, task_name: str) -> TaskSwitch:
@@ -98,6 +100,7 @@ class TaskSwitch:
             "top_k": (_is_int, "an integer ≥ 1", lambda v: v >= 1),
             "temperature": (is_finite_number, "a finite number ≥ 0", lambda v: v >= 0),
             "top_p": (is_finite_number, "a number in (0, 1]", lambda v: 0 < v <= 1),
+            "probe_temperature": (is_finite_number, "a finite number ≥ 0", lambda v: v >= 0),
             "p_true": (lambda v: isinstance(v, bool), "true or false", lambda v: True),
             "answer_kind": (lambda v: v in ANSWER_KINDS, f"one of {ANSWER_KINDS}", lambda v: True),
             "labels": (lambda v: v in LABELLERS, f"one of {LABELLERS}", lambda v: True),
@@ -124,7 +127,7 @@ class TaskSwitch:
 
     def block_switches(self) -> dict[str, Any]:
         """The switches that go into each request's ``trac`` block as they are."""
-        names = ("cue", "marker", "top_k", "p_true", "labels")
+        names = ("cue", "marker", "top_k", "p_true", "labels", "probe_temperature")
         block = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
         for name in ("probe_variants", "prefix_probes"):
             if getattr(self, name) is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -84,3 +85,20 @@ def test_the_logistic_head_is_standardized_and_l2_penalized():
     plain = fit_head(features, labels, names).predict(features)
     scaled = fit_head(features * 1000 + 5, labels, names).predict(features * 1000 + 5)
     assert np.allclose(plain, scaled, atol=1e-9) and not math.isclose(plain.std(), 0.0)
+
+
+def test_sc_at_2_and_4_read_the_first_samples_and_cost_that_many_generations():
+    """The paper's cost-quality points SC@2 and SC@4: the modal vote share of the first n samples (the primary first),
+    costing n generations; absent for a question with fewer samples."""
+    from record_factory import synthetic_question
+
+    from trac_metrics.methods import Question
+
+    records = synthetic_question(np.random.default_rng(1), 0, correct=True, k=8)
+    answers = ["7", "7", "9", "7", "9", "9", "9", "9"]
+    question = Question(tuple(replace(record, answer=a) for record, a in zip(records, answers, strict=True)), "math")
+    assert get("sc2_modal").score(question) == 1.0  # 7, 7
+    assert get("sc4_modal").score(question) == 0.75  # 7, 7, 9, 7
+    assert get("sc_modal").score(question) == 0.625  # five 9s of eight
+    assert get("sc4_modal").score(Question(question.responses[:3], "math")) is None
+    assert [get(name).cost.relative_latency(8, lambda key: math.nan) for name in ("sc2_modal", "sc4_modal")] == [2, 4]

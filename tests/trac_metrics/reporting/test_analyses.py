@@ -91,6 +91,7 @@ def _rows(pair, method):
             "pce_agreement": features["pce"][:1],
             "pce_question_only": features.get("pce_question_only"),
             "tup_generation": features["tup_generation"],
+            "sequence_only": [evidence["baselines"]["mean_logprob"]],
             "trac_tup_generation": [*features["pce"], *features["tup_generation"]],
         }[method]
 
@@ -121,9 +122,13 @@ def test_component_ablation_recomputes_trac_and_uses_shared_bootstrap(data):
 
 def test_pce_decomposition_agreement_only_is_a_head_on_e_alone(data):
     table = analyses.pce_decomposition(data)
-    assert list(table.frame.index) == ["Agreement only", "Likelihood only", "Agreement + likelihood (= PCE)"]
+    assert list(table.frame.index) == [
+        "Agreement only (the paper's AC)",
+        "Likelihood only",
+        "Agreement + likelihood (= PCE)",
+    ]
     expected = np.mean([_cross_fitted_auroc(pair, "pce_agreement") for pair in data.pairs])
-    assert table.frame.loc["Agreement only", "AUROC"] == pytest.approx(expected)
+    assert table.frame.loc["Agreement only (the paper's AC)", "AUROC"] == pytest.approx(expected)
     assert table.frame.loc["Agreement + likelihood (= PCE)", "AUROC"] == pytest.approx(
         np.mean([_cross_fitted_auroc(pair, "pce") for pair in data.pairs])
     )
@@ -282,17 +287,22 @@ def test_label_split_is_stratified_nested_and_seeded():
         analyses.label_split(labels, 1.0, seed=0, key="m / t")
 
 
-def test_label_efficiency_recomputed_and_small_fractions_nan(data):
+def test_label_efficiency_is_recomputed_and_one_percent_leaves_no_pair_nan(data):
+    """docs/method.md#label-efficiency: each column's head refitted here on the split's training questions, at least
+    2 of each class however small the share (1 % of these pairs is 1 question a class), so no pair is NaN; the
+    paper's sequence-only column a head on the mean log-probability."""
     fractions = (0.01, 0.25, 0.5, 1.0)
     table = analyses.label_efficiency(data, fractions, seed=0)
     assert list(table.frame.index) == ["1%", "25%", "50%", "100%"]
     expected = {}
-    for label, method in (("TUP", "tup"), ("PCE", "pce"), ("TrAC", "trac")):
-        for fraction in fractions[1:]:
+    for label, method in (("TUP", "tup"), ("PCE", "pce"), ("TrAC", "trac"), ("Sequence only", "sequence_only")):
+        for fraction in fractions:
             values = []
             for pair in data.pairs:
                 split = analyses.label_split(pair.labels, 0.4, 0, pair.name)
                 train, x = split.training(fraction), _rows(pair, method)
+                if fraction == 0.01:
+                    assert np.bincount(pair.labels[train]).tolist() == [2, 2], "the minimum of 2 a class"
                 head = fit_head(x[train], pair.labels[train], [str(c) for c in range(x.shape[1])])
                 values.append(selective.auroc(head.predict(x[split.test]), pair.labels[split.test]))
             expected[label, fraction] = np.mean(values)
@@ -300,9 +310,9 @@ def test_label_efficiency_recomputed_and_small_fractions_nan(data):
         assert table.frame.loc["25%", f"{label} retention"] == pytest.approx(
             expected[label, 0.25] / expected[label, 1.0]
         )
-        assert math.isnan(table.frame.loc["1%", label])
-    assert table.frame.loc["1%", "pairs"] == 0 and table.frame.loc["100%", "pairs"] == len(data.pairs)
-    assert "1%: 7 of 7 pair(s) NaN" in table.note and "at least 2 of each" in table.note
+    assert (table.frame["pairs"] == len(data.pairs)).all()
+    assert "NaN" not in table.note and "at least 2 of each class" in table.note
+    assert "Not in these runs: Conv.+final" in table.note, "these runs have no prefix probes"
     assert table.frame.equals(analyses.label_efficiency(data, fractions, seed=0).frame)
     assert not table.frame.equals(analyses.label_efficiency(data, fractions, seed=1).frame)
 
@@ -344,6 +354,7 @@ def test_all_analyses_in_paper_order(extras):
         "ablation_pce_decomposition",
         "ablation_p_true",
         "consensus_blind_spot",
+        "answer_leakage",
         "transfer_lodo",
         "transfer_representations",
         "label_efficiency",
@@ -391,7 +402,7 @@ def test_retention_over_a_zero_full_label_auroc_is_nan_with_a_warning(six_task_r
         for label in "TUP PCE TrAC".split()
     )
     assert {str(w.message).split(" retention")[0] for w in caught} == {
-        f"label efficiency: {label}" for label in ("TUP", "PCE", "TrAC")
+        f"label efficiency: {label}" for label in ("Sequence only", "TUP", "PCE", "TrAC")
     }
 
 
@@ -450,3 +461,17 @@ def test_the_tup_span_table_sets_the_reasoning_against_the_whole_generation(extr
         expected = np.mean([_cross_fitted_auroc(pair, method) for pair in extras.pairs])
         assert table.frame.iloc[row]["AUROC"] == pytest.approx(expected)
     assert table.frame.iloc[0]["AUROC"] != table.frame.iloc[1]["AUROC"], "the two spans are different tokens"
+
+
+def test_answer_leakage_splits_by_whether_the_reasoning_states_the_answer(data):
+    """docs/method.md#answer-leakage: the synthetic responses state their answer on one line, so no reasoning holds
+    it; every question falls in the second subset, whose AUROC is then the pair's own out-of-fold AUROC."""
+    table = analyses.answer_leakage(data)
+    stated, unstated = table.frame.iloc[0], table.frame.iloc[1]
+    assert stated["pairs"] == 0 and math.isnan(stated["PCE"])
+    assert unstated["pairs"] == len(data.pairs) and unstated["n"] == sum(len(pair.evidences) for pair in data.pairs)
+    for method in ("PCE", "TrAC"):
+        scores = [evaluation.scores[method.lower()] for evaluation in data.evaluations]
+        expected = np.mean([selective.auroc(s, e.labels) for s, e in zip(scores, data.evaluations, strict=True)])
+        assert unstated[method] == pytest.approx(expected), "every question in the subset: the pair's scores whole"
+    assert "states the primary answer in 0% of the questions" in table.note

@@ -88,7 +88,7 @@ def independent(pairs, data):
 SINGLE_TRACE = ("mean_logprob", "self_certainty", "deepconf_bottom", "p_true", "selfdoubt", "tup", "pce", "trac")
 SAMPLING = ("selfcheck", "sup_consensus", "sc_primary", "sc_modal", "semantic_entropy", "cw_vote", "cf")
 """The rows of the paper's Table 1, in its order (the registry's ``leaderboard_row`` must reproduce it)."""
-ADDED = {"single-trace": ("trace_length",), "sampling": ("cisc", "cocoa")}
+ADDED = {"single-trace": ("trace_length",), "sampling": ("sc2_modal", "sc4_modal", "cisc", "cocoa")}
 """Baselines the paper's Table 1 lacks: after its rows of their block, in registry order."""
 
 

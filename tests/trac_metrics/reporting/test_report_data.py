@@ -23,7 +23,8 @@ RESUMED = (
     "m / resumed: not reported, as some questions lack their scores (a run resumed without the switch that computes "
     "them?): p_true (6 of 24), answer_convergence (6 of 24), prefix_agreement (6 of 24), prefix_agreement_weighted "
     "(6 of 24), pce_question_only (6 of 24), pce_shuffled_trace (6 of 24), pce_teacher_forced (6 of 24), "
-    "pce_after_answer (6 of 24), pce_answer_support (6 of 24), trac_prefix (6 of 24), p_true_pce (6 of 24)."
+    "pce_after_answer (6 of 24), pce_answer_support (6 of 24), trac_prefix (6 of 24), convergence_final (6 of 24), "
+    "p_true_pce (6 of 24)."
 )
 
 

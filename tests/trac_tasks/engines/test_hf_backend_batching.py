@@ -135,3 +135,22 @@ def test_probes_on_the_reused_cache_find_what_a_full_computation_finds(random_ll
             assert probe.num_cached_tokens > 0 or probe.variant == "shuffled_trace"
         if record.repeat == 0:
             assert abs(record.p_true - alone.p_true) < LOGPROB_TOLERANCE
+
+
+def test_a_sampled_probe_row_draws_within_its_nucleus_and_a_greedy_row_takes_the_argmax():
+    """docs/method.md#probe-decoding-and-cutting: a row at temperature 0 is greedy; a sampled row draws in
+    proportion to the tempered probabilities, never outside its top-p nucleus."""
+    import torch
+
+    from trac_tasks.engines.hf_probes import next_tokens
+
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]] * 3))
+    temperatures, top_ps = torch.tensor([0.0, 1.0, 1.0]), torch.tensor([1.0, 1.0, 0.6])
+    torch.manual_seed(0)
+    draws = torch.stack([next_tokens(logits, temperatures, top_ps) for _ in range(4000)])
+    assert set(draws[:, 0].tolist()) == {0}, "greedy"
+    shares = torch.bincount(draws[:, 1], minlength=4).float() / len(draws)
+    assert torch.allclose(shares, torch.tensor([0.5, 0.3, 0.15, 0.05]), atol=0.03)
+    assert set(draws[:, 2].tolist()) == {0, 1}, "the nucleus of 0.6 holds the two most likely tokens"
+    colder = next_tokens(logits[:1].repeat(4000, 1), torch.full((4000,), 0.1), torch.ones(4000))
+    assert (colder == 0).float().mean() > 0.99, "a low temperature is nearly greedy"

@@ -128,7 +128,7 @@ class FakeCompletionsServer:
     one of those kinds to what changes its answers."""
 
     def __init__(self, tokenizer: Any, spoil: dict[str, Spoil]) -> None:
-        self.tokenizer, self.spoil, self.kinds = tokenizer, spoil, []
+        self.tokenizer, self.spoil, self.kinds, self.payloads = tokenizer, spoil, [], []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -136,6 +136,7 @@ class FakeCompletionsServer:
                 payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 kind = server.kind_of(payload)
                 server.kinds.append(kind)
+                server.payloads.append((kind, payload))
                 body = server.answer(kind, payload)
                 if kind in server.spoil:
                     body = server.spoil[kind](copy.deepcopy(body))
@@ -276,6 +277,19 @@ def fewer_top_logprobs(body: dict[str, Any]) -> dict[str, Any]:
     top = body["choices"][0]["logprobs"]["top_logprobs"]
     top[1] = dict(list(top[1].items())[:2])
     return body
+
+
+def test_a_sampled_probe_is_asked_for_at_the_probe_temperature_and_recorded(served, records_dir):
+    """docs/method.md#probe-decoding-and-cutting: ``trac.probe_temperature`` samples the decoded probes (the scoring
+    and P(True) steps stay greedy) and every record names it."""
+    server, error = served({}, {"probe_variants": ["trace", "teacher_forced"], "probe_temperature": 0.7})
+    assert error is None
+    probes = [payload for kind, payload in server.payloads if kind == "probe"]
+    assert probes and all((payload["temperature"], payload["top_p"]) == (0.7, 1.0) for payload in probes)
+    assert all(payload["temperature"] == 0.0 for kind, payload in server.payloads if kind == "score")
+    assert {record.decoding["probe_temperature"] for record in written(records_dir)} == {0.7}
+    server, error = served({})
+    assert all(payload["temperature"] == 0.0 for kind, payload in server.payloads if kind == "probe")
 
 
 def test_a_well_behaved_server_gives_complete_records(served, records_dir):

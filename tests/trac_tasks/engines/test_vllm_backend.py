@@ -404,3 +404,24 @@ def test_the_fallback_writes_the_same_records_as_the_step_loop(lm, tmp_path):
         assert trace_probe.num_prompt_tokens == record.prompt_token_count + trace_probe.context_tokens + cue_tokens
         assert 0 < len(trace_probe.token_ids) <= 16 and trace_probe.seconds > 0
         assert record.timing["generation_seconds"] > 0
+
+
+def test_a_decoded_probe_asks_vllm_for_the_probe_temperature_and_a_scoring_stays_greedy():
+    """docs/method.md#probe-decoding-and-cutting: greedy by default; sampled at ``trac.probe_temperature`` with the
+    primary's top-p; teacher-forced scoring reads given tokens at temperature 0 either way."""
+    from types import SimpleNamespace
+
+    from vllm import SamplingParams
+
+    from trac_tasks.engines.vllm_backend import VllmTracRunner
+    from trac_tasks.generation.chunk import ProbeJob
+
+    runner = VllmTracRunner.__new__(VllmTracRunner)  # the request builder alone, without an engine
+    runner.sampling_params = SamplingParams
+    probe = ProbeJob(0, "trace", DEFAULT_CUE, [1, 2, 3], "reasoning", 2)
+    score = ProbeJob(0, "teacher_forced", DEFAULT_CUE, [1, 2, 3], "reasoning", 2, kind="score", tokens=(4,))
+    for sampling in ((0.0, 1.0), (0.7, 0.95)):
+        trace = SimpleNamespace(config=SimpleNamespace(top_k=5), probe_sampling=sampling)
+        _, params = runner._job_request(probe, trace)
+        assert (params.temperature, params.top_p, params.max_tokens, params.logprobs) == (*sampling, 16, 5)
+        assert runner._job_request(score, trace)[1].temperature == 0.0

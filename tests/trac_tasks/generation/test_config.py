@@ -40,6 +40,10 @@ def _config(gen_kwargs: dict | None = None, **switches) -> TracConfig:
         ({"prefix_probes": [0, 0.5]}, "trac.prefix_probes must be fractions strictly between 0 and 1, got [0]"),
         ({"prefix_probes": [0.5, 0.25]}, "trac.prefix_probes must be strictly increasing (sorted, no repeats)"),
         ({"prefix_probes": [0.5, 0.5]}, "trac.prefix_probes must be strictly increasing (sorted, no repeats)"),
+        ({"probe_temperature": -0.1}, "trac.probe_temperature must be a finite number >= 0, got -0.1"),
+        ({"probe_temperature": "0.7"}, "trac.probe_temperature must be a finite number >= 0, got '0.7'"),
+        ({"probe_temperature": float("inf")}, "trac.probe_temperature must be a finite number >= 0, got inf"),
+        ({"probe_temperature": True}, "trac.probe_temperature must be a finite number >= 0, got True"),
     ],
 )
 def test_a_switch_of_the_wrong_type_names_the_task_and_the_switch(switches, message):
