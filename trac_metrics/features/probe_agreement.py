@@ -32,6 +32,8 @@ LEGACY_PROBE_NOTE = (
 UNINFORMATIVE_GAP = 0.1
 """Agreement on wrong responses within this of agreement on correct ones marks the probe's agreement as carrying
 (almost) no signal; the paper's gap is 0.629."""
+UNINFORMATIVE_NOTE = "no signal in its agreement: the probe agrees on wrong answers about as often as on correct ones"
+"""What the page says of a pair whose probe is :attr:`ProbeAgreement.uninformative`."""
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from typing import Any
 import pandas as pd
 
 from trac_metrics.features.cache_share import low_share_warning
+from trac_metrics.features.probe_agreement import UNINFORMATIVE_NOTE
 from trac_metrics.reporting.model.pairs import PairFigures, QuestionRows
 from trac_metrics.reporting.model.statistics import RankedSummary, ReportStatistics
 from trac_metrics.reporting.report_data import ReportData
@@ -134,6 +135,7 @@ def _pair(model: ReportModel, index: int) -> dict[str, Any]:
             "wrong": number(counts.agreement.share_wrong),
             "line": counts.agreement.line(),
             "warning": counts.agreement.reads_answer or counts.agreement.uninformative,
+            "note": UNINFORMATIVE_NOTE if counts.agreement.uninformative else None,
         },
     }
 

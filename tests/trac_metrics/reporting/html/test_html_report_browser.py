@@ -38,6 +38,7 @@ from testenv import REPO
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.cli import main
+from trac_metrics.features.probe_agreement import UNINFORMATIVE_NOTE
 from trac_metrics.features.vectors import TAIL_WINDOW
 from trac_metrics.methods import get
 from trac_metrics.records import iter_records
@@ -174,7 +175,8 @@ def test_the_page_opens_offline_with_its_leaderboard(page: Page, written: dict) 
     )
     assert shown == [
         [
-            f"{pair.model} / {pair.task} (T=0.7→greedy): {pair.probe_agreement.line()}",
+            f"{pair.model} / {pair.task} (T=0.7→greedy): {pair.probe_agreement.line()}"
+            + (f" — {UNINFORMATIVE_NOTE}" if pair.probe_agreement.uninformative else ""),
             pair.probe_agreement.uninformative or pair.probe_agreement.reads_answer,
         ]
         for pair in written["pairs"]

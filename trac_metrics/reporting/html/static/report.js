@@ -1619,7 +1619,8 @@
       h(
         "li",
         { class: pair.probe_agreement.warning ? "warning" : null },
-        `${modelName(pair.model)} / ${pair.task} (${pair.decoding}): ${pair.probe_agreement.line}`,
+        `${modelName(pair.model)} / ${pair.task} (${pair.decoding}): ${pair.probe_agreement.line}` +
+          (pair.probe_agreement.note ? ` — ${pair.probe_agreement.note}` : ""),
       ),
     ),
   );
