@@ -246,6 +246,27 @@ def paired_table(report: ReportStatistics | ReportData) -> ReportTable:
     return ReportTable("paired_differences", "Paired differences against self-consistency", frame, {}, note)
 
 
+def paired_per_pair_table(report: ReportStatistics | ReportData) -> ReportTable:
+    """Each pair's own TrAC − SC@K and CF@K − SC@K AUROC difference, with the interval and one-sided p of a bootstrap
+    of its questions alone (docs/method.md#paired-differences): the paper's per-pair fusion table."""
+    statistics = _statistics(report)
+    k = statistics.k
+    records, index = [], []
+    for a, b in COMPARISONS:
+        for pair, difference in zip(statistics.data.pairs, statistics.paired_by_pair.get((a, b), ()), strict=True):
+            index.append((pair.name, f"{method_label(a, k)} − {method_label(b, k)}"))
+            records.append({name: getattr(difference, name) for name in ("difference", "lo", "hi", "p")})
+    frame = pd.DataFrame(records, index=pd.MultiIndex.from_tuples(index, names=["pair", "comparison"]))
+    note = _notes(
+        "AUROC of the first method minus the second on each pair alone. lo / hi: "
+        f"{statistics.level:.0%} percentile interval of the differences over {statistics.data.n_resamples} bootstrap "
+        "resamples of the pair's questions (stratified by correctness, the report's seed); p: the share of those "
+        "resamples where the first method is not better. One test per row: read many rows as many tests. NaN where "
+        "either method is undefined on the pair.",
+    )
+    return ReportTable("paired_per_pair", "Paired differences per pair (AUROC)", frame, {}, note)
+
+
 def per_pair_table(report: ReportStatistics | ReportData) -> ReportTable:
     """Every pair: questions, accuracy, K, the probe's agreement with the primary answer on correct and on wrong
     responses (docs/method.md#probe-agreement) and the AUROC of each leaderboard method (what each macro averages)."""
@@ -355,7 +376,7 @@ def ranked_table(summary: RankedSummary) -> ReportTable:
 
 def leaderboard_tables(report: ReportStatistics | ReportData) -> list[ReportTable]:
     """The leaderboard tables, in report order: Table 1, the ranked summary (AUROC against the default reference),
-    intervals, calibration and rejection, paired differences, per pair."""
+    intervals, calibration and rejection, paired differences (macro, then per pair), per pair."""
     statistics = _statistics(report)
     return [
         main_table(statistics),
@@ -363,5 +384,6 @@ def leaderboard_tables(report: ReportStatistics | ReportData) -> list[ReportTabl
         ci_table(statistics),
         calibration_table(statistics),
         paired_table(statistics),
+        paired_per_pair_table(statistics),
         per_pair_table(statistics),
     ]

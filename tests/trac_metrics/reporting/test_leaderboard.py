@@ -21,6 +21,7 @@ from trac_metrics.reporting import leaderboard
 from trac_metrics.reporting.leaderboard import (
     ci_table,
     main_table,
+    paired_per_pair_table,
     paired_table,
     per_pair_table,
     ranked_table,
@@ -389,3 +390,20 @@ def test_the_leaderboard_reads_each_method_metric_once_whatever_the_tasks(six_ta
     leaderboard.main_table(six_task_report)
     assert len({pair.task for pair in six_task_report.pairs}) == 6
     assert len(calls) <= 2 * len(set(calls))  # per-task means, then the macro: not once per task
+
+
+def test_each_pair_has_its_own_paired_difference_from_a_bootstrap_of_its_questions(data):
+    """docs/method.md#paired-differences: per pair, TrAC − SC@K in AUROC, its interval and p from that pair's questions
+    alone (the report's bootstrap restricted to the pair)."""
+    table = paired_per_pair_table(data)
+    k = str(K)
+    for index, pair in enumerate(data.pairs):
+        row = table.frame.loc[(pair.name, f"{method_label('trac', k)} − {method_label('sc_modal', k)}")]
+        expected = data.per_pair("trac", "auroc")[index] - data.per_pair("sc_modal", "auroc")[index]
+        assert row["difference"] == pytest.approx(expected)
+        alone = data.bootstrap_subset([index], ["trac", "sc_modal"], ["auroc"])["auroc"]
+        interval = alone.paired_difference("trac", "sc_modal", 0.95, higher_is_better=True)
+        assert (row["lo"], row["hi"]) == pytest.approx((interval["lo"], interval["hi"]))
+        differences = alone.samples[:, 0] - alone.samples[:, 1]
+        assert row["p"] == pytest.approx(np.mean(differences[~np.isnan(differences)] <= 0))
+    assert len(table.frame) == len(data.pairs) * 4

@@ -14,7 +14,7 @@ import math
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -24,11 +24,11 @@ from trac_metrics.features.evidence import task_accuracy
 from trac_metrics.features.probe_agreement import ProbeAgreement
 from trac_metrics.methods import Family, get
 from trac_metrics.reporting.model.methods import k_label, leaderboard_methods, method_label
-from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, ReportData
+from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, ReportData, bootstrap_all, bootstrapped_metrics
 from trac_metrics.reporting.summary_table import HEADLINE_METRICS
 from trac_metrics.reporting.tables import ReportTable, rank_marks
 from trac_metrics.selective import HIGHER_IS_BETTER, METRIC_NAMES
-from trac_metrics.selective.bootstrap import mean_of_defined
+from trac_metrics.selective.bootstrap import BootstrapResult, mean_of_defined
 
 COMPARISONS = (("trac", "sc_modal"), ("trac", "sc_primary"), ("cf", "sc_modal"), ("cf", "sc_primary"))
 """Paired differences (docs/method.md#paired-differences): TrAC − SC@K and Consensus Fusion@K − SC@K (modal and
@@ -124,8 +124,10 @@ class ReportStatistics:
     """Every number the leaderboard tables and the page's summaries show, for the leaderboard methods (and the methods
     of :data:`COMPARISONS`): ``per_pair[metric][method]`` (one value per pair, NaN where undefined),
     ``macro[metric][method]``, ``task_means[metric][method][task]`` (of :data:`BOOTSTRAP_METRICS`),
-    ``latency[method]``, ``evaluated_on[method]`` (the pairs that scored it), ``paired[metric, method, reference]`` and
-    ``ranked[metric]`` (every bootstrapped metric), all at one interval ``level``."""
+    ``latency[method]``, ``evaluated_on[method]`` (the pairs that scored it), ``paired[metric, method, reference]``,
+    ``paired_by_pair[method, reference]`` (each pair's own AUROC difference of the :data:`COMPARISONS`, from a
+    bootstrap of that pair's questions alone) and ``ranked[metric]`` (every bootstrapped metric), all at one interval
+    ``level``."""
 
     data: ReportData
     level: float
@@ -139,6 +141,7 @@ class ReportStatistics:
     evaluated_on: Mapping[str, int]
     paired: Mapping[tuple[str, str, str], PairedDifference]
     ranked: Mapping[str, RankedSummary]
+    paired_by_pair: Mapping[tuple[str, str], tuple[PairedDifference, ...]] = field(default_factory=dict)
 
     @property
     def methods(self) -> list[str]:
@@ -381,6 +384,53 @@ def report_statistics(data: ReportData, level: float = 0.95) -> ReportStatistics
         {method: sum(method in evaluation.scores for evaluation in data.evaluations) for method in methods},
         paired,
         ranked,
+        per_pair_differences(data, per_pair["auroc"], level),
+    )
+
+
+def per_pair_differences(
+    data: ReportData, auroc: Mapping[str, np.ndarray], level: float
+) -> dict[tuple[str, str], tuple[PairedDifference, ...]]:
+    """Each comparison of :data:`COMPARISONS` on each pair alone, in AUROC (docs/method.md#paired-differences): the
+    pair's difference (``auroc``: the per-pair values), and the percentile interval and one-sided p of the differences
+    over one bootstrap of that pair's questions (stratified by correctness, the report's resample count and seed, a
+    head's repetitions averaged as in the macro's); NaN where a method is undefined on the pair or missing from it."""
+    methods = list(dict.fromkeys(method for comparison in COMPARISONS for method in comparison))
+    metric = {"auroc": bootstrapped_metrics(data.ece_bins)["auroc"]}
+    results = []
+    for pair, evaluation in zip(data.pairs, data.evaluations, strict=True):
+        present = [method for method in methods if method in evaluation.scores]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TracWarning)
+            found = bootstrap_all([pair], [evaluation], present, metric, data.n_resamples, data.seed, jobs=1)
+        results.append(found["auroc"] if present else None)
+    return {
+        (a, b): tuple(_pair_difference(result, index, auroc, a, b, level) for index, result in enumerate(results))
+        for a, b in COMPARISONS
+    }
+
+
+def _pair_difference(
+    result: BootstrapResult | None, index: int, auroc: Mapping[str, np.ndarray], a: str, b: str, level: float
+) -> PairedDifference:
+    difference = auroc[a][index] - auroc[b][index]
+    if math.isnan(difference) or result is None or not {a, b} <= set(result.methods):
+        return PairedDifference(difference, math.nan, math.nan, math.nan, 0, 0, 0, 0, None)
+    interval = result.paired_difference(a, b, level, higher_is_better=True)
+    differences = result.samples[:, result.methods.index(a)] - result.samples[:, result.methods.index(b)]
+    defined = differences[~np.isnan(differences)]
+    tied = abs(difference) <= _TIE_TOLERANCE
+    better = not tied and difference > 0
+    return PairedDifference(
+        difference,
+        interval["lo"],
+        interval["hi"],
+        float(np.mean(defined <= 0)) if defined.size else math.nan,
+        int(better),
+        int(tied),
+        int(not tied and not better),
+        1,
+        None,
     )
 
 
