@@ -85,6 +85,7 @@ from trac_metrics.reporting.runs import (
     evaluate_pairs,
     find_record_files,
     load_pairs,
+    with_min_errors,
 )
 from trac_metrics.reporting.summary_table import (
     HEADLINE_TABLES,
@@ -284,6 +285,10 @@ def _report(args: argparse.Namespace) -> None:
         check_output(args.html, "--html", "file", parents=True, inputs={**inputs, **other})
     pairs = _read(args.runs, _options(args), args.jobs, primary_trace if args.html is not None else None)
     check_labellers(pairs, allow_mixed=args.mix_labellers)
+    notes = []
+    if args.min_errors:
+        pairs, note = with_min_errors(pairs, args.min_errors)
+        notes += [note] if note else []
     questions = [len(pair.evidences) for pair in pairs]
     # checked before the slow evaluation, with one score column: the least a report bootstraps
     needed = bootstrap_memory(questions, args.resamples, n_columns=1, n_metrics=len(BOOTSTRAP_METRICS))
@@ -298,6 +303,7 @@ def _report(args: argparse.Namespace) -> None:
         jobs=args.jobs,
         calibration_map=args.calibration_map,
         ece_bins=args.ece_bins,
+        extra_notes=notes,
     )
     model = build_report_model(data, with_pairs=args.html is not None)  # every number, once for both outputs
     if args.out is not None:
@@ -496,6 +502,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare runs labelled by different labellers (trac-eval's checker, Math-Verify); refused by default",
     )
     report.add_argument("--resamples", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)")
+    report.add_argument(
+        "--min-errors",
+        type=_positive_int,
+        metavar="N",
+        help="leave out the pairs with fewer than N wrong answers (the paper keeps BBH subtask pairs with >= 15)",
+    )
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     report.add_argument(
         "--jobs",

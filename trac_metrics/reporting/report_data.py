@@ -123,14 +123,16 @@ def build_report_data(
     jobs: int | None = None,
     calibration_map: str = DEFAULT_CALIBRATION_MAP,
     ece_bins: int = selective.DEFAULT_ECE_BINS,
+    extra_notes: Sequence[str] = (),
 ) -> ReportData:
     """Evaluate ``pairs`` (standard + analysis heads; baselines calibrated by ``calibration_map``, ECE over
     ``ece_bins`` bins) and bootstrap every metric of :func:`bootstrapped_metrics` for the common methods, on ``jobs``
-    processes (default: every CPU; the numbers do not depend on it)."""
+    processes (default: every CPU; the numbers do not depend on it). ``extra_notes`` go beside every table, after the
+    report's own (:func:`report_notes`)."""
     if not pairs:
         raise ValueError("a report needs at least one (model, task) pair")
     heads = head_features(Scope.TASK, Scope.REPORT)
-    notes = report_notes(pairs, heads)
+    notes = (*report_notes(pairs, heads), *extra_notes)
     with warnings.catch_warnings():
         # report_notes warned once per pair, naming the pair, for every head some of its questions lack
         warnings.filterwarnings("ignore", category=TracWarning, message=r".* head not reported: \d+ of \d+ questions")

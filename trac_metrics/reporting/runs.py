@@ -368,6 +368,18 @@ def check_labellers(pairs: Sequence[PairRun], allow_mixed: bool = False) -> None
         )
 
 
+def with_min_errors(pairs: Sequence[PairRun], min_errors: int) -> tuple[list[PairRun], str | None]:
+    """The pairs with at least ``min_errors`` wrong primary answers (``trac report --min-errors``: the paper keeps a
+    BBH subtask pair when it has at least 15 errors, docs/method.md#dataset-sources), and the note naming those left
+    out (None when none is). ValueError when no pair is left."""
+    kept = [pair for pair in pairs if int((pair.labels == 0).sum()) >= min_errors]
+    left = [f"{pair.name} ({int((pair.labels == 0).sum())})" for pair in pairs if pair not in kept]
+    if not kept:
+        raise ValueError(f"--min-errors {min_errors}: no pair has that many wrong answers ({', '.join(left)})")
+    note = f"Left out, with fewer than {min_errors} wrong answers (--min-errors): {', '.join(left)}." if left else None
+    return kept, note
+
+
 def dropped_methods(pair: PairRun, heads: Mapping[str, FeatureRow]) -> dict[str, int]:
     """The methods some but not all questions of ``pair`` can be scored by, each with how many of its questions lack
     it: a baseline score a question does not have, or a head's features (of ``heads``) it does not have, as in a run

@@ -240,18 +240,36 @@ def _bbh_source(path: str, data_dir: str | None, subtask: str) -> str:
     return str(Path(data_dir) / f"{subtask}.jsonl") if data_dir else path
 
 
-def bbh(path: str = "SaylorTwift/bbh", split: str = "test", data_dir: str | None = None, **_: Any) -> dict[str, Any]:
-    """``custom_dataset`` of ``trac_bbh``: the 27 subtasks pooled as one ``test`` split (see :func:`bbh_doc`).
+def bbh(
+    path: str = "SaylorTwift/bbh",
+    split: str = "test",
+    data_dir: str | None = None,
+    subtasks: Sequence[str] | None = None,
+    **_: Any,
+) -> dict[str, Any]:
+    """``custom_dataset`` of ``trac_bbh``: the 27 subtasks pooled as one ``test`` split (see :func:`bbh_doc`), or only
+    ``subtasks`` (the per-subtask tasks ``trac_bbh_<subtask>``, docs/method.md#dataset-sources).
 
     Each subtask is the hub config of that name in ``path``, or, when ``data_dir`` is given, the file
-    ``<data_dir>/<subtask>.jsonl`` in the hub schema. Other keyword arguments (lm-eval's metadata) are ignored.
+    ``<data_dir>/<subtask>.jsonl`` in the hub schema. Other keyword arguments (lm-eval's metadata) are ignored. An
+    unknown subtask name is refused, naming the 27.
     """
+    chosen = BBH_SUBTASKS if subtasks is None else tuple(subtasks)
+    unknown = sorted(set(chosen) - set(BBH_SUBTASKS))
+    if unknown or not chosen:
+        raise ValueError(f"BBH subtasks {unknown or list(chosen)} unknown; the subtasks are {list(BBH_SUBTASKS)}")
     rows = [
         bbh_doc(row, subtask)
-        for subtask in BBH_SUBTASKS
+        for subtask in chosen
         for row in load_split(_bbh_source(path, data_dir, subtask), subtask, split)
     ]
     return {"test": _dataset(rows, "trac_bbh")}
+
+
+def first_rows(dataset: Any, count: int = 800) -> Any:
+    """The first ``count`` rows of ``dataset`` in its order (``process_docs`` of ``trac_gsm8k_800``: the paper ran
+    800 GSM8K problems without saying which, docs/method.md#dataset-sources); all of them when it has fewer."""
+    return dataset.select(range(min(count, len(dataset))))
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from trac_metrics._warnings import TracWarning
 from trac_metrics.cli import main
 from trac_metrics.features.evidence import EvidenceOptions
 from trac_metrics.records import RecordWriter, iter_records
-from trac_metrics.reporting.runs import check_labellers, load_pairs
+from trac_metrics.reporting.runs import check_labellers, load_pairs, with_min_errors
 
 
 def write_run(root: Path, model: str, labeller: str | None, n_questions: int = 6) -> Path:
@@ -119,3 +119,22 @@ def test_a_pair_mixing_both_probes_is_refused_naming_the_files(tmp_path: Path) -
         load_pairs([kept, old], jobs=1)
     message = str(error.value)
     assert f"(schema trac-record/1) in {old.resolve()}" in message and f"in {kept.resolve()}" in message
+
+
+def test_min_errors_keeps_the_pairs_with_enough_wrong_answers_and_the_report_names_the_others(tmp_path: Path) -> None:
+    """The paper's rule for BBH subtasks (docs/method.md#dataset-sources): a pair enters with at least 15 errors."""
+    runs = [write_run(tmp_path, model, None, n_questions=n) for model, n in (("small", 6), ("large", 40))]
+    pairs = load_pairs(runs, jobs=1)
+    errors = {pair.model: int((pair.labels == 0).sum()) for pair in pairs}
+    threshold = errors["large"]
+    assert errors["small"] < threshold
+    kept, note = with_min_errors(pairs, threshold)
+    assert [pair.model for pair in kept] == ["large"]
+    assert note == f"Left out, with fewer than {threshold} wrong answers (--min-errors): small / t ({errors['small']})."
+    assert with_min_errors(pairs, 1) == (pairs, None)
+    with pytest.raises(ValueError, match=f"--min-errors {threshold + 1}: no pair has that many wrong answers"):
+        with_min_errors(pairs, threshold + 1)
+    report = tmp_path / "report"
+    main(["report", *map(str, runs), "--out", str(report), "--resamples", "50", "--min-errors", str(threshold)])
+    leaderboard = (report / "leaderboard.md").read_text()
+    assert "1 (model, task) pair(s)" in leaderboard and note in leaderboard
