@@ -116,6 +116,8 @@ _RESPONSE_ARRAYS = {
     "topk_mean_logprob": np.float16,
 }
 _PROBE_ARRAYS = {"token_ids": np.int32, "token_logprobs": np.float32, "top_logprobs": np.float32}
+_OPTIONAL_ARRAYS = {"vocabulary_mean_logprob": np.float32}
+"""Per-token arrays a record holds only where its engine gave them (docs/architecture.md#per-token-arrays)."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,7 @@ _ENTROPIES = _Values("finite entropies >= 0", lambda values: np.isfinite(values)
 _ARRAY_VALUES = {
     "token_ids": _TOKEN_IDS,
     "token_logprobs": _LOGPROBS,
+    "vocabulary_mean_logprob": _LOGPROBS,
     "topk_entropy": _ENTROPIES,
     "topk_mean_logprob": _LOGPROBS,
     "top_logprobs": _PADDED_LOGPROBS,
@@ -543,9 +546,22 @@ class ResponseRecord:
     labeller: str | None = None
     prefix_probes: tuple[ProbeRecord, ...] = ()
     reasoning_tokens: int | None = None
+    vocabulary_mean_logprob: np.ndarray | None = None
+    """Per generated token, the mean log-probability over the whole vocabulary (float32[T]), where the engine had the
+    full distribution (the HF backend): the input of the full-vocabulary self-certainty (docs/method.md#self-certainty).
+    Absent elsewhere."""
 
     def __post_init__(self) -> None:
         _store_as_stored(self, _RESPONSE_ARRAYS)
+        if self.vocabulary_mean_logprob is not None:
+            vocabulary = np.asarray(self.vocabulary_mean_logprob, dtype=np.float32)
+            object.__setattr__(self, "vocabulary_mean_logprob", vocabulary)
+            if vocabulary.shape != self.token_ids.shape:
+                raise RecordFormatError(
+                    f"record {self.task}/{self.doc_id}: vocabulary_mean_logprob has shape {vocabulary.shape}, its "
+                    f"{len(self.token_ids)} generated tokens need ({len(self.token_ids)},)"
+                )
+            _check_values(vocabulary, "vocabulary_mean_logprob")
         object.__setattr__(self, "prefix_probes", tuple(self.prefix_probes))
         object.__setattr__(self, "metadata", _finite_or_null(self.metadata))
         if isinstance(self.reference, list):
@@ -592,6 +608,9 @@ class ResponseRecord:
             value = getattr(self, item.name)
             if item.name in _RESPONSE_ARRAYS:
                 out[item.name] = encode_array(value, _RESPONSE_ARRAYS[item.name])
+            elif item.name in _OPTIONAL_ARRAYS:
+                if value is not None:  # written only where the engine gave it
+                    out[item.name] = encode_array(value, _OPTIONAL_ARRAYS[item.name])
             elif item.name == "probes":
                 out["probes"] = {name: _probe_to_dict(probe) for name, probe in value.items()}
             elif item.name == "prefix_probes":
@@ -619,7 +638,7 @@ class ResponseRecord:
                 f"{LEGACY_SCHEMA!r}); re-run the generation or use the trac-eval version that wrote it"
             )
         legacy = schema == LEGACY_SCHEMA
-        values = _read_fields(payload, cls, _RESPONSE_FIELDS, _RESPONSE_ARRAYS)
+        values = _read_fields(payload, cls, _RESPONSE_FIELDS, {**_RESPONSE_ARRAYS, **_OPTIONAL_ARRAYS})
         values["probes"] = {
             name: _probe_from_dict(probe, f"probes.{name}.", legacy) for name, probe in values.get("probes", {}).items()
         }

@@ -81,8 +81,9 @@ def synthetic_task(n_questions: int, seed: int = 0, accuracy: float = 0.5, **kwa
 
 def with_every_input(records: list[ResponseRecord], rng: np.random.Generator) -> list[ResponseRecord]:
     """The question's records with what the optional methods read added to the primary: P(True) (and its seconds),
-    the question-only, shuffled-trace, teacher-forced and after-the-answer probes (docs/method.md#probe-variants) and
-    prefix probes at 0.25, 0.5 and 0.75 of its trace (docs/method.md#prefix-probes)."""
+    the question-only, shuffled-trace, teacher-forced and after-the-answer probes (docs/method.md#probe-variants),
+    prefix probes at 0.25, 0.5 and 0.75 of its trace (docs/method.md#prefix-probes) and the full-vocabulary means
+    of an HF run (docs/method.md#self-certainty)."""
     primary, *others = records
     trace = primary.probes["trace"]
     probes = dict(primary.probes)
@@ -120,6 +121,7 @@ def with_every_input(records: list[ResponseRecord], rng: np.random.Generator) ->
         primary,
         probes=probes,
         prefix_probes=prefix_probes,
+        vocabulary_mean_logprob=np.minimum(primary.token_logprobs - rng.uniform(5, 8), -5.0),
         p_true=float(rng.uniform(0.05, 0.95)),
         timing={**primary.timing, "p_true_seconds": 0.004 * (1 + rng.random())},
     )

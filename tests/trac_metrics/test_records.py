@@ -888,3 +888,19 @@ def test_a_non_finite_or_out_of_range_array_value_is_one_line_naming_file_line_a
     for command in (["evaluate", path], ["report", path, "--out", tmp_path / "out"]):
         message = trac_failure(*command)
         assert f"{path}:2: malformed record: " in message and expected in message, message
+
+
+def test_the_vocabulary_means_of_an_hf_run_round_trip_and_are_written_only_when_present(tmp_path: Path) -> None:
+    """docs/architecture.md#response-fields: ``vocabulary_mean_logprob`` is stored where the engine gave it, checked
+    like the other log-probabilities, one per generated token."""
+    plain = make_record()
+    assert "vocabulary_mean_logprob" not in plain.to_dict()
+    means = np.full(plain.num_tokens, -9.5, dtype=np.float32)
+    full = replace(plain, vocabulary_mean_logprob=means)
+    RecordWriter(tmp_path / "run.jsonl").write_batch([full])
+    (read,) = iter_records(tmp_path / "run.jsonl")
+    np.testing.assert_array_equal(read.vocabulary_mean_logprob, means)
+    with pytest.raises(RecordFormatError, match="vocabulary_mean_logprob has shape"):
+        replace(plain, vocabulary_mean_logprob=means[:-1])
+    with pytest.raises(RecordFormatError, match="vocabulary_mean_logprob"):
+        replace(plain, vocabulary_mean_logprob=np.full(plain.num_tokens, 0.5))

@@ -91,6 +91,16 @@ def self_certainty(topk_mean_logprobs: Sequence[float] | np.ndarray, k: int) -> 
     return float(-math.log(k) - values.mean())
 
 
+def full_self_certainty(vocabulary_mean_logprobs: Sequence[float] | np.ndarray) -> float:
+    """Self-certainty over the whole vocabulary (docs/method.md#self-certainty), where the engine had the full
+    distribution: KL_t(U ‖ p_t) = −log V − mean_{v ∈ V} log p_t(v), so the score −(1/T) Σ_t mean_v log p_t(v) is the
+    mean KL plus log V, a constant of the model (the ranking and the calibrated probability are the KL's)."""
+    values = finite_sequence(vocabulary_mean_logprobs, "vocabulary_mean_logprobs")
+    if values.size == 0:
+        return _nan_with_warning("full_self_certainty: response has no tokens")
+    return float(-values.mean())
+
+
 def deepconf_bottom(
     topk_mean_logprobs: Sequence[float] | np.ndarray,
     window: int = DEEPCONF_WINDOW,

@@ -40,6 +40,7 @@ PREFIX_PROBE_SCORES = ("answer_convergence", "prefix_agreement", "prefix_agreeme
 """The prefix-probe scores TrAC + prefix probes appends to [φ_A; φ_P], as the evidence stores them (higher = more
 confident; docs/method.md#trac-with-prefix-probes)."""
 P_TRUE_SWITCH = "trac: p_true: true"
+FULL_VOCABULARY_SWITCH = "--model hf (the engine that gives the full next-token distribution)"
 
 # ------------------------------------------------------------------------------ baselines (docs/method.md#baselines)
 
@@ -51,6 +52,13 @@ def _mean_logprob(question: Question) -> float:
 def _self_certainty(question: Question) -> float:
     primary = question.primary
     return baselines.self_certainty(primary.topk_mean_logprob.astype(np.float64), primary.top_k)
+
+
+def _full_self_certainty(question: Question) -> float | None:
+    """Self-certainty over the whole vocabulary (docs/method.md#self-certainty); None where the engine gave only the
+    top-k (vLLM, a served model)."""
+    means = question.primary.vocabulary_mean_logprob
+    return None if means is None else baselines.full_self_certainty(means.astype(np.float64))
 
 
 def _deepconf_bottom(question: Question) -> float:
@@ -325,6 +333,17 @@ BUILTIN_METHODS = (
         score=_self_certainty,
         leaderboard_row=2,
         summary="How far each token's top-k distribution is from uniform (KL), averaged over the response",
+        doc="docs/method.md#self-certainty",
+    ),
+    Method(
+        "self_certainty_full",
+        "Self-certainty (full vocabulary)",
+        SINGLE,
+        ONE_GENERATION,
+        score=_full_self_certainty,
+        leaderboard_row=None,
+        switch=FULL_VOCABULARY_SWITCH,
+        summary="Self-certainty over the whole vocabulary, where the engine has the full distribution (HF backend)",
         doc="docs/method.md#self-certainty",
     ),
     Method(

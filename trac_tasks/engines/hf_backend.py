@@ -209,7 +209,7 @@ class HfTracRunner(TracRunner):
             zip(batch.indices, batch.prompts, generated_rows, strict=True)
         ):
             ends_with_eos = bool(generated) and generated[-1] in self.end_ids
-            chosen, top = logprob_rows[row]
+            chosen, top, vocabulary_means = logprob_rows[row]
             traces.append(
                 Trace(
                     request=chunk.requests[index],
@@ -227,6 +227,7 @@ class HfTracRunner(TracRunner):
                     else "stop",
                     chosen=chosen,
                     top=top,
+                    vocabulary_mean=vocabulary_means,
                     seconds=seconds * len(generated) / total_tokens,  # the batch's time, shared by generated tokens
                     until=tuple(batch.until),
                     **self._applied_decoding(batch.kwargs),

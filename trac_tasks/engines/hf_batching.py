@@ -67,25 +67,30 @@ class StepLogprobs:
         self.latest = logits[:, -1, :]
 
     def record(self, input_ids: Any, running: Sequence[bool]) -> None:
-        """The logprob of each row's newest token and its top-k at that step, kept on the device with the rows
-        still running (read on the host once, by :meth:`rows`)."""
+        """The logprob of each row's newest token, its top-k and the mean logprob over the whole vocabulary at that
+        step (the full-vocabulary self-certainty's input, docs/method.md#self-certainty), kept on the device with
+        the rows still running (read on the host once, by :meth:`rows`)."""
+        import torch
+
         chosen, top = read_logprobs(self.latest[:, None], input_ids[:, -1:], max(self.top_ks))
-        self.steps.append((chosen[:, 0], top[:, 0], list(running)))
+        vocabulary_mean = torch.log_softmax(self.latest.float(), dim=-1).mean(-1)
+        self.steps.append((chosen[:, 0], top[:, 0], vocabulary_mean, list(running)))
         self.latest = None
 
-    def rows(self) -> list[tuple[list[float], list[list[float]]]]:
-        """Per row: the logprob of each token it generated and the top-k (``top_ks[row]`` of them) at each step it
-        was running."""
+    def rows(self) -> list[tuple[list[float], list[list[float]], list[float]]]:
+        """Per row: the logprob of each token it generated, the top-k (``top_ks[row]`` of them) and the mean logprob
+        over the vocabulary at each step it was running."""
         import torch
 
         if not self.steps:
-            return [([], []) for _ in self.top_ks]
-        chosen = torch.stack([step[0] for step in self.steps], dim=1).tolist()
-        top = torch.stack([step[1] for step in self.steps], dim=1).tolist()
+            return [([], [], []) for _ in self.top_ks]
+        chosen, top, means = (torch.stack([step[i] for step in self.steps], dim=1).tolist() for i in range(3))
+        running = [step[3] for step in self.steps]
         return [
             (
-                [value for value, step in zip(chosen[row], self.steps, strict=True) if step[2][row]],
-                [values[:k] for values, step in zip(top[row], self.steps, strict=True) if step[2][row]],
+                [value for value, on in zip(chosen[row], running, strict=True) if on[row]],
+                [values[:k] for values, on in zip(top[row], running, strict=True) if on[row]],
+                [value for value, on in zip(means[row], running, strict=True) if on[row]],
             )
             for row, k in enumerate(self.top_ks)
         ]

@@ -143,13 +143,16 @@ def build_record(
     num_samples: int,
     decoding: Mapping[str, float],
     timing: Mapping[str, float],
+    vocabulary_mean_logprob: Sequence[float] | None = None,
 ) -> ResponseRecord:
     """Assemble the immutable record of one response of an lm-eval ``Instance`` (``num_samples``: K; ``decoding``:
     the primary temperature / top-p the engine applied and the probe temperature; ``text``: what lm-eval scores,
     ``generated_text``: the whole decoded generation, stored when it differs; ``marker``: the end-of-thinking
     marker in force, ``answer``: the answer read after it, :mod:`trac_tasks.generation.thinking`; ``prefix_probes``:
     its prefix probes in any order, stored in increasing order of fraction, docs/method.md#prefix-probes;
-    ``reasoning_tokens``: how many leading generated tokens are its reasoning, docs/method.md#trace-length)."""
+    ``reasoning_tokens``: how many leading generated tokens are its reasoning, docs/method.md#trace-length;
+    ``vocabulary_mean_logprob``: where the engine has the full distribution, the mean logprob over the vocabulary at
+    each position, docs/method.md#self-certainty)."""
     doc = request.doc
     kind = config.kind_for(doc)
     return ResponseRecord(
@@ -178,6 +181,9 @@ def build_record(
         label=label,
         label_source=config.label_source or None,
         labeller=None if config.labels == BUILT_IN_LABELLER else config.labels,
+        vocabulary_mean_logprob=None
+        if vocabulary_mean_logprob is None
+        else np.asarray(vocabulary_mean_logprob, dtype=np.float32),
         **summaries,
     )
 

@@ -117,6 +117,9 @@ class Trace:
     top_p: float
     until: tuple[str, ...] = ()
     """lm-eval's stop strings of the request (applied to the answer part after the thinking marker)."""
+    vocabulary_mean: Sequence[float] | None = None
+    """Per position, the mean logprob over the whole vocabulary, where the engine has the full distribution (the HF
+    backend): the full-vocabulary self-certainty's input (docs/method.md#self-certainty); None elsewhere."""
 
     @property
     def decoding(self) -> dict[str, float]:
@@ -341,6 +344,7 @@ class TracRunner(ABC):
             marker=self.marker_for(trace.config).text,
             finish_reason=trace.finish_reason,
             summaries=token_summaries(trace.chosen, trace.top, trace.config.top_k),
+            vocabulary_mean_logprob=trace.vocabulary_mean,
             probes=chunk.probes[index],
             prefix_probes=chunk.prefix_probes[index],
             reasoning_tokens=self.marker_for(trace.config).reasoning_length(trace.body_ids, self.decode),

@@ -20,6 +20,7 @@ from trac_metrics.features.baselines import (
     cocoa,
     confidence_weighted_vote,
     deepconf_bottom,
+    full_self_certainty,
     mean_logprob,
     sc_modal,
     sc_primary,
@@ -339,3 +340,16 @@ def test_sampling_baselines_need_k_samples_and_every_sample_s_tokens():
         scores = question_evidence([*records[:2], silent, records[3]])["baselines"]
     assert math.isnan(scores["cisc"]) and math.isnan(scores["cw_vote"])  # as the confidence-weighted vote
     assert math.isfinite(scores["cocoa"])  # reads only the primary's tokens
+
+
+def test_full_self_certainty_is_the_kl_from_uniform_over_the_vocabulary():
+    """docs/method.md#self-certainty: the score is the mean KL(U ‖ p_t) over the tokens plus log V, written out here
+    from the definition on full distributions."""
+    rng = np.random.default_rng(3)
+    logits = rng.normal(0, 3, size=(7, 50))
+    logprobs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    vocabulary = logprobs.shape[1]
+    kl = np.mean([np.sum((1 / vocabulary) * (np.log(1 / vocabulary) - row)) for row in logprobs])
+    assert full_self_certainty(logprobs.mean(axis=1)) == pytest.approx(kl + np.log(vocabulary))
+    with pytest.warns(TracWarning, match="no tokens"):
+        assert math.isnan(full_self_certainty([]))

@@ -137,6 +137,24 @@ def test_probes_on_the_reused_cache_find_what_a_full_computation_finds(random_ll
             assert abs(record.p_true - alone.p_true) < LOGPROB_TOLERANCE
 
 
+def test_the_hf_backend_stores_the_vocabulary_mean_of_every_generated_token(random_llama, tmp_path, monkeypatch):
+    """docs/method.md#self-certainty: one mean over the whole vocabulary per generated token, at most log(1 / V) (the
+    mean of logs is at most the log of the mean), and the full-vocabulary self-certainty scored from it."""
+    from trac_metrics.features.evidence import question_evidence
+
+    records, _, lm = _run(random_llama, tmp_path, monkeypatch, batch_size=4)
+    vocabulary = lm.model.config.vocab_size
+    for record in records:
+        means = record.vocabulary_mean_logprob
+        assert means is not None and means.shape == record.token_ids.shape
+        assert np.all(means <= -np.log(vocabulary) + 1e-4) and np.all(means <= record.token_logprobs + 1e-4)
+    primary = [record for record in records if record.repeat == 0][0]
+    question = [record for record in records if record.doc_id == primary.doc_id]
+    assert question_evidence(question)["baselines"]["self_certainty_full"] == pytest.approx(
+        -float(primary.vocabulary_mean_logprob.astype(np.float64).mean())
+    )
+
+
 def test_a_sampled_probe_row_draws_within_its_nucleus_and_a_greedy_row_takes_the_argmax():
     """docs/method.md#probe-decoding-and-cutting: a row at temperature 0 is greedy; a sampled row draws in
     proportion to the tempered probabilities, never outside its top-p nucleus."""
