@@ -21,16 +21,16 @@ from trac_metrics.reporting.runs import load_pairs
 
 RESUMED = (
     "m / resumed: not reported, as some questions lack their scores (a run resumed without the switch that computes "
-    "them?): p_true (6 of 24), answer_convergence (6 of 24), prefix_agreement (6 of 24), prefix_agreement_weighted "
-    "(6 of 24), pce_question_only (6 of 24), pce_shuffled_trace (6 of 24), pce_teacher_forced (6 of 24), "
-    "pce_after_answer (6 of 24), pce_answer_support (6 of 24), trac_prefix (6 of 24), convergence_final (6 of 24), "
-    "p_true_pce (6 of 24)."
+    "them?): self_certainty_full (6 of 24), p_true (6 of 24), answer_convergence (6 of 24), prefix_agreement "
+    "(6 of 24), prefix_agreement_weighted (6 of 24), pce_question_only (6 of 24), pce_shuffled_trace (6 of 24), "
+    "pce_teacher_forced (6 of 24), pce_after_answer (6 of 24), pce_answer_support (6 of 24), trac_prefix (6 of 24), "
+    "convergence_final (6 of 24), p_true_pce (6 of 24)."
 )
 
 
 def write_pair(root: Path, task: str, switched_on: range, labeller: str | None = None) -> None:
-    """24 questions of model m on ``task``; the questions in ``switched_on`` carry P(True), the probe variants and
-    prefix probes (a run resumed without those switches for the others)."""
+    """24 questions of model m on ``task``; the questions in ``switched_on`` carry P(True), the vocabulary means,
+    the probe variants and prefix probes (a run resumed without those switches for the others)."""
     rng = np.random.default_rng(len(task))
     writer = RecordWriter(root / task / "trac_records" / f"{task}.2026-01-01T00-00-00.jsonl")
     for doc_id in range(24):
