@@ -33,7 +33,7 @@ from trac_metrics.answers._latex import (
     relation_sides,
     top_level_split,
 )
-from trac_metrics.answers.normalization import math_form, normalize_answer
+from trac_metrics.answers.normalization import MathForm, math_form, normalize_answer
 from trac_metrics.answers.numbers import as_number, exact_latex, number_verdict
 from trac_metrics.answers.structures import structure, structures_equivalent
 from trac_metrics.answers.symbolic import (
@@ -145,11 +145,26 @@ def _bounded_math_equivalent(first: str, second: str) -> bool | None:
     return within_budget(_math_equivalent_normalized, first, second)
 
 
+def _as_assignment_list(form: MathForm) -> MathForm:
+    """A tuple of names given a tuple of values (``(m, n) = (5, 7)``) as the list of assignments it makes
+    (``m = 5, n = 7``: names sorted, values in their order, ``by_name``); any other form as it is."""
+    if form.by_name or form.name is None or form.value is None:
+        return form
+    if not all(text.startswith("(") and text.endswith(")") for text in (form.name, form.value)):
+        return form
+    names, values = top_level_split(form.name[1:-1]), top_level_split(form.value[1:-1])
+    if names is None or values is None or len(names) != len(values) or len(names) < 2:
+        return form
+    pairs = sorted(zip(names, values, strict=True))
+    return MathForm(",".join(value for _, value in pairs), ",".join(name for name, _ in pairs), by_name=True)
+
+
 def _named_math_equivalent(a: str | None, b: str | None) -> bool:
     """Math equivalence of two raw answers: assignments of values to two different names differ (``y = 4`` ≢
     ``x = 4``, ``b = 7`` ≢ ``c = 7``, ``x \\in [2, 9)`` ≢ ``y \\in [2, 9)``); two lists of assignments to the same
-    names compare name by name (``a_1 = 2, a_2 = 1`` ≢ ``a_1 = 1, a_2 = 2``); otherwise the values decide, so a bare
-    value matches a named one (``x = 4`` ≡ ``4``, ``x_1 = 1, x_2 = 2`` ≡ ``2, 1``)."""
+    names compare name by name (``a_1 = 2, a_2 = 1`` ≢ ``a_1 = 1, a_2 = 2``), a tuple of names given a tuple of
+    values as its list (``(m, n) = (5, 7)`` ≡ ``m = 5, n = 7`` ≢ ``m = 7, n = 5``); otherwise the values decide, so
+    a bare value matches a named one (``x = 4`` ≡ ``4``, ``x_1 = 1, x_2 = 2`` ≡ ``2, 1``)."""
     if a is None or b is None:
         return False
     check_str(a, "answer")
@@ -157,6 +172,8 @@ def _named_math_equivalent(a: str | None, b: str | None) -> bool:
     first, second = math_form(a), math_form(b)
     if first.value is None or second.value is None:
         return False
+    if first.by_name != second.by_name:  # (m, n) = (5, 7) against m = 5, n = 7: name by name
+        first, second = _as_assignment_list(first), _as_assignment_list(second)
     if first.name is not None and second.name is not None:
         if first.name != second.name:
             return False

@@ -34,17 +34,17 @@ _REASON_IN_WORDS_RE = re.compile(rf"{_REASON_RE.pattern}|,\s+(?!(?:and|or)\b)(?=
 in the math kind also a comma before a word ("2, since …")."""
 _NEGATION_RE = re.compile(
     r"(?:\b(?:not|cannot|can't|isn't|aren't|never|neither|nor|(?:less|fewer|more|greater|larger|smaller|bigger|higher"
-    r"|lower|other|different)\s+than|different\s+from|at\s+(?:least|most)|exceeds?|except)\b"
+    r"|lower|other|different)\s+than|different\s+from|at\s+(?:least|most)|exceeds?|except|between\s+\S+\s+and)\b"
     r"|\\(?:neq?|[lg]eq?|[lg]eqslant|[lg]t)(?![A-Za-z])|[<>≠≤≥])[\s$]*(?:be\s+|equal\s+to\s+|equals?\s+)?[\s$]*$",
     re.IGNORECASE,
 )
 _NEGATED_START_RE = re.compile(
-    r"(?:not|cannot|never|(?:less|fewer|more|greater|larger|smaller|other)\s+than|at\s+(?:least|most))\b"
+    r"(?:not|cannot|never|(?:less|fewer|more|greater|larger|smaller|other)\s+than|at\s+(?:least|most)|between)\b"
     r"|\$?\s*(?:\\(?:neq?|[lg]eq?|[lg]t)(?![A-Za-z])|[<>≠≤≥])",
     re.IGNORECASE,
 )
 """A statement that does not state the value after it: a negation or a bound just before it ("is not 7", "cannot be
-7", "is less than 7", "at least 7", ``\\neq 7``)."""
+7", "is less than 7", "at least 7", "between 1 and 7", ``\\neq 7``)."""
 _WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _ENGLISH_WORD_RE = re.compile(r"(?<![\\A-Za-z])(?=[A-Z]?[a-z])[A-Za-z]{2,}")
 """A word of prose, not a product of symbols or a segment name: two letters or more, lowercase after the first,
@@ -99,10 +99,13 @@ def _answer_region(text: str, marker: str | None) -> str:
 
 
 def _boxes(text: str) -> list[_Box]:
-    """Every non-empty, brace-balanced ``\\boxed``/``\\fbox`` of ``text``: span and stripped content."""
+    """Every non-empty, brace-balanced ``\\boxed``/``\\fbox`` of ``text`` that is not inside another one (the outer
+    box of ``\\boxed{\\boxed{49}+1}`` is the answer, docs/method.md#answer-extraction): span and stripped content."""
     closing = matching_braces(text)
-    found = []
+    found: list[_Box] = []
     for match in _BOX_RE.finditer(text):
+        if found and match.start() < found[-1].end:  # inside the previous box
+            continue
         if match.group(1) is None:  # "\\boxed 5." form: a single token, sentence period excluded
             content, end = match.group(2).rstrip("."), match.end()
         elif match.start(1) in closing:

@@ -28,6 +28,7 @@ from trac_metrics.answers.translation import (
     magnitude,
     mixed_number,
     python_powers,
+    repeating_decimal,
     thousands_groups,
     unicode_roots,
     upright_constants,
@@ -43,10 +44,18 @@ _UNIT_CONTENT_RE = re.compile(r"[\s~]*[A-Za-z][A-Za-z\s~./\-^{}0-9,\\]*")
 _UNIT_POWER_RE = re.compile(r"\s*(?:\^\s*\{?-?\d\}?)?\s*$")
 _UNIT_JOINER_RE = re.compile(r"(?:/|\\cdot|\\times|\s)*$")
 _MAX_UNIT_GROUPS = 4
-_NOT_UNITS = MAGNITUDE_WORDS | frozenset("squared cubed pi or and more less times approximately about than".split())
-"""Words after a number that change its value or hedge it: never dropped as a unit (``5 million`` is 5000000,
-:mod:`trac_metrics.answers.translation`). The word "percent" is a percent sign, dropped like ``\\%`` (``15 percent``
-→ ``15``)."""
+_CHANGING_WORDS = (
+    "squared cubed pi or and more less times approximately about than twice thrice double triple plus minus below "
+    "above under over most least factorial to power powers lakh lakhs crore crores score half halves third thirds "
+    "quarter quarters fourth fourths fifth fifths sixth sixths seventh sevenths eighth eighths ninth ninths tenth "
+    "tenths hundredth hundredths thousandth thousandths"
+)
+_NOT_UNITS = MAGNITUDE_WORDS | frozenset(_CHANGING_WORDS.split())
+"""Words after a number that change its value, bound it or hedge it: never dropped as a unit, so that the answer is
+kept as written and equals no plain number (``7 twice``, ``7 plus two``, ``7 below zero``, ``7 at most``, ``12 lakh``,
+``3 tenths``, ``12 halves``, ``4 factorial``, ``2 to the fifth``: refused rather than guessed); a magnitude word is
+translated (``5 million`` is 5000000, :mod:`trac_metrics.answers.translation`). The word "percent" is a percent sign,
+dropped like ``\\%`` (``15 percent`` → ``15``)."""
 _WHOLE_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _UNICODE_MATH = {"−": "-", "π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "±": "\\pm "}
 _LEFT_RIGHT_RE = re.compile(r"\\(?:left|right)(?:\.|(?![A-Za-z]))")
@@ -66,6 +75,10 @@ _BOUND = r"((?:[^<>=≤≥\\]|\\(?!(?:le|ge)(?:q|qslant)?(?![A-Za-z]))[A-Za-z]++
 """A side of an inequality: anything but a comparison (each command read whole, so matching stays linear)."""
 _INEQUALITY_RE = re.compile(rf"\s*({NAME})\s*({_LESS}|{_GREATER})\s*{_BOUND}\s*")
 _REVERSED_INEQUALITY_RE = re.compile(rf"\s*{_BOUND}\s*({_LESS}|{_GREATER})\s*({NAME})\s*")
+_NEGATED_INEQUALITY_RE = re.compile(rf"\s*-\s*({NAME})\s*({_LESS}|{_GREATER})\s*{_BOUND}\s*")
+_NEGATED_REVERSED_INEQUALITY_RE = re.compile(rf"\s*{_BOUND}\s*({_LESS}|{_GREATER})\s*-\s*({NAME})\s*")
+"""A negated variable (``-x > -1``): the same inequality as ``x < 1``."""
+_ONE_TERM_RE = re.compile(r"[^-+]+")
 """A bound before its variable (``3 \\leq x``): the same inequality as ``x \\geq 3``."""
 _SET_BUILDER_RE = re.compile(
     rf"\\\{{\s*({NAME})\s*(?:\\in\s*(\\mathbb\s*\{{\s*[A-Z]\s*\}}|\\mathbb\s*[A-Z]))?\s*(?:\\mid|\||:)(.+)\\\}}",
@@ -204,14 +217,27 @@ def _value_of_assignment(text: str) -> tuple[str | None, str]:
 
 def _one_bound(text: str) -> tuple[str, str, str, bool] | None:
     """(name, operator, bound, reversed) of one variable against a constant, the variable first (``x \\geq 3``) or
-    last (``3 \\leq x``, reversed); None for anything else."""
+    last (``3 \\leq x``, reversed), negated or not (``-x > -1`` as ``1 > x``); None for anything else."""
     single = _INEQUALITY_RE.fullmatch(text)
     if single is not None and single.group(3).strip() and not has_free_letters(single.group(3)):
         return single.group(1), single.group(2), single.group(3).strip(), False
     reversed_ = _REVERSED_INEQUALITY_RE.fullmatch(text)
     if reversed_ is not None and reversed_.group(1).strip() and not has_free_letters(reversed_.group(1)):
         return reversed_.group(3), reversed_.group(2), reversed_.group(1).strip(), True
+    negated = _NEGATED_INEQUALITY_RE.fullmatch(text)  # -x > -1 is 1 > x
+    if negated is not None and negated.group(3).strip() and not has_free_letters(negated.group(3)):
+        return negated.group(1), negated.group(2), _negated(negated.group(3).strip()), True
+    negated = _NEGATED_REVERSED_INEQUALITY_RE.fullmatch(text)  # -1 < -x is x < 1
+    if negated is not None and negated.group(1).strip() and not has_free_letters(negated.group(1)):
+        return negated.group(3), negated.group(2), _negated(negated.group(1).strip()), False
     return None
+
+
+def _negated(bound: str) -> str:
+    """``-1`` → ``1``, ``\\frac{1}{2}`` → ``-\\frac{1}{2}``, ``1+\\sqrt{2}`` → ``-(1+\\sqrt{2})``."""
+    if bound.startswith("-") and _ONE_TERM_RE.fullmatch(bound[1:]):
+        return bound[1:]
+    return f"-{bound}" if _ONE_TERM_RE.fullmatch(bound) else f"-({bound})"
 
 
 def _interval_of_inequality(text: str) -> tuple[str, str] | None:
@@ -270,13 +296,28 @@ def _assignment_list(text: str) -> tuple[str, str] | None:
     return ",".join(names), ", ".join(assigned[name] for name in names)
 
 
+_LATEX_ARITHMETIC = (
+    ("\\times", "*"),
+    ("\\cdot", "*"),
+    ("\\div", "/"),
+    ("\\frac", ""),
+    ("\\sqrt", ""),
+    ("{", "("),
+    ("}", ")"),
+)
+"""LaTeX a worked computation of numbers may be written in (``\\frac{56}{2}=28``), as the operators it stands for."""
+
+
 def _result_of_arithmetic_chain(text: str) -> str:
-    """``8 + 9 = 17`` → ``17``: a worked computation of numbers and operators states its result last. A chain with a
-    letter on any side (``x + 1 = 2``, ``9 = 4p + q``) is a relation and is left alone."""
+    """``8 + 9 = 17`` → ``17``, ``\\frac{56}{2}=28`` → ``28``: a worked computation of numbers and operators (in
+    LaTeX too, ``_LATEX_ARITHMETIC``) states its result last. A chain with a letter on any side (``x + 1 = 2``,
+    ``9 = 4p + q``) is a relation and is left alone."""
     sides = text.split("=")
     if len(sides) < 2:
         return text
-    arithmetic = [side.replace("\\times", "*").replace("\\cdot", "*") for side in sides]
+    arithmetic = sides
+    for command, operator in _LATEX_ARITHMETIC:
+        arithmetic = [side.replace(command, operator) for side in arithmetic]
     return sides[-1].strip() if all(_ARITHMETIC_SIDE_RE.fullmatch(side) for side in arithmetic) else text
 
 
@@ -300,7 +341,8 @@ def math_form(answer: str) -> MathForm:
     """The normalized math answer and the name it is assigned to (docs/method.md#answer-normalization)."""
     if len(answer) > _MAX_STRUCTURED_CHARS:
         return MathForm(_normalize_long(answer))
-    text = unicode_roots(_strip_markup(python_powers(answer)))
+    text = unicode_roots(unwrap_commands(_strip_markup(python_powers(answer)), _WHOLE_BOX_RE))  # \\boxed{49}+1: 49+1
+    text = repeating_decimal(text) or text  # before a trailing period is dropped: 0.4444... is 4/9, not 0.4444
     for symbol, latex in _UNICODE_MATH.items():
         text = text.replace(symbol, latex)
     text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")

@@ -9,7 +9,9 @@ normalizer does not understand is translated into the LaTeX it means, never drop
 - a magnitude word after a number multiplies it (``5 millions`` → ``5000000``, ``2 bn`` → ``2000000000``, ``2 grand``
   → ``2000``);
 - a mixed number is its improper fraction when nothing else can be meant: a whole number and a proper fraction side by
-  side (``5 3/4`` → ``23/4``, ``2\\frac{1}{2}`` → ``\\frac{5}{2}`` as Math-Verify reads it).
+  side (``5 3/4`` → ``23/4``, ``2\\frac{1}{2}`` → ``\\frac{5}{2}`` as Math-Verify reads it);
+- a repeating decimal is its fraction (``0.\\overline{3}`` → ``1/3``, ``0.4444...`` → ``4/9``), never the digits
+  written before the ellipsis.
 
 Adjacent numbers separated by a space are never joined here; :func:`thousands_groups` joins only digit groups of a
 thousands separator (``1 000 000``).
@@ -45,6 +47,9 @@ _UPRIGHT_CONSTANT_RE = re.compile(r"\\(?:mathrm|text|textrm|textnormal|mathit|op
 _MAGNITUDE_RE = re.compile(r"([-+]?\d+(?:\.\d+)?)\s*([A-Za-z]{2,})((?:\s+[A-Za-z]{2,})*)")
 _MIXED_NUMBER_RE = re.compile(r"(-?)(\d+)(?:\s+(\d+)\s*/\s*(\d+)|\s*\\frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\})")
 _THOUSANDS_GROUPS_RE = re.compile(r"(?<![\d.])\d{1,3}(?:\s+\d{3})+(?![\d.])")
+_OVERLINE_RE = re.compile(r"(-?)(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
+_ELLIPSIS_RE = re.compile(r"(-?)(\d*)\.(\d+)\s*(?:\.\.\.|…|\\[lc]?dots(?![A-Za-z]))")
+_MAX_REPEATING_BLOCK = 6
 
 
 def _closing_paren(text: str, opening: int) -> int | None:
@@ -147,6 +152,38 @@ def mixed_number(text: str) -> str | None:
     if not 0 < numerator < denominator:
         return None
     value = Fraction(whole * denominator + numerator, denominator)
+    return ("-" if sign else "") + _plain(value)
+
+
+def repeating_decimal(text: str) -> str | None:
+    """A repeating decimal as the fraction it is: ``0.\\overline{3}`` → ``1/3``, ``0.1\\overline{6}`` → ``1/6``;
+    a decimal before an ellipsis (``...``, ``…``, ``\\ldots``, ``\\dots``) whose digits end in a block written at
+    least three times (twice for a block of two digits or more) is that block repeating: ``0.4444...`` → ``4/9``,
+    ``0.142857142857…`` → ``1/7``. None for anything else (``3.14159...`` is a decimal cut short, read as the
+    decimal)."""
+    match = _OVERLINE_RE.fullmatch(text.strip())
+    if match is not None:
+        sign, whole, fixed, block = match.groups()
+    else:
+        match = _ELLIPSIS_RE.fullmatch(text.strip())
+        if match is None:
+            return None
+        sign, whole, digits = match.groups()
+        block = next(
+            (
+                digits[-length:]
+                for length in range(1, _MAX_REPEATING_BLOCK + 1)
+                if digits.endswith(digits[-length:] * (3 if length == 1 else 2))
+            ),
+            None,
+        )
+        if block is None:
+            return None
+        fixed = digits
+        while fixed.endswith(block):
+            fixed = fixed[: -len(block)]
+    value = int(whole or 0) + Fraction(int(fixed or 0), 10 ** len(fixed))
+    value += Fraction(int(block), (10 ** len(block) - 1) * 10 ** len(fixed))
     return ("-" if sign else "") + _plain(value)
 
 

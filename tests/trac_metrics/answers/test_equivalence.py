@@ -157,6 +157,52 @@ EQUIVALENCE = [
     ("(A) and/or (B)", "A", "mc", False),
     ("(A)(B)", "B", "mc", False),
     ("A and B", "A", "mc", False),
+    # words after a number that change or bound it are no unit: the answer equals no plain number (issue 48)
+    *[
+        (f"{number} {words}", number, "math", False)
+        for number, words in [
+            ("7", "twice"),
+            ("7", "plus two"),
+            ("7", "below zero"),
+            ("7", "at most"),
+            ("12", "lakh"),
+            ("3", "tenths"),
+            ("3", "quarters"),
+            ("12", "halves"),
+            ("4", "factorial"),
+            ("2", "to the fifth"),
+        ]
+    ],
+    ("7 twice", "14", "math", False),
+    ("7 apples", "7", "math", True),
+    (r"\frac{56}{2}=28", "28", "math", True),  # a worked chain in LaTeX states its result last
+    (r"\frac{56}{2}=28", r"\frac{56}{2}", "math", True),
+    (r"\boxed{49}+1", "50", "math", True),  # a box inside an answer is unwrapped, never its answer
+    (r"\boxed{49}+1", "49", "math", False),
+    ("101_2", "101_3", "math", False),  # a numeral in a base: equal only as written
+    ("101_2", "101_{2}", "math", True),
+    ("101_2", "101", "math", False),
+    ("y'=2x+1", "y=2x+1", "math", False),  # primes are kept
+    ("y'=2x+1", "y' = 1+2x", "math", True),
+    ("0.4444...", "0.4444", "math", False),  # a repeating decimal is its fraction, not the digits written
+    ("0.4444...", r"\frac{4}{9}", "math", True),
+    (r"0.\overline{3}", r"\frac{1}{3}", "math", True),
+    (r"0.\overline{3}", "0.3", "math", False),
+    (r"0.1\overline{6}", r"\frac{1}{6}", "math", True),
+    ("0.142857142857…", r"\frac{1}{7}", "math", True),
+    ("3.14159...", r"\pi", "math", True),  # no repeating block: a decimal cut short
+    ("(m,n)=(5,7)", "m=5, n=7", "math", True),  # a tuple of names is the list of assignments it makes
+    ("(m,n)=(5,7)", "n=7, m=5", "math", True),
+    ("(m,n)=(5,7)", "m=7, n=5", "math", False),
+    ("(m,n)=(5,7)", "x=5, y=7", "math", False),
+    ("(1+i)^2", "2i", "math", True),  # i is the imaginary unit
+    (r"e^{i\pi}", "-1", "math", True),
+    ("i^2", "1", "math", False),
+    (r"\sum_{i=1}^{4} i", "10", "math", True),  # the index of a sum stays a variable
+    ("x<1", "-x>-1", "math", True),  # a negated variable: the same interval of solutions
+    (r"x\leq 1", r"-x\geq -1", "math", True),
+    ("-x>-1", "x>1", "math", False),
+    (r"-x \geq \frac{1}{2}", r"x \leq -\frac{1}{2}", "math", True),
     ("True", "true", "text", True),
     ("Yes", "yes", "text", True),
     ("Yes.", '"yes"', "text", True),

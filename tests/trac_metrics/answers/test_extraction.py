@@ -21,6 +21,9 @@ MATH_EXTRACTION = [
     (r"Good \boxed{3} then a cut-off \boxed{4", None, None),  # the last box is unfinished: no answer
     (r"An empty box \boxed{} does not count, \boxed{ } neither; \boxed{8} does", None, "8"),
     (r"The set is \boxed{\{1,2\}}.", None, r"\{1,2\}"),
+    (r"So $\boxed{\boxed{49}+1}$.", None, r"\boxed{49}+1"),  # the outer box of a nested one
+    ("The answer is between 1 and 7.", None, None),  # a bound states no value
+    (r"\boxed{3} and \boxed{\boxed{4}\cdot 2}", None, r"3, \boxed{4}\cdot 2"),
     (r"$\boxed{\left( 3, \frac{\pi}{2} \right)}$", None, r"\left( 3, \frac{\pi}{2} \right)"),
     (r"\boxed{x = 5}", None, "x = 5"),
     (r"Answer: 6, but after checking, \boxed{5}", None, "5"),  # a box beats every phrase

@@ -10,7 +10,9 @@ docs/method.md#where-the-checker-differs-from-math-verify); a disagreement outsi
   i / e, magnitude words;
 - names in lists of assignments and in memberships;
 - set-builder forms and inequalities written bound first (``3 \\leq x``);
-- exact values that are numerically close;
+- exact values that are numerically close, rationals the parser leaves unevaluated (``1-\\frac{1}{52!}``);
+- identities decided at points in general position (issue 48): pairs that agree on a line through the origin, on a
+  few points or on a region (``|x+2|`` and ``x+2``), and identities that hold everywhere;
 - negated and bounded statements;
 - the slow comparisons: each with its documented verdict within a bounded count of work;
 - Math-Verify as the labeller: the whole response, as Math-Verify reads it.
@@ -248,6 +250,9 @@ def close_values() -> list[Drawn]:
             Drawn("close", rf"\frac{{1}}{{{n}!}}", rf"\frac{{1}}{{{n - 1}!}}", False, "exact values"),
             Drawn("close", rf"\frac{{1}}{{10^{{{decade}}}}}", rf"\frac{{2}}{{10^{{{decade}}}}}", False, "exact values"),
             Drawn("close", rf"\frac{{1}}{{{n}!}}", rf"\frac{{1}}{{{factorial(n)}}}", True),
+            Drawn("close", rf"1-\frac{{1}}{{{n}!}}", "1", False),
+            Drawn("close", rf"1-\frac{{1}}{{{n}!}}", rf"\frac{{{factorial(n) - 1}}}{{{factorial(n)}}}", True),
+            Drawn("close", rf"\frac{{10^{{{decade}}}}}{{10^{{{decade}}}+1}}", "1", False),
             Drawn("close", rf"\frac{{1}}{{2^{{{power}}}}}", rf"2^{{-{power}}}", True),
             Drawn(
                 "close",
@@ -262,6 +267,43 @@ def close_values() -> list[Drawn]:
 
 def test_exact_values_are_compared_exactly() -> None:
     check_family(close_values())
+
+
+# --- identities in general position ---------------------------------------------------------------------------
+
+
+def identities() -> list[Drawn]:
+    """Pairs that agree on a line through the origin, on a few points or on a region, and identities that hold
+    everywhere (docs/method.md#answer-equivalence, step 6)."""
+    pairs = [
+        Drawn("off the line", r"\sin y", r"\sin 2x", False),
+        Drawn("off the line", "e^{a+b}", "e^c", False),
+        Drawn("off the line", r"\arctan\frac{y}{x}", r"\arctan 2", False),
+        Drawn("non-smooth", "|x+2|", "x+2", False),
+        Drawn("non-smooth", r"\sqrt{x^2+4x+4}", "x+2", False),
+        Drawn("non-smooth", r"\max(x,3)", "3", False),
+        Drawn("non-smooth", r"\lfloor x\rfloor", r"\lceil x\rceil - 1", False),
+        Drawn("identity", r"\sin(a+b)", r"\sin a\cos b+\cos a\sin b", True),
+        Drawn("identity", "(x+1)^2", "x^2+2x+1", True),
+    ]
+    for rng in draws(7):
+        k, c = rng.randint(2, 9), rng.randint(4, 40)
+        u, v = rng.sample("abpquvwxyz", 2)
+        pairs += [
+            Drawn("off the line", rf"\sin {v}", rf"\sin {k}{u}", False),
+            Drawn("off the line", f"e^{{{u}+{v}}}", f"e^{{{k}{u}}}", False),
+            Drawn("off the line", rf"\arctan\frac{{{v}}}{{{u}}}", rf"\arctan {k}", False),
+            Drawn("non-smooth", f"|{u}+{c}|", f"{u}+{c}", False),
+            Drawn("non-smooth", rf"\max({u},{c})", str(c), False),
+            Drawn("non-smooth", rf"\min({u},{c * 10})", u, False),
+            Drawn("identity", rf"\cos({u}+{v})", rf"\cos {u}\cos {v}-\sin {u}\sin {v}", True),
+            Drawn("identity", rf"\tan {u}", rf"\frac{{\sin {u}}}{{\cos {u}}}", True),
+        ]
+    return pairs
+
+
+def test_identities_are_decided_at_points_in_general_position() -> None:
+    check_family(identities())
 
 
 # --- negated and bounded statements ---------------------------------------------------------------------------
@@ -334,7 +376,7 @@ def test_slow_comparisons_have_their_verdict_within_a_bounded_count_of_work(
     never seen (every cache of the checker emptied), makes at most ``COLD_CALLS`` Python calls, parsing included:
     a bound by count, the same on any machine (docs/method.md#the-symbolic-work-budget)."""
     symbolic.warm_up_math_verify()  # the once-per-process set-up, as before a run's first comparison
-    for cache in (symbolic.parsed, symbolic.algebra, equivalence._bounded_math_equivalent, math_form):
+    for cache in (symbolic._parsed, symbolic._algebra, equivalence._bounded_math_equivalent, math_form):
         cache.cache_clear()
     with counting_undecided() as counted:
         verdict, calls = calls_made(lambda: equivalent(gold, answer))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from fractions import Fraction
 
 import pytest
 
@@ -36,7 +37,7 @@ def faster(clock: Callable[[], float]) -> Callable[[], float]:
 
 def verdicts_on_a_worker_thread() -> list[bool]:
     """The verdict of every slow-but-legit pair, computed afresh (no cached parse or verdict) on a worker thread."""
-    symbolic.parsed.cache_clear()
+    symbolic._parsed.cache_clear()
     equivalence._bounded_math_equivalent.cache_clear()
     found: list[bool] = []
     worker = threading.Thread(target=lambda: found.extend(equivalent(a, b) for a, b, _ in SLOW_BUT_LEGIT_PAIRS))
@@ -111,3 +112,56 @@ def test_decimals_reach_math_verify_as_exact_rationals() -> None:
     assert symbolic.symbolically_equal("0.5x", r"\frac{x}{2}")
     assert symbolic.symbolically_equal(r"\frac{x}{2}", "0.5x")
     assert not symbolic.symbolically_equal("0.5000001x", r"\frac{x}{2}")
+
+
+def test_identity_points_are_in_general_position() -> None:
+    smooth = list(symbolic.identity_points(3))
+    assert len(smooth) == symbolic.SMOOTH_POINTS and smooth == list(symbolic.identity_points(3))  # a fixed seed
+    ratios = [point[1] / point[0] for point in smooth if point[0]]  # independent values per variable:
+    assert len(set(ratios)) == len(ratios) > 3  # no two points on one line through the origin
+    values = [value for point in smooth for value in point]
+    assert min(values) < -3 and max(values) > 3 and any(abs(value) < 1 for value in values)
+    non_smooth = [point[0] for point in symbolic.identity_points(1, (Fraction(100), Fraction(-100)))]
+    assert len(non_smooth) == symbolic.NON_SMOOTH_POINTS and non_smooth[: len(smooth)] == [p[0] for p in smooth]
+    for side in (lambda value: value > 100, lambda value: 84 < value < 100, lambda value: value < -100):
+        assert sum(bool(side(value)) for value in non_smooth) >= 3  # both sides of each breakpoint, several times
+    assert sum(value.is_integer for value in non_smooth) >= 9  # where floor and ceiling jump
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        # agree on the line (t, 2t, 3t) or at a few points, differ elsewhere
+        (r"\sin y", r"\sin 2x", False),
+        ("e^{a+b}", "e^c", False),
+        (r"\arctan\frac{y}{x}", r"\arctan 2", False),
+        # agree on a region, differ on another (on integers only, for the last)
+        ("|x+2|", "x+2", False),
+        (r"\sqrt{x^2+4x+4}", "x+2", False),
+        (r"\max(x,3)", "3", False),
+        (r"\max(x,100)", "100", False),
+        (r"\lfloor x\rfloor", r"\lceil x\rceil - 1", False),
+        # identities
+        (r"\sin(a+b)", r"\sin a\cos b+\cos a\sin b", True),
+        (r"\sin^2 y+\cos^2 y", "1", True),
+        (r"\max(x,3)", r"\frac{x+3+|x-3|}{2}", True),
+    ],
+)
+def test_identity_verdict_off_the_line_and_on_both_sides_of_a_break(a: str, b: str, expected: bool) -> None:
+    first, second = symbolic.algebra(a)[0], symbolic.algebra(b)[0]
+    assert symbolic.identity_verdict(first, second) is expected
+    assert symbolic.identity_verdict(second, first) is expected
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        (r"1-\frac{1}{52!}", "1", False),
+        (r"\frac{10^{56}}{10^{56}+1}", "1", False),
+        (r"\frac{10^{56}}{10^{56}+1}", r"1-\frac{1}{10^{56}+1}", True),
+        (r"\frac{2^{64}-1}{2^{64}}", r"1-2^{-64}", True),
+    ],
+)
+def test_every_rational_is_compared_exactly_whatever_its_form(a: str, b: str, expected: bool) -> None:
+    assert symbolic.constant_verdict(symbolic.algebra(a), symbolic.algebra(b)) is expected
+    assert equivalent(a, b) is expected
