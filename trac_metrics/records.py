@@ -81,9 +81,12 @@ LABELLERS = (BUILT_IN_LABELLER, MATH_VERIFY_LABELLER)
 """Who labels a run's answers (docs/method.md#labels): trac-eval's checker, or Math-Verify's default verdict (the
 labeller of lm-eval's Math-Verify-labelled tasks)."""
 
-PROBE_VARIANTS = ("trace", "question_only", "shuffled_trace", "teacher_forced", "after_answer")
+CUE_VARIANTS = ("cue_answer", "cue_therefore")
+"""The trace probe with an equivalent cue in place of the task's (docs/method.md#cue-variants)."""
+PROBE_VARIANTS = ("trace", "question_only", "shuffled_trace", "teacher_forced", "after_answer", *CUE_VARIANTS)
 """The probe on the completed trace (docs/method.md#the-answer-probe) and the ablation variants built on the same code
-path (docs/method.md#probe-variants), the last the control that restates after the answer."""
+path (docs/method.md#probe-variants): the controls, the last of them the one that restates after the answer, and the
+cue variants."""
 PREFIX_VARIANT = "prefix"
 """The variant of a probe after a partial trace (docs/method.md#prefix-probes), stored in ``prefix_probes``."""
 
@@ -103,6 +106,7 @@ VARIANT_CONTEXTS = {
     "teacher_forced": (*RESPONSE_CONTEXTS, AFTER_ANSWER),
     "shuffled_trace": (*RESPONSE_CONTEXTS, AFTER_ANSWER),
     "after_answer": (AFTER_ANSWER,),
+    **{variant: RESPONSE_CONTEXTS for variant in CUE_VARIANTS},
     "question_only": (QUESTION_CONTEXT,),
     PREFIX_VARIANT: (PREFIX_CONTEXT,),
 }
@@ -267,10 +271,28 @@ class _Expected:
         return _Expected(f"{self.description} or null", lambda value: value is None or self.accepts(value))
 
 
+MAX_COUNT = 2**53
+"""The largest count (of tokens, samples, repeats) a record may state: above it a float, in which the report sums and
+divides counts, no longer holds every integer (docs/guide/reliability.md#numbers-a-report-can-use)."""
+MAX_SECONDS = 1e12
+"""The longest engine time a record may state, in seconds (some 31,700 years): a larger one is a broken clock, and
+its latency ratio would swamp every other (docs/guide/reliability.md#numbers-a-report-can-use)."""
+
+
+def _is_seconds(value: Any) -> bool:
+    """A finite number of seconds in [0, :data:`MAX_SECONDS`] (NaN fails the comparison)."""
+    return _is_number(value) and 0.0 <= float(value) <= MAX_SECONDS
+
+
 _STRING = _Expected("a string", lambda value: isinstance(value, str))
-_COUNT = _Expected("a non-negative integer", lambda value: _is_int(value) and value >= 0)
-_POSITIVE = _Expected("a positive integer", lambda value: _is_int(value) and value >= 1)
+_COUNT = _Expected(
+    f"a non-negative integer of at most 2**53 ({MAX_COUNT})", lambda value: _is_int(value) and 0 <= value <= MAX_COUNT
+)
+_POSITIVE = _Expected(
+    f"a positive integer of at most 2**53 ({MAX_COUNT})", lambda value: _is_int(value) and 1 <= value <= MAX_COUNT
+)
 _NUMBER = _Expected("a number", _is_number)
+_SECONDS = _Expected(f"a number of seconds in [0, {MAX_SECONDS:g}]", _is_seconds)
 _OBJECT = _Expected("a JSON object", lambda value: isinstance(value, Mapping))
 _BOOL = _Expected("true or false", lambda value: isinstance(value, bool))
 _WRITTEN_WHEN_SET = ("label", "label_source", "labeller", "reasoning_tokens")
@@ -321,7 +343,7 @@ _PROBE_FIELDS = {
     "finish_reason": _STRING,
     "num_prompt_tokens": _COUNT,
     "num_cached_tokens": _COUNT.or_null(),
-    "seconds": _NUMBER.or_null(),
+    "seconds": _SECONDS.or_null(),
     "fraction": _NUMBER.or_null(),
     "trace_tokens": _COUNT.or_null(),
 }
@@ -347,7 +369,10 @@ _RESPONSE_FIELDS = {
     "top_k": _POSITIVE,
     "probes": _OBJECT,
     "p_true": _NUMBER.or_null(),
-    "timing": _NUMBERS,
+    "timing": _Expected(
+        f"a JSON object of numbers of seconds in [0, {MAX_SECONDS:g}]",
+        lambda value: isinstance(value, Mapping) and all(_is_seconds(item) for item in value.values()),
+    ),
     "metadata": _OBJECT,
     "num_samples": _POSITIVE.or_null(),
     "decoding": _NUMBERS,
@@ -477,10 +502,10 @@ class ProbeRecord:
                 f"a probe of variant {self.variant!r} reads one of the contexts {VARIANT_CONTEXTS[self.variant]}, got "
                 f"{self.context!r}"
             )
-        if self.context_tokens is not None and self.context_tokens > self.num_prompt_tokens:
-            raise RecordFormatError(
-                f"probe context_tokens {self.context_tokens} exceeds its {self.num_prompt_tokens} prompt tokens"
-            )
+        for name in ("context_tokens", "num_cached_tokens"):
+            count = getattr(self, name)
+            if count is not None and count > self.num_prompt_tokens:
+                raise RecordFormatError(f"probe {name} {count} exceeds its {self.num_prompt_tokens} prompt tokens")
         is_prefix = self.variant == PREFIX_VARIANT
         if is_prefix != (self.fraction is not None) or is_prefix != (self.trace_tokens is not None):
             raise RecordFormatError(
@@ -662,7 +687,11 @@ def _probe_to_dict(probe: ProbeRecord) -> dict[str, Any]:
 def _probe_from_dict(payload: Any, prefix: str, legacy: bool = False) -> ProbeRecord:
     if legacy and isinstance(payload, Mapping):
         payload = {**payload, "context": _legacy_context(payload.get("variant")), "context_tokens": None}
-    return ProbeRecord(**_read_fields(payload, ProbeRecord, _PROBE_FIELDS, _PROBE_ARRAYS, prefix))
+    fields = _read_fields(payload, ProbeRecord, _PROBE_FIELDS, _PROBE_ARRAYS, prefix)
+    try:
+        return ProbeRecord(**fields)
+    except RecordFormatError as error:  # the probe's own checks: say which probe
+        raise RecordFormatError(f"field {prefix[:-1]!r}: {error}") from None
 
 
 def _legacy_context(variant: Any) -> str:

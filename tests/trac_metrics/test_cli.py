@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_calls import cli_error, refuse_any_work
 from full_disk import fill_disk_after, folder_bytes
 from record_factory import synthetic_question
 from run_factory import PairSpec, pair_specs, write_runs
@@ -46,17 +47,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: object) -> str:
     main([str(arg) for arg in argv])
     return capsys.readouterr().out
-
-
-def cli_error(capsys: pytest.CaptureFixture[str], *argv: object) -> str:
-    """Run a command that must fail cleanly; return its one-line message."""
-    with pytest.raises(SystemExit) as exit_info:
-        main([str(arg) for arg in argv])
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    (line,) = [line for line in err.splitlines() if line.startswith("trac ")]
-    return line
 
 
 def primary_labels(folder: Path) -> list[int]:
@@ -398,12 +388,6 @@ def test_report_options_choose_the_calibration_map_and_ece_bins(
 # ----------------------------------------------------------------------------------------------- output paths
 
 
-def refuse_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make reading records or a head fail the test: an unusable output path must be refused before."""
-    for name in ("load_pairs", "load_head"):
-        monkeypatch.setattr(cli, name, lambda *args, **kwargs: pytest.fail("work started before the output check"))
-
-
 def test_an_output_of_the_wrong_kind_is_refused_before_any_work(
     runs: dict[str, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -498,7 +482,7 @@ def test_an_input_of_the_command_is_refused_as_its_output(
     assert cli_error(capsys, "report", run, "--html", link) == f"trac report: --html {link}: is {records}, {reads}"
     assert cli_error(capsys, "report", run, "--html", hard) == f"trac report: --html {hard}: is {records}, {reads}"
     assert cli_error(capsys, "report", run, "--html", samples).endswith(
-        f"is {samples}, an lm-eval samples file the page reads; choose another path"
+        f"is {samples}, an lm-eval samples file of the run; choose another path"
     )
     assert cli_error(capsys, "fit", run, "--out", link).endswith(reads)
     assert cli_error(capsys, "fit", runs["train"][0], "--calibration", run, "--out", records).endswith(reads)

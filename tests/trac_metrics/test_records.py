@@ -230,7 +230,8 @@ def with_value(name: str, index: int, value: float) -> Any:
 SPOILED = {
     "negative cached tokens": (
         lambda record: spoiled_probe(record, num_cached_tokens=-3),
-        "field 'probes.trace.num_cached_tokens' must be a non-negative integer or null, got -3",
+        "field 'probes.trace.num_cached_tokens' must be a non-negative integer of at most 2**53 (9007199254740992) or "
+        "null, got -3",
     ),
     "nan token logprob": (with_value("token_logprobs", 2, np.nan), "'token_logprobs' must hold finite log-probabil"),
     "positive token logprob": (with_value("token_logprobs", 0, 0.5), "got 0.5 at index 0"),
@@ -351,10 +352,16 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "probes a list": (lambda r: set_path(r, "probes", []), "'probes' must be a JSON object"),
     "timing of strings": (
         lambda r: set_path(r, "timing.generation_seconds", "1.5"),
-        "'timing' must be a JSON object of finite numbers",
+        "'timing' must be a JSON object of numbers of seconds in [0, 1e+12]",
     ),
-    "repeat a string": (lambda r: set_path(r, "repeat", "0"), "'repeat' must be a non-negative integer, got \"0\""),
-    "repeat a bool": (lambda r: set_path(r, "repeat", True), "'repeat' must be a non-negative integer, got true"),
+    "repeat a string": (
+        lambda r: set_path(r, "repeat", "0"),
+        "'repeat' must be a non-negative integer of at most 2**53 (9007199254740992), got \"0\"",
+    ),
+    "repeat a bool": (
+        lambda r: set_path(r, "repeat", True),
+        "'repeat' must be a non-negative integer of at most 2**53 (9007199254740992), got true",
+    ),
     "doc_id a float": (
         lambda r: set_path(r, "doc_id", 1.5),
         "'doc_id' must be an integer or a string of at most 1000 characters, got 1.5",
@@ -373,10 +380,19 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "2-D token ids": (lambda r: set_path(r, "token_ids.shape", [N_TOKENS, 1]), "must be one-dimensional"),
     "corrupt base64": (lambda r: set_path(r, "token_logprobs.b64", "@@@@"), "'token_logprobs' is not valid base64"),
     "array not encoded": (lambda r: set_path(r, "token_ids", [1, 2, 3]), "'token_ids' must be an encoded array"),
-    "num_samples zero": (lambda r: set_path(r, "num_samples", 0), "'num_samples' must be a positive integer or null"),
+    "num_samples zero": (
+        lambda r: set_path(r, "num_samples", 0),
+        "'num_samples' must be a positive integer of at most 2**53 (9007199254740992) or null",
+    ),
     "num_samples a string": (lambda r: set_path(r, "num_samples", "2"), "'num_samples' must be a positive integer"),
-    "top_k zero": (lambda r: set_path(r, "top_k", 0), "'top_k' must be a positive integer, got 0"),
-    "top_k a float": (lambda r: set_path(r, "top_k", 5.0), "'top_k' must be a positive integer, got 5.0"),
+    "top_k zero": (
+        lambda r: set_path(r, "top_k", 0),
+        "'top_k' must be a positive integer of at most 2**53 (9007199254740992), got 0",
+    ),
+    "top_k a float": (
+        lambda r: set_path(r, "top_k", 5.0),
+        "'top_k' must be a positive integer of at most 2**53 (9007199254740992), got 5.0",
+    ),
     "answer a number": (lambda r: set_path(r, "answer", 42), "'answer' must be a string or null, got 42"),
     "reference a list of numbers": (
         lambda r: set_path(r, "reference", [42]),
@@ -594,7 +610,7 @@ def probes(draw: st.DrawFn, variant: str) -> ProbeRecord:
         answer_token_count=draw(st.integers(0, n_tokens)),
         finish_reason=draw(st.sampled_from(["stop", "eos", "length", "teacher_forced"])),
         num_prompt_tokens=prompt_tokens,
-        num_cached_tokens=draw(st.none() | st.integers(0, 10**6)),
+        num_cached_tokens=draw(st.none() | st.integers(0, prompt_tokens)),
         context=draw(st.sampled_from(VARIANT_CONTEXTS[variant])),
         context_tokens=draw(st.none() | st.integers(0, prompt_tokens)),
         seconds=draw(st.none() | seconds),

@@ -169,13 +169,17 @@ def trace_length(num_tokens: int) -> float:
     arXiv 2510.10409; docs/method.md#trace-length): the number T of reasoning tokens of the response (the record's
     ``reasoning_tokens``; a record written without it counts every generated token).
 
-    A longer trace is less confident: the registry stores the negated count. T = 0 gives NaN and a TracWarning; a
-    negative count raises ValueError.
+    A longer trace is less confident: the registry stores the negated count. T = 0 (a response that answered without
+    reasoning, or wrote nothing) is the shortest trace, 0, with a TracWarning: a score of that one question, so the
+    method stays defined on its pair (a NaN there left the whole pair without trace length;
+    docs/guide/reliability.md#numbers-a-report-can-use). A negative count raises ValueError.
     """
     if isinstance(num_tokens, bool) or not isinstance(num_tokens, (int, np.integer)) or num_tokens < 0:
         raise ValueError(f"num_tokens must be a non-negative integer, got {num_tokens!r}")
     if num_tokens == 0:
-        return _nan_with_warning("trace_length: response has no tokens")
+        warnings.warn(
+            "trace_length: a response with no reasoning tokens scores the shortest trace, 0", TracWarning, stacklevel=2
+        )
     return float(num_tokens)
 
 

@@ -22,6 +22,9 @@ FIGURES = (
     ("reliability.png", "Reliability diagrams, pooled over pairs", reliability_plot),
     ("cost_quality.png", "Relative latency vs macro AUROC", cost_quality_plot),
 )
+REPORT_FILES = ("*.csv", "*.tex", "leaderboard.md", *(file_name for file_name, _, _ in FIGURES))
+"""The names (shell patterns) of the files :func:`write_report` writes in its folder: no other output of the command
+may take one (docs/guide/reliability.md#one-output-rule)."""
 _FILE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 

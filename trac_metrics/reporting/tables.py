@@ -8,6 +8,7 @@ second best underlined (paper Table 1: "Best results are bold with second-best r
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import math
 import numbers
@@ -208,7 +209,20 @@ def to_latex(table: ReportTable) -> str:
     return "\n".join(lines) + "\n"
 
 
+CSV_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet program reads as the start of a formula (OWASP, "CSV injection")."""
+
+
+def csv_text_cell(value: object) -> object:
+    """A cell made safe to open in a spreadsheet program, as OWASP recommends (docs/guide/reports.md#csv-files): text
+    starting with one of :data:`CSV_FORMULA_STARTS` gets a leading ``'`` (``=HYPERLINK(...)`` is shown, never run);
+    numbers (``-0.5``) and other text are kept as they are."""
+    return "'" + value if isinstance(value, str) and value.startswith(CSV_FORMULA_STARTS) else value
+
+
 def write_csv(table: ReportTable, path: str | os.PathLike[str]) -> None:
-    """The frame as CSV: index levels as the first columns, full-precision plain numbers, NaN as ``nan``; written
-    atomically (a failed write leaves the old file)."""
-    atomic_write(path, table.frame.to_csv(na_rep="nan", lineterminator="\n"))
+    """The frame as CSV: index levels as the first columns, full-precision plain numbers, NaN as ``nan``, every text
+    cell (labels included) quoted and neutralised by :func:`csv_text_cell`, numbers unquoted; written atomically (a
+    failed write leaves the old file)."""
+    frame = table.frame.map(csv_text_cell).rename(index=csv_text_cell, columns=csv_text_cell)
+    atomic_write(path, frame.to_csv(na_rep="nan", lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC))

@@ -22,6 +22,7 @@ from trac_tasks.engines.hf_batching import (
     RowStops,
     StepLogprobs,
     cut_rows,
+    fitted_prompt,
     left_padded,
     read_logprobs,
     resolve_batch_size,
@@ -131,7 +132,11 @@ class HfTracRunner(TracRunner):
             if not kwargs.get("do_sample"):
                 kwargs.pop("temperature", None)
                 kwargs.pop("top_p", None)
-            prompt_ids = list(self.lm.tok_encode(request.args[0], left_truncate_len=self.lm.max_length - max_gen_toks))
+            prompt_ids = fitted_prompt(
+                self.lm.tok_encode(request.args[0]),
+                self.lm.max_length - max_gen_toks,
+                f"task {request.task_name} doc {request.doc_id}",
+            )
             group = repr((sorted(kwargs.items()), until, max_gen_toks))
             rows.append((group, -len(prompt_ids), index, prompt_ids, kwargs, until, max_gen_toks))
         rows.sort(key=lambda row: row[:3])
@@ -209,6 +214,7 @@ class HfTracRunner(TracRunner):
             zip(batch.indices, batch.prompts, generated_rows, strict=True)
         ):
             ends_with_eos = bool(generated) and generated[-1] in self.end_ids
+            body = trace_body(generated, self.end_ids)
             chosen, top, vocabulary_means = logprob_rows[row]
             traces.append(
                 Trace(
@@ -217,8 +223,9 @@ class HfTracRunner(TracRunner):
                     config=chunk.configs[index],
                     prompt_ids=prompt_ids,
                     generated_ids=generated,
-                    body_ids=trace_body(generated, self.end_ids),
-                    raw_text=self.tokenizer.decode(generated, skip_special_tokens=False),  # keeps a special marker
+                    body_ids=body,
+                    # keeps a special marker (</think>), not the closing end token: the text vLLM stores
+                    raw_text=self.tokenizer.decode(body, skip_special_tokens=False),
                     text=postprocess_generated_text(self.lm.tok_decode(generated), batch.until, think_end),
                     finish_reason="eos"
                     if ends_with_eos

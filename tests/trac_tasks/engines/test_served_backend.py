@@ -443,7 +443,7 @@ def test_a_body_that_is_no_completion_is_one_line_with_the_servers_words(served,
     assert written(records_dir) == []
 
 
-@pytest.mark.parametrize("cached", [-3, "lots", 1.5, True])
+@pytest.mark.parametrize("cached", [-3, "lots", 1.5, True, 10**6])  # 10**6: more than the prompt has
 def test_a_cache_count_that_is_no_count_is_stored_as_null_with_one_warning(served, records_dir, caplog, cached):
     """Both questions' probes report it: one warning names the server, the first request and the field; the
     records read back (a -3 was written, and every ``trac`` command refused the file)."""
