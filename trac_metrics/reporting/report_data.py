@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, replace
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -39,6 +39,10 @@ BOOTSTRAP_METRICS = {"auroc": selective.auroc, "aurc": selective.aurc}
 """The leaderboard's bootstrapped metrics: intervals, per-task columns and paired differences."""
 REJECTION_BOOTSTRAP_METRICS = {"auprc": selective.auprc, "prr": selective.prr, "prr_50": selective.prr_50}
 """The rejection metrics, bootstrapped on each method's score like AUROC and AURC."""
+RECENTRED_METRICS = ("ece",)
+"""The metrics whose intervals and paired differences read resamples re-centred on the estimate: the binned ECE is
+biased upward on a resample, so its percentile interval can miss its own value
+(docs/method.md#hierarchical-bootstrap)."""
 SCORES, PROBABILITIES = "scores", "probabilities"
 """What a bootstrapped metric reads of each method: its score, or its probability of correctness."""
 
@@ -77,6 +81,18 @@ class ReportData:
     def common_methods(self) -> tuple[str, ...]:
         return common_methods(self.evaluations)
 
+    @cached_property
+    def constant_methods(self) -> frozenset[str]:
+        """The methods whose score is (nearly) constant on every pair that scored them
+        (docs/method.md#expected-calibration-error): one value holds at least :data:`CONSTANT_SHARE` of the pair's
+        answers. Such a score tells no answer from another (AUROC 0.5); its probability of correctness is the
+        pair's accuracy, calibrated by construction, so a report marks it and never ranks it first on calibration."""
+        scored: dict[str, list[bool]] = {}
+        for evaluation in self.evaluations:
+            for method, scores in evaluation.scores.items():
+                scored.setdefault(method, []).append(_nearly_constant(scores))
+        return frozenset(method for method, constant in scored.items() if all(constant))
+
     def per_pair(self, method: str, metric: str) -> np.ndarray:
         """``<method>_<metric>`` of every pair (NaN where the pair lacks the method)."""
         key = f"{method}_{metric}"
@@ -102,11 +118,24 @@ class ReportData:
         )
 
     def ci(self, method: str, metric: str, level: float = 0.95) -> tuple[float, float]:
-        """Percentile interval of the macro; (NaN, NaN) when ``method`` is not in every pair or ``metric`` was not
-        bootstrapped."""
+        """Percentile interval of the macro (re-centred on it for :data:`RECENTRED_METRICS`); (NaN, NaN) when
+        ``method`` is not in every pair or ``metric`` was not bootstrapped."""
         if metric not in self.bootstraps or method not in self.bootstraps[metric].methods:
             return (math.nan, math.nan)
         return self.bootstraps[metric].ci(method, level)
+
+
+CONSTANT_SHARE = 0.99
+"""A score is (nearly) constant on a pair when one value holds at least this share of its answers."""
+
+
+def _nearly_constant(scores: np.ndarray) -> bool:
+    """Whether one value holds at least :data:`CONSTANT_SHARE` of ``scores`` (NaN never counts as that value)."""
+    defined = scores[~np.isnan(scores)]
+    if defined.size == 0:
+        return False
+    _, counts = np.unique(defined, return_counts=True)
+    return bool(counts.max() >= CONSTANT_SHARE * scores.size)
 
 
 def common_methods(evaluations: Sequence[TaskEvaluation]) -> tuple[str, ...]:
@@ -215,7 +244,9 @@ def bootstrap(
         # pairs where a metric is undefined are skipped; the tables show those pairs' NaN values themselves
         warnings.filterwarnings("ignore", category=TracWarning, message=".*skipped.*")
         results = hierarchical_bootstrap_many(data, metrics, all_columns, n_resamples, seed, jobs)
-    return {name: result.averaged(columns) for name, result in results.items()}
+    return {
+        name: replace(result.averaged(columns), recentred=name in RECENTRED_METRICS) for name, result in results.items()
+    }
 
 
 _REPETITION = "#repetition"

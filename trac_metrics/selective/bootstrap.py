@@ -116,6 +116,8 @@ class BootstrapResult:
 
     ``point[method]``: pair-equal macro on the original data; ``per_pair[i, j]``: the metric of method j on
     pair i (original data, NaN where undefined); ``samples[r, j]``: the macro of method j in resample r.
+    ``recentred``: intervals and paired differences read the resamples re-centred on the estimate
+    (:meth:`centred`, docs/method.md#hierarchical-bootstrap), for a metric biased under resampling (the binned ECE).
     """
 
     methods: tuple[str, ...]
@@ -123,20 +125,48 @@ class BootstrapResult:
     point: Mapping[str, float]
     per_pair: np.ndarray
     samples: np.ndarray
+    recentred: bool = False
 
     def _column(self, method: str) -> int:
         if method not in self.methods:
             raise ValueError(f"unknown method {method!r}; known: {list(self.methods)}")
         return self.methods.index(method)
 
+    def centred(self, samples: np.ndarray, point: float) -> np.ndarray:
+        """``samples`` of a statistic whose estimate is ``point``, as its intervals and p-values read them
+        (docs/method.md#hierarchical-bootstrap): as drawn, or, when :attr:`recentred`, moved by point − their median
+        so that their median is the estimate (the bootstrap's estimate of the statistic's bias removed)."""
+        defined = samples[~np.isnan(samples)]
+        if not self.recentred or defined.size == 0 or math.isnan(point):
+            return samples
+        return samples + (point - float(np.median(defined)))
+
+    def _interval(self, samples: np.ndarray, point: float, level: float, what: str) -> tuple[float, float]:
+        """Percentile interval of :meth:`centred` samples; when re-centred, clipped to the range of the drawn
+        samples and the estimate, so it never leaves the values the metric took (an ECE never below 0)."""
+        lo, hi = _percentile_interval(self.centred(samples, point), level, what)
+        if not self.recentred or math.isnan(lo):
+            return lo, hi
+        drawn = samples[~np.isnan(samples)]
+        floor, ceiling = min(float(drawn.min()), point), max(float(drawn.max()), point)
+        return min(max(lo, floor), ceiling), min(max(hi, floor), ceiling)
+
     def ci(self, method: str, level: float = 0.95) -> tuple[float, float]:
-        """Percentile confidence interval of the macro of ``method`` (docs/method.md#hierarchical-bootstrap)."""
-        return _percentile_interval(self.samples[:, self._column(method)], level, method)
+        """Percentile confidence interval of the macro of ``method``, re-centred on it when :attr:`recentred`
+        (docs/method.md#hierarchical-bootstrap)."""
+        return self._interval(self.samples[:, self._column(method)], self.point[method], level, method)
+
+    def differences(self, a: str, b: str) -> np.ndarray:
+        """The per-resample differences a − b (:meth:`centred` on macro a − macro b), what the paired interval and
+        the one-sided p read (docs/method.md#paired-differences)."""
+        raw = self.samples[:, self._column(a)] - self.samples[:, self._column(b)]
+        return self.centred(raw, self.point[a] - self.point[b])
 
     def paired_difference(
         self, a: str, b: str, level: float = 0.95, higher_is_better: bool = True
     ) -> dict[str, float | int]:
-        """Macro difference a − b with its paired percentile interval (same resamples for both methods).
+        """Macro difference a − b with its paired percentile interval (same resamples for both methods; re-centred
+        on the difference when :attr:`recentred`).
 
         Returns ``point`` (macro a − macro b), ``lo``/``hi`` (percentile interval of the per-resample
         differences), ``wins`` (pairs where a's metric beats b's on the original data: larger when
@@ -144,7 +174,7 @@ class BootstrapResult:
         """
         column_a, column_b = self._column(a), self._column(b)
         differences = self.samples[:, column_a] - self.samples[:, column_b]
-        lo, hi = _percentile_interval(differences, level, f"{a} - {b}")
+        lo, hi = self._interval(differences, self.point[a] - self.point[b], level, f"{a} - {b}")
         value_a, value_b = self.per_pair[:, column_a], self.per_pair[:, column_b]
         compared = np.isfinite(value_a) & np.isfinite(value_b)
         beats = value_a > value_b if higher_is_better else value_a < value_b
@@ -168,7 +198,9 @@ class BootstrapResult:
         per_pair = np.stack([self.per_pair[:, index].mean(axis=1) for index in indices.values()], axis=1)
         samples = np.stack([self.samples[:, index].mean(axis=1) for index in indices.values()], axis=1)
         point = {method: mean_of_defined(per_pair[:, j]) for j, method in enumerate(indices)}
-        return BootstrapResult(tuple(indices), self.pair_names, MappingProxyType(point), per_pair, samples)
+        return BootstrapResult(
+            tuple(indices), self.pair_names, MappingProxyType(point), per_pair, samples, self.recentred
+        )
 
 
 def macro(pairs: Sequence[PairData], metric: Metric, method: str) -> float:

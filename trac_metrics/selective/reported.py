@@ -47,7 +47,7 @@ METRIC_DEFINITIONS: dict[str, tuple[str, str]] = {
     ),
     "prr_50": ("PRR when at most half of the answers are rejected", "docs/method.md#prediction-rejection-ratio"),
     "ece": (
-        "The mean gap between stated probability and accuracy over equal-width bins",
+        "The mean gap between stated probability and accuracy over equal-mass bins",
         "docs/method.md#expected-calibration-error",
     ),
     "brier": ("The mean squared error of the probability of correctness", "docs/method.md#brier-score"),

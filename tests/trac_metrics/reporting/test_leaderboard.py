@@ -246,7 +246,14 @@ def test_the_ranked_summary_ranks_by_the_macro_against_sc_at_k(data, metric):
             data.per_pair(row.method, metric) > reference if higher else data.per_pair(row.method, metric) < reference
         )
         assert row.difference.wins == int(better.sum()) and row.difference.pairs == len(data.pairs)
-    assert [row.mark for row in summary.rows[:3]] == ["best", "second", None]
+    leader = summary.rows[0].method
+    tied = [
+        row.method
+        for row in summary.rows[1:]
+        if (found := statistics.paired[metric, row.method, leader]).lo <= 0 <= found.hi
+    ]
+    expected = dict.fromkeys([leader, *tied], "tied") if tied else {leader: "best"}
+    assert {row.method: row.mark for row in summary.rows if row.mark} == expected
     table = ranked_table(summary)
     label = selective.METRIC_LABELS[metric]
     assert list(table.frame.index) == [(rank, row.label) for rank, row in enumerate(summary.rows, start=1)]
@@ -407,3 +414,20 @@ def test_each_pair_has_its_own_paired_difference_from_a_bootstrap_of_its_questio
         differences = alone.samples[:, 0] - alone.samples[:, 1]
         assert row["p"] == pytest.approx(np.mean(differences[~np.isnan(differences)] <= 0))
     assert len(table.frame) == len(data.pairs) * 4
+
+
+def _to_leader(lo: float, hi: float) -> report_statistics.PairedDifference:
+    return report_statistics.PairedDifference((lo + hi) / 2, lo, hi, 0.5, 0, 0, 0, 2, 0)
+
+
+def test_best_only_where_every_paired_difference_to_the_leader_excludes_zero():
+    """docs/method.md#paired-differences: 0.973 against 0.972 with an interval through 0 is a tie, not a win."""
+    marks = report_statistics.winner_marks
+    apart = {"b": _to_leader(-0.05, -0.01), "c": _to_leader(-0.2, -0.1)}
+    assert marks(["a", "b", "c"], apart, frozenset()) == {"a": "best"}
+    close = {"b": _to_leader(-0.01, 0.002), "c": _to_leader(-0.2, -0.1)}
+    assert marks(["a", "b", "c"], close, frozenset()) == {"a": "tied", "b": "tied"}
+    third = {"b": _to_leader(-0.05, -0.01), "c": _to_leader(-0.3, 0.1)}  # a wide interval still reaches the leader
+    assert marks(["a", "b", "c"], third, frozenset()) == {"a": "tied", "c": "tied"}
+    assert marks(["a", "b"], {"b": _to_leader(math.nan, math.nan)}, frozenset()) == {}  # no interval: no claim
+    assert marks(["a", "b", "c"], close, frozenset({"b"})) == {"a": "best"}  # a constant score is no rival

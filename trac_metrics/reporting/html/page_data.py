@@ -12,9 +12,11 @@ number for number; nothing is computed here, and the page's script only lays the
   (docs/method.md#probe-cache-share: the share, the line ``trac summary`` prints, the warning below 50 %); ``macro``:
   the pair-equal macro of each with the report's interval; ``paired``: every leaderboard method against every other
   as reference, for the headline metrics (docs/method.md#paired-differences);
-- ``ranked``: per bootstrapped metric, the leaderboard methods ranked by its macro with intervals, marks and the
-  difference to the default reference (:class:`~trac_metrics.reporting.model.statistics.RankedSummary`, the
-  ``ranked_summary`` table of ``trac report`` for AUROC);
+- ``ranked``: per bootstrapped metric, the leaderboard methods ranked by its macro with intervals, marks (best or
+  tied with the best, by the paired differences to the leader; constant scores flagged), the macro AUROC beside a
+  calibration metric and the difference to the default reference
+  (:class:`~trac_metrics.reporting.model.statistics.RankedSummary`, the ``ranked_summary`` table of ``trac report``
+  for AUROC);
 - ``figures``: per pair and method, the expected risk at every coverage k/N
   (docs/method.md#risk-coverage-curve-and-aurc), the reliability bins of its probability of correctness
   (docs/method.md#figures) and the histogram of that probability over the correct and over the wrong answers; per
@@ -36,6 +38,7 @@ import pandas as pd
 
 from trac_metrics.features.cache_share import low_share_warning
 from trac_metrics.features.probe_agreement import UNINFORMATIVE_NOTE
+from trac_metrics.reporting.leaderboard import ranked_verdict
 from trac_metrics.reporting.model.pairs import PairFigures, QuestionRows
 from trac_metrics.reporting.model.statistics import RankedSummary, ReportStatistics
 from trac_metrics.reporting.report_data import ReportData
@@ -43,7 +46,13 @@ from trac_metrics.reporting.report_model import ReportModel, report_model
 from trac_metrics.reporting.runs import decoding_label
 from trac_metrics.reporting.summary_table import HEADLINE_METRICS, probe_cache_line
 from trac_metrics.reporting.tables import ReportTable, format_p, rank_marks
-from trac_metrics.selective import HIGHER_IS_BETTER, METRIC_DEFINITIONS, METRIC_LABELS, METRIC_NAMES
+from trac_metrics.selective import (
+    CALIBRATION_METRIC_NAMES,
+    HIGHER_IS_BETTER,
+    METRIC_DEFINITIONS,
+    METRIC_LABELS,
+    METRIC_NAMES,
+)
 
 SCORE_DIGITS = 6
 """Significant digits of the per-question scores and probabilities on the page."""
@@ -191,6 +200,9 @@ def ranked_data(summary: RankedSummary) -> dict[str, Any]:
                 "value": number(row.value),
                 "interval": _interval((row.lo, row.hi)),
                 "mark": row.mark,
+                "verdict": ranked_verdict(row),
+                "constant": row.constant,
+                "auroc": number(row.auroc),
                 "difference": None
                 if difference is None
                 else {
@@ -205,7 +217,13 @@ def ranked_data(summary: RankedSummary) -> dict[str, Any]:
                 },
             }
         )
-    return {"metric": summary.metric, "higher": summary.higher, "reference": summary.reference, "rows": rows}
+    return {
+        "metric": summary.metric,
+        "higher": summary.higher,
+        "calibration": summary.metric in CALIBRATION_METRIC_NAMES,
+        "reference": summary.reference,
+        "rows": rows,
+    }
 
 
 def _figures(figures: PairFigures) -> dict[str, Any]:

@@ -97,6 +97,16 @@ def _special_ids(tokenizer: Any) -> set[int]:
     return set(tokenizer.all_special_ids) | {int(token) for token, added_token in added.items() if added_token.special}
 
 
+def _compared_text(shown: np.ndarray, index: np.ndarray, special: np.ndarray, stored: str) -> str:
+    """A trace's pieces (``shown[index]``) joined as the engine detokenized it
+    (docs/guide/reports.md#the-html-report-trac-report---html): without its special tokens (``special``: per token),
+    except a special token whose text the stored text holds (an engine that keeps ``<think>`` / ``</think>`` in the
+    text it stores, as vLLM does for the tiny reasoner)."""
+    held = [piece for piece in np.unique(index[special]) if shown[piece] and shown[piece] in stored]
+    kept = ~special | np.isin(index, held)
+    return "".join(shown[index[kept]].tolist())
+
+
 class TokenizerMismatch(ValueError):
     """Why a tokenizer is not the one that wrote a pair's traces: the page shows them as text instead."""
 
@@ -107,9 +117,10 @@ def trace_pieces(
     """The text pieces of ``traces`` under the tokenizer of ``token_texts`` (:class:`TokenTexts`, shared by the pairs
     of that tokenizer): a new piece list and each trace's piece indices (:class:`TokenPieces`).
     :class:`TokenizerMismatch` when the tokenizer is not the one that wrote them: an id beyond its vocabulary (or
-    negative), or a trace whose pieces, joined without the special tokens, do not hold its stored text ``texts[i]``
-    (whitespace aside). Each trace is checked, on the very pieces the page would shade, so a tokenizer shades only
-    text it reproduces. ``names`` name the traces (document ids) in the reason."""
+    negative), or a trace whose pieces, joined without the special tokens (:func:`_compared_text`: those whose text
+    the stored text holds, a reasoning model's ``<think>`` / ``</think>``, kept), do not hold its stored text
+    ``texts[i]`` (whitespace aside). Each trace is checked, on the very pieces the page would shade, so a tokenizer
+    shades only text it reproduces. ``names`` name the traces (document ids) in the reason."""
     size = token_texts.partial.size
     largest = max((int(ids.max()) for ids in traces if ids.size), default=-1)
     if largest >= size:
@@ -120,11 +131,10 @@ def trace_pieces(
     pieces = TokenPieces(token_texts)
     indices = pieces.encode_all(traces)
     shown = np.asarray(pieces.pieces, dtype=object)
-    kept = ~token_texts.special
     wrong = [
         number
         for number, (ids, index, stored) in enumerate(zip(traces, indices, texts, strict=True))
-        if _squashed(stored) not in _squashed("".join(shown[index[kept[ids]]].tolist()))
+        if _squashed(stored) not in _squashed(_compared_text(shown, index, token_texts.special[ids], stored))
     ]
     if wrong:
         first = names[wrong[0]] if names else str(wrong[0])

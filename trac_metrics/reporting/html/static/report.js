@@ -64,6 +64,8 @@
     bounds && !missing(bounds[0]) && !missing(bounds[1]) ? `[${fmt(bounds[0])}, ${fmt(bounds[1])}]` : "";
   // A model named by a local folder shows as the folder's name (the whole path on hover).
   const modelName = (model) => (model.startsWith("/") ? model.split("/").filter(Boolean).pop() || model : model);
+  // A pair's name with its model's short name (a model given as a folder path would widen every select past a phone).
+  const pairName = (pair) => modelName(pair.model) + pair.name.slice(pair.model.length);
   const modelCell = (model) => ({ text: modelName(model), value: model, node: h("span", { title: model, text: modelName(model) }) });
   const methodLabel = (name) => (METHODS.has(name) ? METHODS.get(name).label : name);
   // A method's or metric's entry by the label tables show it under (the leaderboard's rows and columns).
@@ -203,10 +205,13 @@
 
   // A table as CSV (`trac report`'s conventions: a header line, NaN written nan, full-precision numbers) or JSON (one
   // object per row), saved as a file: the numbers on the page, never recomputed.
+  // A text cell is quoted and, when it starts as a spreadsheet formula would (= + - @ TAB CR), led by ' (OWASP's
+  // "CSV injection" advice, as trac report's csv_text_cell in trac_metrics/reporting/tables.py); numbers stay numbers.
   function csvCell(value) {
     if (missing(value)) return "nan";
-    const text = String(value);
-    return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+    if (typeof value === "number") return String(value);
+    const text = /^[=+\-@\t\r]/.test(String(value)) ? `'${value}` : String(value);
+    return `"${text.replace(/"/g, '""')}"`;
   }
   const toCsv = (header, rows) => [header, ...rows].map((row) => row.map(csvCell).join(",")).join("\n") + "\n";
   const toJson = (header, rows) => JSON.stringify(rows.map((row) => Object.fromEntries(header.map((name, i) => [name, missing(row[i]) ? null : row[i]]))), null, 1);
@@ -338,20 +343,28 @@
   }
 
   // A dot at `value` and a whisker over its interval on the shared scale `domain`; a dashed line at `zero` (when
-  // given and inside the domain).
+  // given and inside the domain). What lies beyond the scale is cut at its edge: an arrowhead there instead of the
+  // dot or the whisker's end, and "off scale" in the label.
   function whisker(value, bounds, domain, zero, label) {
     const width = 140;
     const height = 16;
-    const x = (v) => 4 + ((v - domain[0]) / (domain[1] - domain[0] || 1)) * (width - 8);
-    const node = svg("svg", { class: "whisker", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label });
+    const x = (v) => 4 + ((Math.min(domain[1], Math.max(domain[0], v)) - domain[0]) / (domain[1] - domain[0] || 1)) * (width - 8);
+    const outside = (v) => v < domain[0] || v > domain[1];
+    const arrow = (v, cls) => {
+      const tip = x(v);
+      const back = v < domain[0] ? tip + 6 : tip - 6;
+      return svg("polygon", { points: `${tip},${height / 2} ${back},${height / 2 - 4} ${back},${height / 2 + 4}`, class: cls });
+    };
+    const cut = [value, ...(bounds || [])].some((v) => !missing(v) && outside(v));
+    const node = svg("svg", { class: "whisker", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": cut ? `${label} (off scale)` : label });
     if (zero !== null && zero >= domain[0] && zero <= domain[1]) {
       node.append(svg("line", { x1: x(zero), x2: x(zero), y1: 1, y2: height - 1, class: "zero" }));
     }
     if (bounds && !missing(bounds[0]) && !missing(bounds[1])) {
       node.append(svg("line", { x1: x(bounds[0]), x2: x(bounds[1]), y1: height / 2, y2: height / 2, class: "range" }));
-      for (const end of bounds) node.append(svg("line", { x1: x(end), x2: x(end), y1: 4, y2: height - 4, class: "range" }));
+      for (const end of bounds) node.append(outside(end) ? arrow(end, "range-cut") : svg("line", { x1: x(end), x2: x(end), y1: 4, y2: height - 4, class: "range" }));
     }
-    if (!missing(value)) node.append(svg("circle", { cx: x(value), cy: height / 2, r: 4, class: "dot" }));
+    if (!missing(value)) node.append(outside(value) ? arrow(value, "dot offscale") : svg("circle", { cx: x(value), cy: height / 2, r: 4, class: "dot" }));
     return node;
   }
 
@@ -364,13 +377,37 @@
     return [lo - pad, hi + pad];
   }
 
-  // Who wins and by how much: ranked_summary() of trac_metrics/reporting/leaderboard.py, as `trac report` writes it.
-  function rankedTable(metric) {
+  // The ranked summary's marks (RANKED_MARKS of trac_metrics/reporting/leaderboard.py): "best" only where every
+  // other method's paired difference to the leader excludes 0, else the leader and the methods tied with it.
+  const RANKED_MARKS = { best: "best", tied: "tied with the best" };
+  const ZOOM_ROWS = 6;
+  const CONSTANT_NOTE = "One value on at least 99 % of each pair's answers: it tells no answer from another, and its probability is calibrated by construction";
+
+  // Who wins and by how much: ranked_summary() of trac_metrics/reporting/model/statistics.py, as `trac report` writes it.
+  // The ranked summary of `metric` against `against` (any leaderboard method, on a headline metric: DATA.paired holds
+  // every method against every other) or, without one, against its default reference: the reference and the rows,
+  // each with its difference to it.
+  function rankedAgainst(metric, against) {
+    const ranked = DATA.ranked[metric];
+    const paired = DATA.paired[metric];
+    if (!against || !paired || !Object.hasOwn(paired, against)) return { reference: ranked.reference, rows: ranked.rows };
+    const rows = ranked.rows.map((row) => {
+      const found = row.method === against ? null : paired[against][row.method];
+      const difference = found && { value: found.difference, interval: [found.lo, found.hi], p: found.p, p_text: pText(found.p), wins: found.wins, ties: found.ties, losses: found.losses, pairs: found.pairs };
+      return { ...row, difference };
+    });
+    return { reference: against, rows };
+  }
+
+  function rankedTable(metric, against) {
     const ranked = DATA.ranked[metric];
     const label = METRICS.get(metric).label;
-    const reference = ranked.reference ? methodLabel(ranked.reference) : null;
-    const valueDomain = domainOf(ranked.rows);
-    const differenceDomain = domainOf([...ranked.rows.map((row) => row.difference), { value: 0 }]);
+    const { reference: referenceMethod, rows: shown } = rankedAgainst(metric, against);
+    const reference = referenceMethod ? methodLabel(referenceMethod) : null;
+    // The value scale spans the leading ranks (and every method marked), so the leaders stay apart however weak the
+    // last methods are; a method beyond it is drawn off scale.
+    const valueDomain = domainOf(shown.filter((row, position) => position < ZOOM_ROWS || row.mark));
+    const differenceDomain = domainOf([...shown.map((row) => row.difference), { value: 0 }]);
     const head = h(
       "tr",
       null,
@@ -378,19 +415,27 @@
       h("th", { scope: "col", text: "method" }),
       h("th", { class: "num", scope: "col", text: `macro ${label} [${LEVEL}% CI]` }),
       h("th", { scope: "col", text: `${label} (${ranked.higher ? "higher" : "lower"} is better)` }),
+      ranked.calibration ? h("th", { class: "num", scope: "col", text: "macro AUROC" }) : null,
       h("th", { class: "num", scope: "col", text: reference ? `− ${reference} [${LEVEL}% CI]` : "difference" }),
       h("th", { scope: "col", text: "difference" }),
       h("th", { class: "num", scope: "col", text: "one-sided p" }),
     );
-    const rows = ranked.rows.map((row, position) => {
+    const rows = shown.map((row, position) => {
       const difference = row.difference;
-      const mark = row.mark === "best" ? "best" : row.mark === "second" ? "2nd" : "";
       const valueText = `${fmt(row.value)} ${interval(row.interval)}`.trim();
+      const classes = [row.method === referenceMethod ? "reference" : "", row.mark === "tied" ? "tied" : ""].join(" ").trim();
       return h(
         "tr",
-        { dataset: { method: row.method }, class: row.method === ranked.reference ? "reference" : null },
+        { dataset: { method: row.method }, class: classes || null },
         h("td", { class: "num", text: String(position + 1) }),
-        h("th", { scope: "row", class: "method" }, row.label, help(METHODS.get(row.method)), mark ? h("span", { class: `badge mark ${row.mark}`, text: mark }) : null),
+        h(
+          "th",
+          { scope: "row", class: "method" },
+          row.label,
+          help(METHODS.get(row.method)),
+          row.mark ? h("span", { class: `badge mark ${row.mark}`, text: RANKED_MARKS[row.mark] }) : null,
+          row.constant ? h("span", { class: "badge constant", text: "constant score", title: CONSTANT_NOTE }) : null,
+        ),
         h(
           "td",
           { class: `num value ${row.mark || ""}`.trim(), dataset: { value: missing(row.value) ? "" : String(row.value), lo: String(row.interval[0] ?? ""), hi: String(row.interval[1] ?? "") } },
@@ -398,6 +443,7 @@
           h("span", { class: "interval", text: interval(row.interval) }),
         ),
         h("td", null, whisker(row.value, row.interval, valueDomain, null, `${row.label}: ${valueText}`)),
+        ranked.calibration ? h("td", { class: "num auroc", dataset: { value: missing(row.auroc) ? "" : String(row.auroc) }, text: fmt(row.auroc) }) : null,
         difference
           ? h(
               "td",
@@ -405,7 +451,7 @@
               signed(difference.value),
               h("span", { class: "interval", text: interval(difference.interval) }),
             )
-          : h("td", { class: "num difference", text: reference && row.method === ranked.reference ? "reference" : MISSING }),
+          : h("td", { class: "num difference", text: reference && row.method === referenceMethod ? "reference" : MISSING }),
         h("td", null, difference ? whisker(difference.value, difference.interval, differenceDomain, 0, `${row.label} − ${reference}: ${signed(difference.value)} ${interval(difference.interval)}`) : null),
         h("td", { class: "num p", text: difference ? difference.p_text : "", title: difference ? `wins / ties / losses over ${difference.pairs} pairs: ${difference.wins} / ${difference.ties} / ${difference.losses}` : null }),
       );
@@ -438,18 +484,39 @@
     const [main, ...others] = DATA.tables;
     const pairBox = h("div", { class: "table-wrap", id: "pair-table-wrap" });
     const rankedBox = h("div", { class: "table-wrap" });
-    let rankedMetric = "auroc" in DATA.ranked ? "auroc" : Object.keys(DATA.ranked)[0];
+    // The rank-by metric and the reference live in the link too (rank=, against=).
+    const defaultMetric = "auroc" in DATA.ranked ? "auroc" : Object.keys(DATA.ranked)[0];
+    let rankedMetric = Object.hasOwn(DATA.ranked, route.rank || "") ? route.rank : defaultMetric;
+    let against = METHODS.has(route.against) ? route.against : "";
     const rankedNote = h("p", { class: "note" });
+    const againstChoice = choice(
+      "ranked-against",
+      [{ value: "", label: "the default reference" }, ...DATA.leaderboard_methods.map((method) => ({ value: method, label: methodLabel(method) }))],
+      against,
+      (value) => {
+        against = value;
+        route.against = value;
+        writeRoute(false);
+        drawRanked();
+      },
+    );
     const drawRanked = () => {
-      rankedBox.replaceChildren(rankedTable(rankedMetric));
+      rankedBox.replaceChildren(rankedTable(rankedMetric, against));
       rankedHelp.replaceChildren(`${METRICS.get(rankedMetric).label}: `, definition(METRICS.get(rankedMetric)));
-      const ranked = DATA.ranked[rankedMetric];
+      againstChoice.disabled = !DATA.paired[rankedMetric];
+      const ranked = { ...DATA.ranked[rankedMetric], reference: rankedAgainst(rankedMetric, against).reference };
       rankedNote.textContent =
         `Each method's pair-equal macro with its ${LEVEL}% hierarchical-bootstrap interval (dot and whisker, one scale ` +
-        "for all rows); best and second marked. " +
+        `over the first ${ZOOM_ROWS} ranks and every marked method; beyond it an arrowhead at the edge). ` +
+        "Marked best only where every other method's paired difference to the leader excludes 0; otherwise the " +
+        "leader and every method whose paired interval to it includes 0 are tied with the best (barred on the left). " +
+        (ranked.calibration
+          ? `Constant score: ${CONSTANT_NOTE.toLowerCase()}; ranked after every other method here and never marked. ` +
+            "Macro AUROC beside it: how well each method tells right from wrong answers. "
+          : "") +
         (ranked.reference
-          ? `Difference: the method's macro minus ${methodLabel(ranked.reference)}'s (the reference: SC@K when every pair has it, ` +
-            `else the best single-trace baseline), the ${LEVEL}% interval of the paired bootstrap differences and the one-sided p ` +
+          ? `Difference: the method's macro minus ${methodLabel(ranked.reference)}'s (the default reference: SC@K when every pair ` +
+            `has it, else the best single-trace baseline; under AUROC, AURC and ECE any method), the ${LEVEL}% interval of the paired bootstrap differences and the one-sided p ` +
             "(the share of resamples where the method is not better). The same numbers as trac report's ranked_summary table."
           : "No reference: neither SC@K nor a single-trace baseline is evaluated on every pair.");
     };
@@ -480,17 +547,21 @@
           "rank by",
           choice("ranked-metric", Object.keys(DATA.ranked).map((name) => ({ value: name, label: METRICS.get(name).label })), rankedMetric, (value) => {
             rankedMetric = value;
+            route.rank = value === defaultMetric ? "" : value;
+            writeRoute(false);
             drawRanked();
           }),
         ),
+        labelled("against", againstChoice),
       ),
       downloads("ranked_summary", () => {
         const ranked = DATA.ranked[rankedMetric];
         const label = METRICS.get(rankedMetric).label;
-        const header = ["rank", "method", `macro ${label}`, `${label} lo`, `${label} hi`, "difference", "difference lo", "difference hi", "p", "pairs"];
-        const rows = ranked.rows.map((row, position) => {
+        const auroc = ranked.calibration ? ["macro AUROC"] : [];
+        const header = ["rank", "method", "mark", `macro ${label}`, `${label} lo`, `${label} hi`, ...auroc, "difference", "difference lo", "difference hi", "p", "pairs"];
+        const rows = rankedAgainst(rankedMetric, against).rows.map((row, position) => {
           const d = row.difference || { value: null, interval: [null, null], p: null, pairs: 0 };
-          return [position + 1, row.label, row.value, ...row.interval, d.value, ...d.interval, d.p, d.pairs];
+          return [position + 1, row.label, row.verdict || null, row.value, ...row.interval, ...(auroc.length ? [row.auroc] : []), d.value, ...d.interval, d.p, d.pairs];
         });
         return { header, rows };
       }, "the ranked summary"),
@@ -731,7 +802,7 @@
       h(
         "div",
         { class: "controls" },
-        labelled("pair", choice("figure-pair", PAIRS.map((pair, index) => ({ value: String(index), label: pair.name })), "0", (value) => {
+        labelled("pair", choice("figure-pair", PAIRS.map((pair, index) => ({ value: String(index), label: pairName(pair) })), "0", (value) => {
           pairIndex = Number(value);
           redraw();
         })),
@@ -1161,13 +1232,20 @@
   }
 
   // The search: plain text (case-insensitive), or a regular expression written /like this/ (flags after the last /).
-  function searcher(query) {
+  // A regular expression runs only when typed (`typed`), never from a link (one built to backtrack for ever would
+  // freeze the page at every load), and is at most MAX_PATTERN characters; the g and y flags are dropped, so test()
+  // keeps no lastIndex from one question to the next.
+  const MAX_PATTERN = 200;
+  function searcher(query, typed) {
     const text = query.trim();
     if (!text) return { all: true, test: () => true };
     const regex = /^\/(.+)\/([a-z]*)$/s.exec(text);
     if (regex) {
+      if (!typed) return { all: true, test: () => true, error: "a regular expression from a link is not run: press Enter in the search box to run it" };
+      if (regex[1].length > MAX_PATTERN) return { error: `a regular expression is at most ${MAX_PATTERN} characters`, test: () => false };
       try {
-        const pattern = new RegExp(regex[1], regex[2].includes("i") ? regex[2] : regex[2] + "i");
+        const flags = regex[2].replace(/[gy]/g, "");
+        const pattern = new RegExp(regex[1], flags.includes("i") ? flags : flags + "i");
         return { test: (value) => pattern.test(value) };
       } catch (error) {
         return { error: `not a regular expression: ${error.message}`, test: () => false };
@@ -1216,7 +1294,7 @@
     const searchNote = h("span", { id: "search-note", class: "note warning" });
     const controls = {
       task: choice("filter-task", [{ value: "", label: "all" }, ...unique(PAIRS.map((pair) => pair.task)).map((task) => ({ value: task, label: task }))], "", (value) => change("task", value)),
-      model: choice("filter-model", [{ value: "", label: "all" }, ...unique(PAIRS.map((pair) => pair.model)).map((model) => ({ value: model, label: model }))], "", (value) => change("model", value)),
+      model: choice("filter-model", [{ value: "", label: "all" }, ...unique(PAIRS.map((pair) => pair.model)).map((model) => ({ value: model, label: modelName(model) }))], "", (value) => change("model", value)),
       label: choice("filter-label", [{ value: "", label: "all" }, { value: "correct", label: "correct" }, { value: "wrong", label: "wrong" }], "", (value) => change("label", value)),
       cw: h("input", { type: "checkbox", id: "filter-confidently-wrong", onchange: (event) => change("cw", event.target.checked ? "1" : "") }),
       by: choice("confidence-method", methodOptions, defaultMethod, (value) => change("by", value)),
@@ -1238,6 +1316,14 @@
         typing = setTimeout(() => change(field, controls[field].value), 150);
       });
     }
+    // The search typed here (or confirmed with Enter): the only one a regular expression is compiled from.
+    let typedQuery = "";
+    controls.q.addEventListener("input", () => (typedQuery = controls.q.value));
+    controls.q.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter") return;
+      typedQuery = controls.q.value;
+      change("q", controls.q.value);
+    });
     // The chosen field's values, offered as the value box's suggestions.
     const valueList = h("datalist", { id: "filter-field-values" });
     const suggest = () => valueList.replaceChildren(...[...(fields.get(state.mf) || [])].sort().map((value) => h("option", { value })));
@@ -1274,10 +1360,13 @@
       writeRoute(false);
       redraw();
     }
+    // The open question is its pair's index and its own index in the pair ("0:12"), never its document id, which
+    // may hold a ":" itself ("aime:2024:3").
     const openKey = () => {
-      const [pairIndex, doc] = state.open.split(":");
-      const question = PAIRS[Number(pairIndex)] ? DATA.questions[Number(pairIndex)].doc.indexOf(doc) : -1;
-      return question < 0 ? null : `${pairIndex}:${question}`;
+      const found = /^(\d+):(\d+)$/.exec(state.open);
+      if (!found) return null;
+      const [pairIndex, question] = [Number(found[1]), Number(found[2])];
+      return pairIndex < PAIRS.length && question < DATA.questions[pairIndex].doc.length ? `${pairIndex}:${question}` : null;
     };
     // The open question's row marked, when its page is shown.
     function markOpen() {
@@ -1303,7 +1392,7 @@
     }
     // Open a row's question: a new history entry, so Back returns to the one before.
     function open(row, tr) {
-      state.open = `${row.pairIndex}:${DATA.questions[row.pairIndex].doc[row.question]}`;
+      state.open = `${row.pairIndex}:${row.question}`;
       Object.assign(route, state);
       writeRoute(true);
       for (const other of listBox.querySelectorAll("tr[tabindex='0']")) other.tabIndex = -1;
@@ -1321,7 +1410,7 @@
       if (row) row.focus();
     }
     function redraw() {
-      const search = searcher(state.q);
+      const search = searcher(state.q, state.q === typedQuery);
       searchNote.textContent = search.error || "";
       const withTraces = state.traces === "1" && state.q.trim() !== "";
       // A metadata field equal to a value (its whole text, case-insensitive); P(correct) of the method against a
@@ -1345,7 +1434,7 @@
           if (state.dis === "1" && data.agree[question] !== 0) return;
           if (state.mf && wanted) {
             const entry = data.metadata[question] || {};
-            if (!(state.mf in entry) || metadataText(entry[state.mf]).toLowerCase() !== wanted) return;
+            if (!Object.hasOwn(entry, state.mf) || metadataText(entry[state.mf]).toLowerCase() !== wanted) return;
           }
           if (byThreshold) {
             const p = probabilities[question];
@@ -1510,7 +1599,7 @@
       if (!candidates.includes(state.right)) state.right = candidates.find((index) => index !== state.left) ?? candidates[0];
       const { shared, shown } = documents();
       if (!shown.includes(state.doc)) state.doc = shown[0] ?? null;
-      const pairOptions = candidates.map((index) => ({ value: String(index), label: PAIRS[index].name }));
+      const pairOptions = candidates.map((index) => ({ value: String(index), label: pairName(PAIRS[index]) }));
       const disagree = h("input", { type: "checkbox", id: "compare-disagree", checked: state.disagree, onchange: (event) => { state.disagree = event.target.checked; redraw(); } });
       controls.replaceChildren(
         labelled("task", choice("compare-task", tasks.map((task) => ({ value: task, label: task })), state.task, (value) => { state.task = value; redraw(); })),
@@ -1559,7 +1648,7 @@
   const built = new Set();
   let building = null; // the tab last built: the others wait until the document is parsed
   function openTab(name, record = true) {
-    if (!builders[name]) name = "leaderboard";
+    if (!Object.hasOwn(builders, name)) name = "leaderboard"; // "#tab=constructor" names no tab
     for (const button of tabs) {
       const selected = button.dataset.tab === name;
       button.setAttribute("aria-selected", String(selected));
