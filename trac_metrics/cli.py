@@ -15,8 +15,9 @@
 
 Unusable input (a folder without TrAC records, another record schema, a question stored twice, a malformed head file
 or one that does not fit the runs, a request larger than the memory available) ends with a one-line message on
-stderr and exit status 2, and so does an output path that could not be written or that is one of the command's inputs
-(a record, samples or head file it reads, or its other output; checked before any work, links resolved). Every file
+stderr and exit status 2, and so does an output that breaks the one output rule: one that could not be written, an
+input of the run, a file another output writes, a link, a path inside ``trac_records/``, a name too long; checked
+with every argument before any work, links resolved (docs/guide/reliability.md#one-output-rule). Every file
 is written atomically (complete, or the old file left as it was; never over a pipe or a device), and a head file is
 data only: a custom ``--equivalence`` is code and comes from the command line alone.
 """
@@ -30,13 +31,13 @@ import math
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 from tqdm import tqdm
 
-from trac_metrics._util.files import atomic_write, check_output
+from trac_metrics._util.files import Output, atomic_write, check_output
 from trac_metrics._util.limits import require_memory
 from trac_metrics._warnings import TracWarning
 from trac_metrics.answers import ANSWER_KINDS, UNDECIDED_KEY
@@ -74,11 +75,12 @@ from trac_metrics.reporting.html import primary_trace, write_html_report
 from trac_metrics.reporting.html.page import docs_url
 from trac_metrics.reporting.html.prompts import readable_samples_files
 from trac_metrics.reporting.html.tokens import parse_tokenizer_specs
-from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, build_report_data
+from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, build_report_data, report_notes
 from trac_metrics.reporting.report_model import build_report_model
-from trac_metrics.reporting.report_writer import write_report
+from trac_metrics.reporting.report_writer import REPORT_FILES, write_report
 from trac_metrics.reporting.rescore import changes_to_json, format_changes, rescore
 from trac_metrics.reporting.runs import (
+    RECORDS_FOLDER,
     Details,
     PairRun,
     check_labellers,
@@ -176,9 +178,13 @@ def evaluate_records(paths: Sequence[Path]) -> dict[str, dict[str, float]]:
     (``acc``, ``maj_acc`` when K > 1, the probe's agreement on correct and wrong responses, and every
     ``<method>_<metric>``) and the comparisons that ran out of the work budget (``undecided_comparisons``). A task
     whose probe read the answer it tests (records of schema trac-record/1) gets a warning saying so
-    (docs/method.md#probe-agreement)."""
+    (docs/method.md#probe-agreement), and so does a task with methods some of its questions lack, left out as the
+    report leaves them out (:func:`~trac_metrics.reporting.report_data.report_notes` warns of the baselines; the
+    evaluation itself of the heads)."""
     metrics: dict[str, dict[str, float]] = {}
-    for pair, evaluation in zip(pairs := load_pairs(paths), evaluate_pairs(pairs), strict=True):
+    pairs = load_pairs(paths)
+    report_notes(pairs, heads={})
+    for pair, evaluation in zip(pairs, evaluate_pairs(pairs), strict=True):
         if pair.task in metrics:
             raise ValueError(
                 f"task {pair.task} appears in records of several models or decodings; compare them with `trac report`"
@@ -234,15 +240,26 @@ def _read(
     return load_pairs(paths, progress=_progress("reading records", "file"), options=options, jobs=jobs, details=details)
 
 
-def _inputs(runs: Sequence[Path], samples: bool = False) -> dict[Path, str]:
-    """The files a command reads from ``runs``, each with what it is: their record files and, with ``samples``, the
-    lm-eval samples files the HTML page reads prompts from; no output may replace one
-    (:func:`~trac_metrics._util.files.check_output`)."""
+def _inputs(runs: Sequence[Path], equivalence: str | None = None) -> dict[Path, str]:
+    """The files of ``runs`` no output may replace (docs/guide/reliability.md#one-output-rule), each with what it is:
+    their record files, lm-eval's samples files (the HTML page reads prompts from them) and results files (``trac
+    summary`` reads them) beside the records, and the Python file of a FILE.py:FUNCTION ``equivalence``."""
     records = find_record_files(runs)
     inputs = dict.fromkeys(records, "a record file this command reads")
-    if samples:
-        inputs.update(dict.fromkeys(readable_samples_files(records), "an lm-eval samples file the page reads"))
+    inputs.update(dict.fromkeys(readable_samples_files(records), "an lm-eval samples file of the run"))
+    outputs = {path.parent.parent for path in records if path.parent.name == RECORDS_FOLDER}
+    results = [path for output in sorted(outputs) for path in sorted(output.glob("*/results_*.json"))]
+    inputs.update(dict.fromkeys(results, "an lm-eval results file of the run"))
+    source = (equivalence or "").rpartition(":")[0]
+    if source.endswith(".py"):
+        inputs[Path(source)] = "the --equivalence file this command reads"
     return inputs
+
+
+def _check_outputs(*outputs: Output, inputs: Mapping[Path, str]) -> None:
+    """The one output rule (:func:`~trac_metrics._util.files.check_output`) over a command's outputs that are given,
+    before any work."""
+    check_output([output for output in outputs if output.path is not None], inputs, RECORDS_FOLDER)
 
 
 def _check_n_bins(n_bins: int, request: str) -> None:
@@ -276,13 +293,11 @@ def _report(args: argparse.Namespace) -> None:
             raise ValueError("--docs-url chooses where the HTML report's definitions link: give --html FILE too")
         docs_url(args.docs_url)  # refused before the slow evaluation
     tokenizers = parse_tokenizer_specs(args.tokenizer or [])
-    inputs = _inputs(args.runs, samples=args.html is not None)
-    if args.out is not None:
-        other = {args.html: "the --html page"} if args.html is not None else {}
-        check_output(args.out, "--out", "folder", parents=True, inputs={**inputs, **other})
-    if args.html is not None:
-        other = {args.out: "the --out folder"} if args.out is not None else {}
-        check_output(args.html, "--html", "file", parents=True, inputs={**inputs, **other})
+    _check_outputs(
+        Output("--out", args.out, "folder", parents=True, takes=REPORT_FILES),
+        Output("--html", args.html, "file", parents=True, noun="page"),
+        inputs=_inputs(args.runs, args.equivalence),
+    )
     pairs = _read(args.runs, _options(args), args.jobs, primary_trace if args.html is not None else None)
     check_labellers(pairs, allow_mixed=args.mix_labellers)
     notes = []
@@ -305,7 +320,8 @@ def _report(args: argparse.Namespace) -> None:
         ece_bins=args.ece_bins,
         extra_notes=notes,
     )
-    model = build_report_model(data, with_pairs=args.html is not None)  # every number, once for both outputs
+    # every number, once for both outputs
+    model = build_report_model(data, with_pairs=args.html is not None, classifier_capacity=args.classifier_capacity)
     if args.out is not None:
         print(write_report(model, args.out, latex=args.latex))
     if args.html is not None:
@@ -330,7 +346,9 @@ def _rescore(args: argparse.Namespace) -> None:
 def _fit(args: argparse.Namespace) -> None:
     if args.target_risk is not None and not args.calibration:
         raise ValueError("--target-risk needs --calibration runs to choose the threshold on")
-    check_output(args.out, "--out", "file", parents=False, inputs=_inputs([*args.runs, *(args.calibration or [])]))
+    _check_outputs(
+        Output("--out", args.out, "file"), inputs=_inputs([*args.runs, *(args.calibration or [])], args.equivalence)
+    )
     options = _options(args)
     training = _read(args.runs, options)
     calibration = _read(args.calibration, options) if args.calibration else []
@@ -350,9 +368,8 @@ def _fit(args: argparse.Namespace) -> None:
 
 
 def _score(args: argparse.Namespace) -> None:
-    if args.out is not None:
-        inputs = {**_inputs(args.runs), args.head: "the head file this command reads"}
-        check_output(args.out, "--out", "file", parents=False, inputs=inputs)
+    inputs = {**_inputs(args.runs, args.equivalence), args.head: "the head file this command reads"}
+    _check_outputs(Output("--out", args.out, "file"), inputs=inputs)
     head = load_head(args.head)
     options = head_options(head, args.equivalence)
     _check_n_bins(options.n_bins, f"n_bins {options.n_bins} of {args.head}")
@@ -384,14 +401,35 @@ def _evaluate(args: argparse.Namespace) -> None:
         print(_task_block(task, values) + "\n")
 
 
-def _positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+def _int_at_least(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+        value = minimum - 1
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    return _int_at_least(text, 1)
+
+
+def _seed(text: str) -> int:
+    """argparse type: a seed, an integer >= 0 (what NumPy's generators take), refused before any work
+    (docs/guide/reliability.md#one-output-rule)."""
+    return _int_at_least(text, 0)
+
+
+def _risk(text: str) -> float:
+    """argparse type: a target risk in [0, 1), refused before any work (docs/guide/reliability.md#one-output-rule)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a risk in [0, 1), got {text!r}")
     return value
 
 
@@ -508,7 +546,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="leave out the pairs with fewer than N wrong answers (the paper keeps BBH subtask pairs with >= 15)",
     )
-    report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    report.add_argument(
+        "--classifier-capacity",
+        action="store_true",
+        help="add the classifier-capacity table: PCE under random-forest, gradient-boosting and MLP heads beside the "
+        "logistic one, in-domain and leave-one-dataset-out (75 more fits a pair; docs/method.md#classifier-capacity)",
+    )
+    report.add_argument("--seed", type=_seed, default=0, help="bootstrap seed, an integer >= 0 (default 0)")
     report.add_argument(
         "--jobs",
         type=_positive_int,
@@ -557,7 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fit.add_argument(
         "--target-risk",
-        type=float,
+        type=_risk,
         metavar="RISK",
         help=f"risk the threshold must reach on the calibration runs (default {DEFAULT_TARGET_RISK})",
     )

@@ -138,6 +138,8 @@ def test_records_are_complete(records, reasoner_tokenizer):
         assert record.num_samples == K
         assert record.decoding == {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}
         assert record.timing["generation_seconds"] > 0 and probe.seconds > 0
+        # arrival times on the chunk's clock (docs/method.md#measured-latency): the probe arrives after its trace
+        assert 0 < record.timing["wall_generation"] < record.timing["wall_probe_trace"]
 
 
 def test_probe_prefix_is_served_from_the_prefix_cache(records, reasoner_tokenizer):
@@ -196,6 +198,8 @@ def test_trac_report_on_the_run_shows_lm_evals_numbers(run, tmp_path, capsys):
     assert leaderboard.loc["Mean log-probability", "latency ×"] == 1.0
     assert 1.0 < leaderboard.loc["TrAC", "latency ×"] < 2.0
     assert leaderboard.loc[f"SC@{K} (modal answer)", "latency ×"] == K
+    assert leaderboard.loc["Mean log-probability", "wall ×"] == 1.0  # measured: waits for its own generation only
+    assert leaderboard.loc["TrAC", "wall ×"] > 1.0 and leaderboard.loc[f"SC@{K} (modal answer)", "wall ×"] >= 1.0
     controls = pd.read_csv(tmp_path / "ablation_trace_controls.csv", index_col=0)
     assert controls.loc["Question-only probe", "AUROC"] == pytest.approx(reported["pce_question_only_auroc"])
     assert (tmp_path / "risk_coverage.png").stat().st_size > 0 and "Paired differences" in printed

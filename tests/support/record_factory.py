@@ -81,14 +81,15 @@ def synthetic_task(n_questions: int, seed: int = 0, accuracy: float = 0.5, **kwa
 
 def with_every_input(records: list[ResponseRecord], rng: np.random.Generator) -> list[ResponseRecord]:
     """The question's records with what the optional methods read added to the primary: P(True) (and its seconds),
-    the question-only, shuffled-trace, teacher-forced and after-the-answer probes (docs/method.md#probe-variants),
+    the question-only, shuffled-trace, teacher-forced and after-the-answer probes (docs/method.md#probe-variants), the
+    cue variants (docs/method.md#cue-variants),
     prefix probes at 0.25, 0.5 and 0.75 of its trace (docs/method.md#prefix-probes) and the full-vocabulary means
     of an HF run (docs/method.md#self-certainty)."""
     primary, *others = records
     trace = primary.probes["trace"]
     probes = dict(primary.probes)
     contexts = {"question_only": ("question", 0), "after_answer": ("after_answer", primary.num_tokens)}
-    for variant in ("question_only", "shuffled_trace", "teacher_forced", "after_answer"):
+    for variant in ("question_only", "shuffled_trace", "teacher_forced", "after_answer", "cue_answer", "cue_therefore"):
         context, context_tokens = contexts.get(variant, (trace.context, trace.context_tokens))
         answer = trace.answer if rng.random() < 0.6 else str(int(trace.answer) + 1)
         probes[variant] = dataclasses.replace(

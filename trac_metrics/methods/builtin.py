@@ -30,11 +30,12 @@ from trac_metrics.methods.registry import (
     register_all,
     with_probe,
 )
-from trac_metrics.records import PREFIX_VARIANT
+from trac_metrics.records import CUE_VARIANTS, PREFIX_VARIANT
 
 CONSENSUS_FUSION_NAMES = ("consensus_q_K", "consensus_h_K")
 """Names of the two vote statistics Consensus Fusion @K appends to [φ_A; φ_P] (docs/method.md#consensus-fusion)."""
 PROBE_VARIANTS_SWITCH = "trac: probe_variants: [trace, question_only, shuffled_trace, teacher_forced, after_answer]"
+CUE_VARIANTS_SWITCH = "trac: probe_variants: [trace, cue_answer, cue_therefore]"
 PREFIX_PROBES_SWITCH = "trac: prefix_probes: [0.25, 0.5, 0.75]"
 PREFIX_PROBE_SCORES = ("answer_convergence", "prefix_agreement", "prefix_agreement_weighted")
 """The prefix-probe scores TrAC + prefix probes appends to [φ_A; φ_P], as the evidence stores them (higher = more
@@ -476,9 +477,11 @@ BUILTIN_METHODS = (
             with_probe(ONE_GENERATION, variant),
             features=partial(_variant, name=variant),
             leaderboard_row=None,
-            switch=PROBE_VARIANTS_SWITCH,
+            switch=CUE_VARIANTS_SWITCH if variant in CUE_VARIANTS else PROBE_VARIANTS_SWITCH,
             summary=summary,
-            doc="docs/method.md#trace-conditioning-controls",
+            doc="docs/method.md#cue-variants"
+            if variant in CUE_VARIANTS
+            else "docs/method.md#trace-conditioning-controls",
         )
         for variant, label, summary in (
             ("question_only", "PCE (question-only probe)", "PCE with the probe given the question but not the trace"),
@@ -496,6 +499,12 @@ BUILTIN_METHODS = (
                 "after_answer",
                 "PCE (restatement after the answer)",
                 "PCE with the probe placed after the whole reply, the answer it wrote included (not the paper's)",
+            ),
+            ("cue_answer", 'PCE (cue "The answer is")', 'PCE with the probe cue worded "The answer is"'),
+            (
+                "cue_therefore",
+                'PCE (cue "Therefore, the final answer is")',
+                'PCE with the probe cue worded "Therefore, the final answer is"',
             ),
         )
     ),

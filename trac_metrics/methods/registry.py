@@ -59,9 +59,13 @@ class Cost:
     extra_seconds: tuple[str, ...] = ()
     samples: int | None = None
 
+    def responses_read(self, k: int) -> int:
+        """How many of a question's ``k`` responses the method reads (the first ones, the primary first)."""
+        return self.samples if self.samples else k if self.k_samples else 1
+
     def relative_latency(self, k: int, extra: Callable[[str], float]) -> float:
         """The cost of a question with ``k`` samples; ``extra(key)`` converts the seconds of one timing key."""
-        latency = float(self.samples) if self.samples else float(k) if self.k_samples else 1.0
+        latency = float(self.responses_read(k))
         for key in self.extra_seconds:
             latency += extra(key)
         return latency

@@ -10,15 +10,18 @@ cell that cannot be computed is NaN or left out with the reason in the table's n
 
 - ablations (a)–(d) (docs/method.md#report-analyses): :func:`component_ablation`, :func:`trace_controls`,
   :func:`pce_decomposition`, :func:`p_true_fusion`: macro AUROC with its 95% hierarchical-bootstrap CI, and macro AURC;
+- cue variants (docs/method.md#cue-variants): :func:`cue_variants`;
 - consensus blind spot (docs/method.md#consensus-blind-spot): :func:`consensus_blind_spot`;
 - transfer (docs/method.md#transfer-tables; heads: docs/method.md#transfer-heads): :func:`transfer_by_target` (top) and
   :func:`transfer_representations` (bottom);
 - label efficiency (docs/method.md#label-efficiency): :func:`label_efficiency` (with :func:`label_split`);
+- classifier capacity (docs/method.md#classifier-capacity), on request: :func:`classifier_capacity`;
 - decoding symmetry (docs/method.md#decoding-symmetry): :func:`decoding_symmetry`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 import zlib
@@ -34,6 +37,9 @@ from threadpoolctl import threadpool_limits
 from trac_metrics import selective
 from trac_metrics._warnings import TracWarning
 from trac_metrics.heads import MIN_SAMPLES_PER_CLASS, fit_head, transfer_scores
+from trac_metrics.heads.capacity import CLASSIFIERS, classifier_fitter
+from trac_metrics.heads.cross_fitting import Fitter, cross_fit_many, oof_metric
+from trac_metrics.heads.logistic import class_shortage
 from trac_metrics.methods import get
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.runs import DEFAULT_DECODING, PairRun, decoding_label
@@ -44,6 +50,13 @@ METHOD_COLUMNS = ("AUROC", "CI lo", "CI hi", "AURC", "pairs")
 REPRESENTATIONS = (("TUP", "tup"), ("PCE", "pce"), ("TrAC", "trac"))
 """Rows of the transfer table (docs/method.md#transfer-tables): label and registered head
 (:mod:`trac_metrics.methods`)."""
+CLASSIFIER_LABELS = {
+    "logistic": "Logistic regression",
+    "random_forest": "Random forest",
+    "gradient_boosting": "Gradient-boosted trees",
+    "mlp": "MLP",
+}
+"""Rows of the classifier-capacity table (docs/method.md#classifier-capacity)."""
 LABEL_EFFICIENCY_COLUMNS = (
     ("Sequence only", "sequence_only"),
     ("Conv.+final", "convergence_final"),
@@ -58,6 +71,9 @@ PROBE_VARIANTS_HOW_TO = (
     "task's generation_kwargs and rerun"
 )
 P_TRUE_HOW_TO = "add `trac: p_true: true` to the task's generation_kwargs and rerun"
+CUE_VARIANTS_HOW_TO = (
+    "add `trac: probe_variants: [trace, cue_answer, cue_therefore]` to the task's generation_kwargs and rerun"
+)
 PREFIX_PROBES_HOW_TO = "add `trac: prefix_probes: [0.25, 0.5, 0.75]` to the task's generation_kwargs and rerun"
 
 
@@ -199,6 +215,28 @@ def tup_span(data: ReportData, numbers: Numbers | None = None) -> ReportTable:
             ("TrAC, TUP on y", "trac_tup_generation"),
         ],
     )
+
+
+def cue_variants(data: ReportData, numbers: Numbers | None = None) -> ReportTable:
+    """Cue variants (docs/method.md#cue-variants): PCE with the task's cue and with two equivalent wordings, and the
+    spread of their macro AUROC in the note."""
+    table = _method_table(
+        data,
+        numbers,
+        "robustness_cue_variants",
+        "Cue variants: three equivalent answer cues",
+        [
+            ('PCE, the task\'s cue (default "The final answer is")', "pce"),
+            ('PCE, cue "The answer is"', "pce_cue_answer"),
+            ('PCE, cue "Therefore, the final answer is"', "pce_cue_therefore"),
+        ],
+        CUE_VARIANTS_HOW_TO,
+    )
+    macro = table.frame["AUROC"].dropna()
+    if len(macro) < 2:
+        return table
+    spread = f"Spread of the macro AUROC over the cues (max − min): {macro.max() - macro.min():.3f}."
+    return dataclasses.replace(table, note=f"{spread} {table.note}")
 
 
 def pce_decomposition(data: ReportData, numbers: Numbers | None = None) -> ReportTable:
@@ -355,10 +393,13 @@ def _feature_rows(data: ReportData, method: str) -> list[np.ndarray | None]:
     return matrices
 
 
-def _transfer_aurocs(data: ReportData, method: str, matrices: Sequence[np.ndarray | None], scheme: str) -> np.ndarray:
+def _transfer_aurocs(
+    data: ReportData, method: str, matrices: Sequence[np.ndarray | None], scheme: str, fit: Fitter | None = None
+) -> np.ndarray:
     """AUROC of each pair scored by a ``method`` head fitted on the pairs ``scheme`` allows
-    (docs/method.md#transfer-heads: source rows only, ``heads.transfer_scores``); NaN where the pair has no source,
-    lacks the features, or one class only.
+    (docs/method.md#transfer-heads: source rows only, ``heads.transfer_scores``; ``fit``: another head fitted on the
+    source rows, docs/method.md#classifier-capacity); NaN where the pair has no source, lacks the features, or one
+    class only.
 
     The targets holding out the same key share one fitted head (one fit per task for LODO, per model for LOMO, per
     (model, task) for Global); each target score depends on its own row only, so this equals scoring every target
@@ -386,15 +427,27 @@ def _transfer_aurocs(data: ReportData, method: str, matrices: Sequence[np.ndarra
     with threadpool_limits(limits=1, user_api="blas"):
         for number, targets in enumerate(targets_by_fold):
             source = owner != number
-            scores = transfer_scores(
-                rows[source],
-                labels[source],
-                np.vstack([matrices[i] for i in targets]),
-                [f"{method}[{c}]" for c in range(rows.shape[1])],
-            )
+            target_rows = np.vstack([matrices[i] for i in targets])
+            if fit is None:
+                scores = transfer_scores(
+                    rows[source], labels[source], target_rows, [f"{method}[{c}]" for c in range(rows.shape[1])]
+                )
+            else:
+                scores = _fitted_scores(fit, rows[source], labels[source], target_rows)
             for i, part in zip(targets, np.split(scores, np.cumsum([len(matrices[i]) for i in targets])[:-1])):
                 values[i] = _auroc(part, data.evaluations[i].labels)
     return values
+
+
+def _fitted_scores(fit: Fitter, source: np.ndarray, labels: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """``fit``'s scores of the target rows, fitted on the source rows; NaN with a warning when a class is short."""
+    shortage = class_shortage(labels)
+    if shortage is not None:
+        warnings.warn(
+            f"transfer: the source rows have {shortage}; the target scores are NaN", TracWarning, stacklevel=3
+        )
+        return np.full(len(target), math.nan)
+    return fit(source, labels)(target)
 
 
 def _scheme_reason(data: ReportData, scheme: str) -> str | None:
@@ -436,6 +489,66 @@ def transfer_by_target(data: ReportData, numbers: Numbers | None = None) -> Repo
     return ReportTable(
         "transfer_lodo", "Leave-one-dataset-out transfer (PCE)", frame, note=f"{note} {reason}." if reason else note
     )
+
+
+def classifier_capacity(data: ReportData, numbers: Numbers | None = None) -> ReportTable:
+    """Classifier capacity (docs/method.md#classifier-capacity): PCE's features under the logistic head and under
+    higher-capacity heads, in-domain (cross-fitted on the report's folds) and leave-one-dataset-out, each with its
+    difference to the logistic head over the pairs where both are defined."""
+    matrices = _feature_rows(data, "pce")
+    logistic = (numbers or data).per_pair("pce", "auroc")
+    in_domain, lodo = {}, {}
+    for name in CLASSIFIERS:
+        fit = classifier_fitter(name)
+        in_domain[name] = logistic if name == "logistic" else _cross_fitted_aurocs(data, matrices, fit)
+        lodo[name] = _transfer_aurocs(data, "pce", matrices, "LODO", None if name == "logistic" else fit)
+    records = [
+        [
+            mean_of_defined(in_domain[name]),
+            _paired_mean(in_domain[name], in_domain["logistic"]),
+            mean_of_defined(lodo[name]),
+            _paired_mean(lodo[name], lodo["logistic"]),
+            int((~np.isnan(in_domain[name])).sum()),
+        ]
+        for name in CLASSIFIERS
+    ]
+    frame = pd.DataFrame(
+        records,
+        columns=["In-domain AUROC", "Δ LR in-domain", "LODO AUROC", "Δ LR LODO", "pairs"],
+        index=pd.Index([CLASSIFIER_LABELS[name] for name in CLASSIFIERS], name="classifier"),
+    )
+    reason = _scheme_reason(data, "LODO")
+    note = (
+        "The same PCE features under each head. In-domain: cross-fitted on the report's folds (5 repetitions × 5 "
+        "question-grouped folds), pair-equal macro AUROC; LODO: fitted on every pair of the other tasks, scored on "
+        "the task's pairs. Δ LR: the mean difference to the logistic head over the pairs where both are defined."
+    )
+    return ReportTable(
+        "classifier_capacity",
+        "Classifier capacity (same PCE features)",
+        frame,
+        {"In-domain AUROC": True, "LODO AUROC": True},
+        f"{note} {reason}." if reason else note,
+    )
+
+
+def _cross_fitted_aurocs(data: ReportData, matrices: Sequence[np.ndarray | None], fit: Fitter) -> np.ndarray:
+    """Each pair's AUROC of ``fit``'s heads cross-fitted on the pair's own folds (the mean over repetitions, as the
+    report's per-pair values are); NaN where the pair lacks the features or cannot be split."""
+    values = np.full(len(data.pairs), math.nan)
+    for i, matrix in enumerate(matrices):
+        if matrix is None:
+            continue
+        labels = data.evaluations[i].labels
+        groups = np.arange(labels.size)
+        scores = cross_fit_many({"pce": matrix}, labels, groups, fitters={"pce": fit})["pce"]
+        values[i] = oof_metric(scores, labels, _auroc)
+    return values
+
+
+def _paired_mean(values: np.ndarray, reference: np.ndarray) -> float:
+    both = ~(np.isnan(values) | np.isnan(reference))
+    return mean_of_defined(values[both] - reference[both])
 
 
 def transfer_representations(data: ReportData) -> ReportTable:
@@ -647,19 +760,25 @@ def decoding_symmetry(data: ReportData, numbers: Numbers | None = None) -> Repor
     )
 
 
-def all_analyses(data: ReportData, numbers: Numbers | None = None) -> list[ReportTable]:
+def all_analyses(
+    data: ReportData, numbers: Numbers | None = None, classifier_capacity_table: bool = False
+) -> list[ReportTable]:
     """Every analysis table of ``trac report``, in the paper's order; shared numbers read from ``numbers`` (default:
-    ``data``)."""
+    ``data``). The classifier-capacity table, which fits 75 heads of higher capacity per pair, only when asked for
+    (``trac report --classifier-capacity``)."""
+    capacity = [classifier_capacity(data, numbers)] if classifier_capacity_table else []
     return [
         component_ablation(data, numbers),
         tup_span(data, numbers),
         trace_controls(data, numbers),
         pce_decomposition(data, numbers),
         p_true_fusion(data, numbers),
+        cue_variants(data, numbers),
         consensus_blind_spot(data),
         answer_leakage(data),
         transfer_by_target(data, numbers),
         transfer_representations(data),
         label_efficiency(data),
+        *capacity,
         decoding_symmetry(data, numbers),
     ]

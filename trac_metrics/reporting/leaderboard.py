@@ -21,8 +21,11 @@ from trac_metrics.heads.evaluate import TaskEvaluation
 from trac_metrics.methods import leaderboard_rows
 from trac_metrics.reporting.model.methods import method_label
 from trac_metrics.reporting.model.statistics import (
+    BEST,
     COMPARISONS,
     PAIRED_COLUMNS,
+    TIED,
+    RankedRow,
     RankedSummary,
     ReportStatistics,
     report_statistics,
@@ -129,13 +132,16 @@ def main_table(report: ReportStatistics | ReportData) -> ReportTable:
         label = METRIC_LABELS[metric]
         columns[f"macro {label}" if metric in BOOTSTRAP_METRICS else label] = _macros(statistics, metric)
     columns["latency ×"] = [statistics.latency[method] for method in methods]
+    columns["wall ×"] = [statistics.wall_latency.get(method, math.nan) for method in methods]
     frame = pd.DataFrame(columns, index=_method_index(statistics))
-    rank = {column: column.endswith("AUROC") for column in frame.columns if column != "latency ×"}
+    rank = {column: column.endswith("AUROC") for column in frame.columns if column not in ("latency ×", "wall ×")}
     note = _notes(
         f"{len(statistics.data.pairs)} (model, task) pairs. Per-task columns: mean over the pairs (models) of that "
         "task; macro: pair-equal mean over all pairs; excess AURC = AURC / base error rate (1 ≈ random ranking); "
         "risk@c: error rate of the c% most confident answers. AUROC higher is better, the rest lower; best in bold, "
-        "second underlined. Latency: cost per question in generations, from the runs' own timings (mean over pairs).",
+        "second underlined. Latency: cost per question in generations, from the runs' own timings (mean over pairs); "
+        "wall: measured wall-clock wait per question over one generation's, in the runs' own batching (mean over "
+        "pairs; empty for runs that did not store arrival times).",
         _missing_methods_note(statistics),
         _undefined_note(statistics, methods, ("auroc", "aurc", "excess_aurc", "risk_at_10")),
     )
@@ -324,7 +330,9 @@ def calibration_table(report: ReportStatistics | ReportData) -> ReportTable:
         "equal-mass bins, Brier score, log loss and smECE (relplot), 0 = calibrated, lower is better. AUPRC and PRR "
         "higher is better; best in bold, second underlined.",
         f"{level:.0%} percentile intervals from the same {data.n_resamples} hierarchical bootstrap resamples as "
-        "the leaderboard; smECE has no interval (its estimator is too slow to resample).",
+        "the leaderboard; ECE's re-centred on the estimate (a binned ECE is biased upward on a resample, so its "
+        "resamples are moved until their median is the estimate: the interval contains it); smECE has no interval "
+        "(its estimator is too slow to resample).",
         _missing_methods_note(statistics),
         _nan_samples_note(statistics, nan_counts),
         _undefined_note(statistics, statistics.methods, CALIBRATION_TABLE_METRICS),
@@ -338,18 +346,32 @@ def calibration_table(report: ReportStatistics | ReportData) -> ReportTable:
     )
 
 
+RANKED_MARKS = {BEST: "best", TIED: "tied with the best"}
+"""How the ranked summary writes its marks (docs/method.md#paired-differences), in ``trac report`` and on the page."""
+CONSTANT_MARK = "constant score"
+
+
+def ranked_verdict(row: RankedRow) -> str:
+    """A ranked row's mark in words: best / tied with the best, and "constant score" for a constant method."""
+    return "; ".join(part for part in (RANKED_MARKS.get(row.mark or ""), CONSTANT_MARK if row.constant else "") if part)
+
+
 def ranked_table(summary: RankedSummary) -> ReportTable:
     """A :class:`~trac_metrics.reporting.model.statistics.RankedSummary` as a report table (``ranked_summary.csv``):
-    rank, method, macro, interval, difference to the reference with its interval and p, and the pairs compared."""
+    rank, method, its mark (:func:`ranked_verdict`), macro, interval, the macro AUROC beside a calibration metric,
+    difference to the reference with its interval and p, and the pairs compared."""
     label = METRIC_LABELS[summary.metric]
     reference = next((row.label for row in summary.rows if row.method == summary.reference), None)
     empty = dict.fromkeys(PAIRED_COLUMNS, math.nan) | {"pairs": 0}
     differences = [row.difference.row() if row.difference else empty for row in summary.rows]
+    calibration = summary.metric in CALIBRATION_METRIC_NAMES
     frame = pd.DataFrame(
         {
+            "mark": [ranked_verdict(row) for row in summary.rows],
             f"macro {label}": [row.value for row in summary.rows],
             f"{label} lo": [row.lo for row in summary.rows],
             f"{label} hi": [row.hi for row in summary.rows],
+            **({"macro AUROC": [row.auroc for row in summary.rows]} if calibration else {}),
             "difference": [found["difference"] for found in differences],
             "difference lo": [found["lo"] for found in differences],
             "difference hi": [found["hi"] for found in differences],
@@ -362,8 +384,16 @@ def ranked_table(summary: RankedSummary) -> ReportTable:
     )
     direction = "higher" if summary.higher else "lower"
     note = _notes(
-        f"Leaderboard methods ranked by the pair-equal macro {label} ({direction} is better; best in bold, second "
-        f"underlined), with its {summary.level:.0%} hierarchical-bootstrap interval.",
+        f"Leaderboard methods ranked by the pair-equal macro {label} ({direction} is better), with its "
+        f"{summary.level:.0%} hierarchical-bootstrap interval. mark: best only where the paired difference of every "
+        "other method to the leader excludes 0; else the leader and each method whose paired interval to it includes "
+        "0 are tied with the best.",
+        "constant score: one value on at least 99 % of each pair's answers; it tells no answer from another (AUROC "
+        "0.5) and its probability, the pair's accuracy, is calibrated by construction, so it is ranked after every "
+        "other method on a calibration metric and never marked. macro AUROC: how well the score ranks right above "
+        "wrong answers, beside the calibration metric."
+        if calibration
+        else "",
         f"difference: the method's macro minus {reference}'s, with the {summary.level:.0%} interval of the paired "
         f"differences over the same {summary.n_resamples} resamples and the one-sided p (share of resamples where the "
         "method is not better); pairs: pairs where both are defined."
@@ -371,7 +401,7 @@ def ranked_table(summary: RankedSummary) -> ReportTable:
         else "No reference: neither SC@K nor a single-trace baseline is evaluated on every pair.",
     )
     title = f"Ranked by macro {label}" + (f", against {reference}" if reference else "")
-    return ReportTable("ranked_summary", title, frame, {f"macro {label}": summary.higher}, note)
+    return ReportTable("ranked_summary", title, frame, {}, note)
 
 
 def leaderboard_tables(report: ReportStatistics | ReportData) -> list[ReportTable]:

@@ -43,9 +43,12 @@ class ReportModel:
     pairs: tuple[PairDetails, ...]
 
 
-def build_report_model(data: ReportData, level: float = LEVEL, with_pairs: bool = True) -> ReportModel:
+def build_report_model(
+    data: ReportData, level: float = LEVEL, with_pairs: bool = True, classifier_capacity: bool = False
+) -> ReportModel:
     """The :class:`ReportModel` of ``data`` at interval ``level``; without ``with_pairs`` the pairs' own intervals,
-    figure points and question rows (what only the page shows) are left out."""
+    figure points and question rows (what only the page shows) are left out; ``classifier_capacity`` adds that
+    analysis (docs/method.md#classifier-capacity)."""
     statistics = report_statistics(data, level)
     pairs = (
         tuple(pair_details(data, index, statistics.methods, level) for index in range(len(data.pairs)))
@@ -53,7 +56,7 @@ def build_report_model(data: ReportData, level: float = LEVEL, with_pairs: bool 
         else ()
     )
     tables = tuple(with_notes(leaderboard_tables(statistics), data.notes))
-    analyses = tuple(with_notes(all_analyses(data, StatisticsFirst(statistics)), data.notes))
+    analyses = tuple(with_notes(all_analyses(data, StatisticsFirst(statistics), classifier_capacity), data.notes))
     return ReportModel(data, level, shown_methods(data), statistics, tables, analyses, pairs)
 
 

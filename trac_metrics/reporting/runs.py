@@ -42,6 +42,7 @@ from trac_metrics.heads.calibration_maps import DEFAULT_CALIBRATION_MAP
 from trac_metrics.heads.evaluate import TaskEvaluation, evaluate_task
 from trac_metrics.methods import FeatureRow, get, head_features
 from trac_metrics.records import BUILT_IN_LABELLER, ResponseRecord, iter_records
+from trac_metrics.reporting.wall_clock import QuestionWallClock, measured_latency, question_wall_clock
 from trac_metrics.selective import DEFAULT_ECE_BINS
 
 RECORDS_FOLDER = "trac_records"
@@ -60,7 +61,8 @@ class PairRun:
     costs compare; ``probe_prefix`` sums a primary's prefix probes) and ``p_true``; ``primary_responses`` and
     ``responses`` count what was summed. ``details`` holds, in the order of ``evidences``, what the ``details``
     function given to :func:`load_pairs` returned for each question (empty when none was given). ``probe_cache``
-    sums the trace probes' token counts of all its responses (docs/method.md#probe-cache-share).
+    sums the trace probes' token counts of all its responses (docs/method.md#probe-cache-share). ``wall_clock``
+    holds the arrival times of the questions that stored them (docs/method.md#measured-latency).
     """
 
     model: str
@@ -72,6 +74,7 @@ class PairRun:
     sources: tuple[Path, ...] = ()
     details: tuple[Any, ...] = ()
     probe_cache: ProbeCacheCounts = ProbeCacheCounts()
+    wall_clock: tuple[QuestionWallClock, ...] = ()
 
     @property
     def name(self) -> str:
@@ -128,6 +131,11 @@ class PairRun:
             return self.seconds.get(key, math.nan) / questions / per_generation
 
         return cost.relative_latency(self.num_samples, extra)
+
+    def measured_latency(self, method: str) -> float:
+        """The wall-clock seconds ``method`` waits for per question over those of one generation, from this run's
+        arrival times (docs/method.md#measured-latency); NaN for runs that did not store them."""
+        return measured_latency(self.wall_clock, get(method).cost, self.num_samples)
 
 
 DEFAULT_DECODING: Mapping[str, float] = {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}
@@ -196,6 +204,7 @@ class _PairAccumulator:
         self.seconds: dict[str, float] = defaultdict(float)
         self.responses = 0
         self.probe_cache = ProbeCacheCounts()
+        self.wall_clock: list[QuestionWallClock] = []
         self.sources: list[Path] = []
         self.probe_files: dict[bool, list[Path]] = {True: [], False: []}
         """The files whose trace probes read the answer they test (True) and those whose probes did not."""
@@ -225,6 +234,8 @@ class _PairAccumulator:
         if self.keep is not None:
             self.details[doc_id] = self.keep(records)
         self.probe_cache += probe_cache_counts(records)
+        if (wall_clock := question_wall_clock(records)) is not None:
+            self.wall_clock.append(wall_clock)
         for record in records:
             self._add_timing(record)
 
@@ -253,6 +264,7 @@ class _PairAccumulator:
             self.seconds[key] += value
         self.responses += other.responses
         self.probe_cache += other.probe_cache
+        self.wall_clock += other.wall_clock
 
 
 def load_pairs(
@@ -345,6 +357,7 @@ def _finish(key: PairKey, accumulator: _PairAccumulator) -> PairRun:
         sources=tuple(accumulator.sources),
         details=tuple(kept[str(evidence["doc_id"])] for evidence in ordered) if kept else (),
         probe_cache=accumulator.probe_cache,
+        wall_clock=tuple(accumulator.wall_clock),
     )
 
 

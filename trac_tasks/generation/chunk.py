@@ -9,6 +9,7 @@ loses only questions still in flight.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,11 @@ class ChunkState:
     texts: list[Any] = field(init=False)
     """The text handed back to lm-eval for each response, set when its question is written."""
     open_jobs: list[int] = field(init=False)
+    started: float = field(init=False)
+    """``time.perf_counter()`` when the chunk was handed to the engine: the origin of its wall-clock times."""
+    arrived: list[dict[str, float]] = field(init=False)
+    """Per response, the wall-clock seconds from the chunk's start to the arrival of each of its outputs, under the
+    output's timing key (``generation``, ``probe_<variant>``, ``p_true``; docs/method.md#measured-latency)."""
     waiting_for_partner: set[int] = field(init=False, default_factory=set)
     written: set[QuestionKey] = field(init=False, default_factory=set)
 
@@ -76,6 +82,8 @@ class ChunkState:
         self.p_true_seconds = [None] * size
         self.texts = [None] * size
         self.open_jobs = [0] * size
+        self.started = time.perf_counter()
+        self.arrived = [{} for _ in range(size)]
         self.questions: dict[QuestionKey, list[int]] = {}
         for index, request in enumerate(self.requests):
             self.questions.setdefault(question_key(request), []).append(index)
@@ -87,6 +95,11 @@ class ChunkState:
 
     def finish_job(self, job: ProbeJob) -> None:
         self.open_jobs[job.index] -= 1
+        self.arrive(job.index, "p_true" if job.kind == "next_token" else f"probe_{job.variant}")
+
+    def arrive(self, index: int, key: str) -> None:
+        """Note that response ``index``'s output ``key`` arrived now (the last of several, e.g. prefix probes)."""
+        self.arrived[index][key] = time.perf_counter() - self.started
 
     def complete_questions(self) -> Iterator[tuple[QuestionKey, list[int]]]:
         """Questions that just became complete (each is yielded once)."""

@@ -13,7 +13,8 @@ and how; lm-eval itself never sees it (the hook removes it before building sampl
                                                # or "" for none
         top_k: 5                               # top-k logprobs kept per token (docs/method.md#token-summaries, k = 5)
         probe_variants: [trace]                # + question_only, shuffled_trace, teacher_forced, after_answer
-                                               # (the controls, docs/method.md#probe-variants)
+                                               # (the controls, docs/method.md#probe-variants), cue_answer,
+                                               # cue_therefore (docs/method.md#cue-variants)
         prefix_probes: [0.25, 0.5, 0.75]       # the answer probe also after each sample's trace cut at these
                                                # fractions of its reasoning (docs/method.md#prefix-probes); off: []
         probe_temperature: 0                   # the probe's decoding: 0 greedy (the paper's default); > 0 sampled
@@ -43,11 +44,15 @@ from typing import Any
 import jinja2
 
 from trac_metrics.answers import ANSWER_KINDS
-from trac_metrics.records import BUILT_IN_LABELLER, LABELLERS, PROBE_VARIANTS
+from trac_metrics.records import BUILT_IN_LABELLER, CUE_VARIANTS, LABELLERS, PROBE_VARIANTS
 from trac_tasks.generation.thinking import AUTO
 
 TRAC_KEY = "trac"
 DEFAULT_CUE = "\n\nThe final answer is \\boxed{"
+CUE_LEAD_IN = "The final answer is"
+"""The wording of the cue a cue variant rewrites (docs/method.md#cue-variants)."""
+CUE_WORDINGS = dict(zip(CUE_VARIANTS, ("The answer is", "Therefore, the final answer is"), strict=True))
+"""Each cue variant's equivalent of :data:`CUE_LEAD_IN`."""
 PROBE_MAX_TOKENS = 16
 
 NEXT_TOKEN_LOGPROBS = 20
@@ -107,6 +112,11 @@ class TracConfig:
             )
         if not self.cue:
             raise ValueError("trac.cue must not be empty")
+        if set(self.probe_variants) & set(CUE_VARIANTS) and CUE_LEAD_IN not in self.cue:
+            raise ValueError(
+                f"trac.probe_variants {[v for v in self.probe_variants if v in CUE_VARIANTS]} rewrite the lead-in "
+                f"{CUE_LEAD_IN!r} of the cue (docs/method.md#cue-variants), which this task's cue {self.cue!r} lacks"
+            )
         if self.labels not in LABELLERS:
             raise ValueError(f"trac.labels must be one of {LABELLERS}, got {self.labels!r}")
         outside = [fraction for fraction in self.prefix_probes if not 0 < fraction < 1]
@@ -206,6 +216,13 @@ class TracConfig:
                 f"one of {ANSWER_KINDS}"
             )
         return kind
+
+    def variant_cue(self, variant: str) -> str:
+        """The cue of probe ``variant``: the task's own, or for a cue variant the task's with its lead-in "The final
+        answer is" replaced by the variant's equivalent wording (docs/method.md#cue-variants)."""
+        if variant not in CUE_WORDINGS:
+            return self.cue
+        return self.cue.replace(CUE_LEAD_IN, CUE_WORDINGS[variant], 1)
 
     def closing_delimiter(self) -> str | None:
         """The character that closes the answer the cue opens (``}`` for ``\\boxed{``), None when it opens none."""

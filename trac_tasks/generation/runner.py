@@ -13,7 +13,9 @@ that reuse the cached prefix, teacher-forced scoring of given tokens, and next-t
 strings.
 
 Timings: every record stores the engine seconds attributed to it (``timing.generation_seconds``,
-``timing.p_true_seconds``, ``probes[v].seconds``), from which a report derives each method's relative latency.
+``timing.p_true_seconds``, ``probes[v].seconds``), from which a report derives each method's relative latency, and
+the wall-clock seconds from its chunk's start to the arrival of each of its outputs (``timing.wall_generation``,
+``timing.wall_probe_<variant>``, ``timing.wall_p_true``), from which it derives the measured latency.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from trac_metrics._warnings import TracWarning
 from trac_metrics.answers import extract_answer
 from trac_metrics.records import (
     AFTER_ANSWER,
+    CUE_VARIANTS,
     CUT_BEFORE_ANSWER,
     PREFIX_CONTEXT,
     PREFIX_VARIANT,
@@ -268,6 +271,7 @@ class TracRunner(ABC):
         """Store a finished trace; returns the jobs it unlocks (its own, and the shuffled-trace probe of a primary
         that was waiting for this trace). Questions it completes are written."""
         chunk.traces[index] = trace
+        chunk.arrive(index, "generation")
         chunk.answers[index] = self.answer_of(trace)
         self.progress.trace_finished(len(trace.generated_ids))
         jobs = self._jobs_of(chunk, index)
@@ -355,6 +359,7 @@ class TracRunner(ABC):
             timing={
                 "generation_seconds": trace.seconds,
                 **({"p_true_seconds": chunk.p_true_seconds[index]} if p_true is not None else {}),
+                **{f"wall_{key}": seconds for key, seconds in chunk.arrived[index].items()},
             },
         )
 
@@ -362,8 +367,8 @@ class TracRunner(ABC):
     def _jobs_of(self, chunk: ChunkState, index: int) -> list[ProbeJob]:
         """Response ``index``'s jobs once its trace is finished: the trace probe and the configured prefix probes,
         and for a primary sample the configured control probes (question-only, shuffled-trace, restatement after the
-        answer), teacher-forced scoring and P(True). Jobs whose prompt would not fit the model's context are skipped
-        with a warning (stored as missing)."""
+        answer), the cue variants, teacher-forced scoring and P(True). Jobs whose prompt would not fit the model's
+        context are skipped with a warning (stored as missing)."""
         trace = chunk.traces[index]
         answer = chunk.answers[index]
         trace_job = self._trace_job(index, trace)
@@ -376,6 +381,7 @@ class TracRunner(ABC):
                 jobs.append(ProbeJob(index, "question_only", appended, prompt_ids, QUESTION_CONTEXT, 0))
             if "after_answer" in config.probe_variants:
                 jobs.append(self._after_answer_job(index, trace))
+            jobs += [self._trace_job(index, trace, v) for v in config.probe_variants if v in CUE_VARIANTS]
             if "teacher_forced" in config.probe_variants:
                 tokens = tuple(self.encode((answer or "") + (config.closing_delimiter() or "")))
                 jobs.append(
@@ -483,13 +489,15 @@ class TracRunner(ABC):
             return WHOLE, list(trace.body_ids), False
         return CUT_BEFORE_ANSWER, trace.body_ids[:cut], False
 
-    def _suffix(self, config: TracConfig, closes_thinking: bool) -> tuple[str, list[int]]:
+    def _suffix(self, config: TracConfig, closes_thinking: bool, variant: str = "trace") -> tuple[str, list[int]]:
         """What follows the question and the response ids in a probe prompt, as text and ids: the end-of-thinking
-        marker when ``closes_thinking``, then the cue (docs/method.md#probe-prompt)."""
+        marker when ``closes_thinking``, then the cue of probe ``variant`` (docs/method.md#probe-prompt,
+        docs/method.md#cue-variants)."""
         marker = self.marker_for(config)
+        cue = config.variant_cue(variant)
         if closes_thinking and marker.ids:
-            return marker.text + config.cue, [*marker.ids, *self.encode(config.cue)]
-        return config.cue, self.encode(config.cue)
+            return marker.text + cue, [*marker.ids, *self.encode(cue)]
+        return cue, self.encode(cue)
 
     def _fits(self, job: ProbeJob, trace: Trace) -> bool:
         """Whether the job's prompt plus what it adds fits the model's context; warns when it does not."""
@@ -506,11 +514,12 @@ class TracRunner(ABC):
         )
         return False
 
-    def _trace_job(self, index: int, trace: Trace) -> ProbeJob:
-        """The paper's probe Q_θ(x, r): prompt ⊕ r ⊕ marker ⊕ cue (:meth:`probe_context`)."""
+    def _trace_job(self, index: int, trace: Trace, variant: str = "trace") -> ProbeJob:
+        """The paper's probe Q_θ(x, r): prompt ⊕ r ⊕ marker ⊕ cue (:meth:`probe_context`); for a cue variant
+        (docs/method.md#cue-variants) the same with the variant's cue."""
         context, ids, closes = self.probe_context(trace)
-        appended, suffix_ids = self._suffix(trace.config, closes)
-        return ProbeJob(index, "trace", appended, trace.prompt_ids + ids + suffix_ids, context, len(ids))
+        appended, suffix_ids = self._suffix(trace.config, closes, variant)
+        return ProbeJob(index, variant, appended, trace.prompt_ids + ids + suffix_ids, context, len(ids))
 
     def _after_answer_job(self, index: int, trace: Trace) -> ProbeJob:
         """The ``after_answer`` control (docs/method.md#probe-variants): the whole generation, the answer it wrote

@@ -44,12 +44,12 @@ def data(tmp_path_factory):
 
 
 def _with_extras(records, rng):
-    """The question's primary response gets the three ablation probes and a P(True) score."""
+    """The question's primary response gets the three ablation probes, the two cue variants and a P(True) score."""
     primary = records[0]
     correct = primary.answer == primary.reference
     trace = primary.probes["trace"]
     variants = {}
-    for variant in ("question_only", "shuffled_trace", "teacher_forced"):
+    for variant in ("question_only", "shuffled_trace", "teacher_forced", "cue_answer", "cue_therefore"):
         answer = primary.answer if rng.random() < (0.65 if correct else 0.4) else str(int(primary.answer) + 5)
         variants[variant] = replace(
             trace,
@@ -90,6 +90,8 @@ def _rows(pair, method):
             "trac": [*features["pce"], *features["tup"]],
             "pce_agreement": features["pce"][:1],
             "pce_question_only": features.get("pce_question_only"),
+            "pce_cue_answer": features.get("pce_cue_answer"),
+            "pce_cue_therefore": features.get("pce_cue_therefore"),
             "tup_generation": features["tup_generation"],
             "sequence_only": [evidence["baselines"]["mean_logprob"]],
             "trac_tup_generation": [*features["pce"], *features["tup_generation"]],
@@ -140,6 +142,23 @@ def test_tables_without_probe_variants_or_p_true_are_empty_and_say_how_to_get_th
     assert "probe_variants: [trace, question_only, shuffled_trace, teacher_forced, after_answer]" in controls.note
     assert "generation_kwargs" in controls.note and "Question-only probe" in controls.note
     assert "trac: p_true: true" in p_true.note
+
+
+def test_cue_variants_compare_pce_under_three_cues_on_the_pairs_that_ran_them(extras, data):
+    table = analyses.cue_variants(extras)
+    assert list(table.frame.index) == [
+        'PCE, the task\'s cue (default "The final answer is")',
+        'PCE, cue "The answer is"',
+        'PCE, cue "Therefore, the final answer is"',
+    ]
+    with_probes = [i for i, pair in enumerate(extras.pairs) if pair.model != "m3"]
+    for label, method in zip(table.frame.index, ("pce", "pce_cue_answer", "pce_cue_therefore"), strict=True):
+        expected = np.mean([_cross_fitted_auroc(extras.pairs[i], method) for i in with_probes])
+        assert table.frame.loc[label, "AUROC"] == pytest.approx(expected)
+    spread = table.frame["AUROC"].max() - table.frame["AUROC"].min()
+    assert spread > 0 and f"(max − min): {spread:.3f}." in table.note
+    absent = analyses.cue_variants(data)
+    assert absent.frame.empty and "probe_variants: [trace, cue_answer, cue_therefore]" in absent.note
 
 
 def test_trace_controls_cover_only_the_pairs_with_the_probes(extras):
@@ -353,6 +372,7 @@ def test_all_analyses_in_paper_order(extras):
         "ablation_trace_controls",
         "ablation_pce_decomposition",
         "ablation_p_true",
+        "robustness_cue_variants",
         "consensus_blind_spot",
         "answer_leakage",
         "transfer_lodo",
@@ -475,3 +495,60 @@ def test_answer_leakage_splits_by_whether_the_reasoning_states_the_answer(data):
         expected = np.mean([selective.auroc(s, e.labels) for s, e in zip(scores, data.evaluations, strict=True)])
         assert unstated[method] == pytest.approx(expected), "every question in the subset: the pair's scores whole"
     assert "states the primary answer in 0% of the questions" in table.note
+
+
+# ------------------------------------------------------------------------------------------- classifier capacity
+
+
+@pytest.fixture(scope="module")
+def two_tasks(data):
+    """m1 on t1 and on t2 under the default decoding: two tasks, so leave-one-dataset-out has a source."""
+    kept = [i for i, pair in enumerate(data.pairs) if pair.model == "m1" and pair.decoding["temperature"] > 0]
+    return replace(data, pairs=tuple(data.pairs[i] for i in kept), evaluations=tuple(data.evaluations[i] for i in kept))
+
+
+def _forest_in_domain(pair, labels):
+    """A random forest cross-fitted on the report's folds, built here from scikit-learn and roc_auc_score."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.impute import SimpleImputer
+    from sklearn.metrics import roc_auc_score
+    from sklearn.pipeline import make_pipeline
+
+    from trac_metrics.heads.cross_fitting import FOLD_SEEDS, fold_assignments
+
+    rows = _rows(pair, "pce")
+    per_repetition = []
+    for seed in FOLD_SEEDS:
+        folds = fold_assignments(labels, np.arange(labels.size), seed)
+        scores = np.empty(labels.size)
+        for fold in np.unique(folds):
+            model = make_pipeline(
+                SimpleImputer(add_indicator=True, keep_empty_features=True),
+                RandomForestClassifier(n_estimators=100, min_samples_leaf=5, random_state=0, n_jobs=1),
+            ).fit(rows[folds != fold], labels[folds != fold])
+            scores[folds == fold] = model.predict_proba(rows[folds == fold])[:, 1]
+        per_repetition.append(roc_auc_score(labels, scores))
+    return float(np.mean(per_repetition))
+
+
+def test_classifier_capacity_compares_heads_on_the_same_pce_features_and_folds(two_tasks):
+    table = analyses.classifier_capacity(two_tasks)
+    assert list(table.frame.index) == ["Logistic regression", "Random forest", "Gradient-boosted trees", "MLP"]
+    logistic = table.frame.loc["Logistic regression"]
+    assert logistic["In-domain AUROC"] == pytest.approx(np.nanmean(two_tasks.per_pair("pce", "auroc")))
+    assert logistic["Δ LR in-domain"] == 0 and logistic["Δ LR LODO"] == 0
+    lodo = analyses.transfer_representations(two_tasks).frame.loc["PCE", "LODO"]
+    assert logistic["LODO AUROC"] == pytest.approx(lodo)  # the logistic row is the transfer table's own head
+    forest = np.mean([_forest_in_domain(p, e.labels) for p, e in zip(two_tasks.pairs, two_tasks.evaluations)])
+    assert table.frame.loc["Random forest", "In-domain AUROC"] == pytest.approx(forest)
+    assert table.frame.loc["Random forest", "Δ LR in-domain"] == pytest.approx(forest - logistic["In-domain AUROC"])
+    assert table.frame["LODO AUROC"].notna().all() and (table.frame["pairs"] == 2).all()
+
+
+def test_classifier_capacity_is_only_computed_when_asked_for(tmp_path):
+    write_runs(tmp_path, pair_specs(["m1"], ["t1", "t2"], 24, seed=4), k=2, seed=4)
+    small = build_report_data(load_pairs([tmp_path]), n_resamples=20, seed=0)
+    names = [table.name for table in analyses.all_analyses(small)]
+    assert "classifier_capacity" not in names
+    asked = [table.name for table in analyses.all_analyses(small, classifier_capacity_table=True)]
+    assert asked == [*names[:-1], "classifier_capacity", names[-1]]

@@ -23,8 +23,8 @@ RESUMED = (
     "m / resumed: not reported, as some questions lack their scores (a run resumed without the switch that computes "
     "them?): self_certainty_full (6 of 24), p_true (6 of 24), answer_convergence (6 of 24), prefix_agreement "
     "(6 of 24), prefix_agreement_weighted (6 of 24), pce_question_only (6 of 24), pce_shuffled_trace (6 of 24), "
-    "pce_teacher_forced (6 of 24), pce_after_answer (6 of 24), pce_answer_support (6 of 24), trac_prefix (6 of 24), "
-    "convergence_final (6 of 24), p_true_pce (6 of 24)."
+    "pce_teacher_forced (6 of 24), pce_after_answer (6 of 24), pce_cue_answer (6 of 24), pce_cue_therefore (6 of 24), "
+    "pce_answer_support (6 of 24), trac_prefix (6 of 24), convergence_final (6 of 24), p_true_pce (6 of 24)."
 )
 
 
@@ -83,3 +83,56 @@ def test_one_labeller_and_whole_pairs_say_nothing_more(tmp_path: Path) -> None:
     write_pair(tmp_path, "whole", range(24))
     data, _ = report(tmp_path)
     assert data.notes == ()
+
+
+@pytest.fixture(scope="module")
+def constant_selfdoubt(tmp_path_factory) -> ReportData:
+    """Two pairs of 80 questions whose SelfDoubt score is one value on every answer (a method with no signal)."""
+    from run_factory import pair_specs, write_runs
+
+    root = tmp_path_factory.mktemp("constant")
+    pairs = load_pairs(write_runs(root, pair_specs(["org/a", "org/b"], ["gsm8k"], n_questions=80, seed=4)), jobs=1)
+    for pair in pairs:
+        for evidence in pair.evidences:
+            evidence["baselines"]["selfdoubt"] = 0.25
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        return build_report_data(pairs, n_resamples=200, seed=1, jobs=1)
+
+
+def test_a_constant_score_is_marked_and_never_ranked_first_on_a_calibration_metric(constant_selfdoubt) -> None:
+    """docs/method.md#expected-calibration-error: a constant score is calibrated by construction (ECE near 0) and
+    tells nothing apart; it is marked, ranked after every other method on calibration, and shown beside its AUROC."""
+    from trac_metrics.reporting.leaderboard import ranked_table
+    from trac_metrics.reporting.model.statistics import report_statistics
+
+    data = constant_selfdoubt
+    assert "selfdoubt" in data.constant_methods and "trac" not in data.constant_methods
+    statistics = report_statistics(data)
+    ece = statistics.ranked["ece"]
+    lowest = min(statistics.methods, key=lambda method: statistics.macro["ece"][method].value)
+    assert lowest == "selfdoubt", "the constant score has the lowest ECE: ranking by value alone would put it first"
+    assert ece.rows[0].method != "selfdoubt" and ece.rows[-1].method == "selfdoubt"
+    constant = ece.rows[-1]
+    assert constant.constant and constant.mark is None and constant.auroc == pytest.approx(0.5)
+    table = ranked_table(ece)
+    assert table.frame["mark"].iloc[-1] == "constant score"
+    assert table.frame["macro AUROC"].tolist() == [row.auroc for row in ece.rows]
+    auroc = statistics.ranked["auroc"]
+    assert list(ranked_table(auroc).frame.columns)[:4] == ["mark", "macro AUROC", "AUROC lo", "AUROC hi"]
+    assert [row.method for row in auroc.rows if row.constant] == ["selfdoubt"]
+
+
+def test_every_ece_interval_contains_its_estimate(constant_selfdoubt) -> None:
+    """docs/method.md#hierarchical-bootstrap: the ECE's resamples are re-centred on the estimate, so every ECE interval
+    and every paired ECE difference contains its own value (and no ECE bound is negative)."""
+    from trac_metrics.reporting.model.statistics import report_statistics
+
+    statistics = report_statistics(constant_selfdoubt)
+    for row in statistics.ranked["ece"].rows:
+        assert 0.0 <= row.lo <= row.value <= row.hi, row.method
+        if row.difference is not None:
+            assert row.difference.lo <= row.difference.difference <= row.difference.hi, row.method
+    raw = constant_selfdoubt.bootstraps["ece"]
+    trac = raw.samples[:, raw.methods.index("trac")]
+    assert np.median(trac) > raw.point["trac"], "the resampled ECE is biased upward (what re-centring removes)"

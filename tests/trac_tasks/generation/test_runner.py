@@ -89,7 +89,13 @@ def _flow(tokenizer, marker: str, prompt_ids, body_ids, raw_text, **switches):
     answer_ids = tokenizer("4}", add_special_tokens=False).input_ids
     for job in reversed(jobs):
         output = ProbeOutput(
-            answer_ids, [-0.1] * len(answer_ids), [[-0.1]] * len(answer_ids), "length", len(job.prompt_ids), 32, 0.01
+            answer_ids,
+            [-0.1] * len(answer_ids),
+            [[-0.1]] * len(answer_ids),
+            "length",
+            len(job.prompt_ids),
+            min(32, len(job.prompt_ids)),
+            0.01,
         )
         runner.job_finished(chunk, job, output, 0.01)
     (record,) = runner.sink.records
@@ -113,7 +119,8 @@ def test_every_fraction_gets_a_probe_of_the_trace_cut_before_it_stored_in_fracti
         (job.fraction, job.trace_tokens, "4") for job in prefix_jobs
     ]
     assert set(record.probes) == {"trace"}
-    share = 100 * 32 * 3 / sum(len(job.prompt_ids) for job in prefix_jobs)  # each output says 32 cached tokens
+    cached = sum(min(32, len(job.prompt_ids)) for job in prefix_jobs)  # each output says 32 cached tokens (at most all)
+    share = 100 * cached / sum(len(job.prompt_ids) for job in prefix_jobs)
     assert f"(prefix probes {share:.1f} %)" in runner.summaries["t"].line()
 
 
@@ -211,6 +218,42 @@ def test_the_controls_read_the_question_alone_or_the_whole_reply(thinking_tokeni
         "question_only": ("question", 0),
         "after_answer": ("after_answer", len(body)),
     }
+
+
+def test_a_cue_variant_reads_what_the_trace_probe_reads_with_its_own_cue(thinking_tokenizer):
+    """docs/method.md#cue-variants: x ⊕ r ⊕ marker ⊕ the cue with its lead-in reworded; the same context as the trace
+    probe, stored under the variant's name."""
+    encode = _ids(thinking_tokenizer)
+    prompt = encode("What is 2 + 2?")
+    body = encode("<think>") + encode("Two and two.") + encode("</think>") + encode("The answer is \\boxed{4}.")
+    variants = ["trace", "cue_answer", "cue_therefore"]
+    _, jobs, record = _flow(thinking_tokenizer, "</think>", prompt, body, "", probe_variants=variants)
+    by_variant = {job.variant: job for job in jobs}
+    reasoning = prompt + encode("<think>") + encode("Two and two.") + encode("</think>")
+    assert by_variant["trace"].prompt_ids == reasoning + encode(DEFAULT_CUE)
+    assert by_variant["cue_answer"].prompt_ids == reasoning + encode("\n\nThe answer is \\boxed{")
+    assert by_variant["cue_therefore"].prompt_ids == reasoning + encode("\n\nTherefore, the final answer is \\boxed{")
+    assert by_variant["cue_answer"].appended_text == "</think>\n\nThe answer is \\boxed{"
+    trace = record.probes["trace"]
+    assert all(
+        (record.probes[v].context, record.probes[v].context_tokens) == (trace.context, trace.context_tokens)
+        for v in variants
+    )
+
+
+def test_a_cue_variant_needs_the_lead_in_it_rewords():
+    with pytest.raises(ValueError, match="rewrite the lead-in 'The final answer is'"):
+        TracConfig.from_gen_kwargs(
+            {
+                "trac": {
+                    "answer_kind": "mc",
+                    "reference": "{{answer}}",
+                    "cue": "\n\nAnswer: (",
+                    "probe_variants": ["trace", "cue_answer"],
+                }
+            },
+            "t",
+        )
 
 
 def test_the_shuffled_trace_probe_reads_another_questions_reasoning_not_its_answer(thinking_tokenizer):

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.features.evidence import task_accuracy
@@ -26,8 +25,7 @@ from trac_metrics.methods import Family, get
 from trac_metrics.reporting.model.methods import k_label, leaderboard_methods, method_label
 from trac_metrics.reporting.report_data import BOOTSTRAP_METRICS, ReportData, bootstrap_all, bootstrapped_metrics
 from trac_metrics.reporting.summary_table import HEADLINE_METRICS
-from trac_metrics.reporting.tables import ReportTable, rank_marks
-from trac_metrics.selective import HIGHER_IS_BETTER, METRIC_NAMES
+from trac_metrics.selective import CALIBRATION_METRIC_NAMES, HIGHER_IS_BETTER, METRIC_NAMES
 from trac_metrics.selective.bootstrap import BootstrapResult, mean_of_defined
 
 COMPARISONS = (("trac", "sc_modal"), ("trac", "sc_primary"), ("cf", "sc_modal"), ("cf", "sc_primary"))
@@ -76,10 +74,17 @@ class PairedDifference:
 PAIRED_COLUMNS = ("difference", "lo", "hi", "p", "wins", "ties", "losses", "pairs")
 
 
+BEST, TIED = "best", "tied"
+"""The marks of a ranked summary (docs/method.md#paired-differences): ``best`` when the paired difference of every
+other method to the leader excludes 0, else ``tied`` on the leader and every method whose difference includes 0."""
+
+
 @dataclass(frozen=True)
 class RankedRow:
-    """One method of a :class:`RankedSummary`: its pair-equal macro with the bootstrap interval, its best / second
-    mark (None for neither) and its paired difference to the reference (None for the reference itself)."""
+    """One method of a :class:`RankedSummary`: its pair-equal macro with the bootstrap interval, its mark
+    (:data:`BEST`, :data:`TIED` with the best, or None), its paired difference to the reference (None for the
+    reference itself), whether its score is constant (:meth:`ReportData.constant_methods`) and its macro AUROC (the
+    discrimination shown beside a calibration metric)."""
 
     method: str
     label: str
@@ -89,6 +94,8 @@ class RankedRow:
     hi: float
     mark: str | None
     difference: PairedDifference | None
+    constant: bool = False
+    auroc: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -142,6 +149,8 @@ class ReportStatistics:
     paired: Mapping[tuple[str, str, str], PairedDifference]
     ranked: Mapping[str, RankedSummary]
     paired_by_pair: Mapping[tuple[str, str], tuple[PairedDifference, ...]] = field(default_factory=dict)
+    wall_latency: Mapping[str, float] = field(default_factory=dict)
+    """Per method, the mean over pairs of its measured latency (docs/method.md#measured-latency)."""
 
     @property
     def methods(self) -> list[str]:
@@ -174,10 +183,11 @@ def nan_samples(data: ReportData, metric: str, a: str, b: str | None = None) -> 
     return int(np.isnan(values).sum())
 
 
-def mean_latency(data: ReportData, method: str) -> float:
-    """Mean over the pairs that evaluated ``method`` (and stored timings) of its relative latency."""
+def mean_latency(data: ReportData, method: str, measured: bool = False) -> float:
+    """Mean over the pairs that evaluated ``method`` (and stored timings) of its relative latency (``measured``: its
+    measured wall-clock latency, docs/method.md#measured-latency)."""
     return mean_of_defined(
-        pair.relative_latency(method)
+        pair.measured_latency(method) if measured else pair.relative_latency(method)
         for pair, evaluation in zip(data.pairs, data.evaluations)
         if method in evaluation.scores
     )
@@ -225,8 +235,7 @@ def paired_difference(
     if bootstrap is not None and a in bootstrap.methods and b in bootstrap.methods:
         interval = bootstrap.paired_difference(a, b, level, higher_is_better=higher)
         lo, hi = interval["lo"], interval["hi"]
-        columns = bootstrap.samples[:, [bootstrap.methods.index(a), bootstrap.methods.index(b)]]
-        differences = columns[:, 0] - columns[:, 1]
+        differences = bootstrap.differences(a, b)
         defined = differences[~np.isnan(differences)]
         if defined.size:
             p = float(np.mean(defined <= 0 if higher else defined >= 0))
@@ -262,6 +271,43 @@ def default_reference(data: ReportData, macro: Mapping[str, Macro], metric: str)
     return max(baselines, key=lambda found: sign * found[0])[1]
 
 
+def ranked_order(
+    rows: Sequence[tuple[str, str]], metric: str, macro: Mapping[str, Macro], constant: frozenset[str]
+) -> list[tuple[str, str]]:
+    """``rows`` best first by their macro of ``metric`` (NaN last, ties in the paper's row order); on a calibration
+    metric a method with a constant score comes after every other (docs/method.md#expected-calibration-error: a
+    constant probability is calibrated and tells nothing apart), so it is never ranked first on it alone."""
+    higher = HIGHER_IS_BETTER[metric]
+    demoted = constant if metric in CALIBRATION_METRIC_NAMES else frozenset()
+
+    def rank_key(row: tuple[str, str]) -> tuple[bool, bool, float]:
+        value = macro[row[1]].value
+        return (math.isnan(value), row[1] in demoted, 0.0 if math.isnan(value) else (-value if higher else value))
+
+    return sorted(rows, key=rank_key)
+
+
+def _tied(difference: PairedDifference | None) -> bool:
+    """Whether a method's paired difference to the leader has an interval that includes 0."""
+    return difference is not None and difference.lo <= 0.0 <= difference.hi
+
+
+def winner_marks(
+    ordered: Sequence[str], to_leader: Mapping[str, PairedDifference], excluded: frozenset[str]
+) -> dict[str, str]:
+    """The marks of a ranked list (docs/method.md#paired-differences): the leader ``ordered[0]`` is :data:`BEST` when
+    the paired difference (``to_leader[method]``: method − leader) of every other method excludes 0 and the runner-up
+    has one; otherwise the leader and every method whose interval includes 0 are :data:`TIED` with the best. The
+    ``excluded`` methods (constant scores on a calibration metric) and a leader without an interval get no mark."""
+    if not ordered or ordered[0] in excluded:
+        return {}
+    leader, others = ordered[0], [method for method in ordered[1:] if method not in excluded]
+    if not others or others[0] not in to_leader or math.isnan(to_leader[others[0]].lo):
+        return {}
+    tied = [method for method in others if _tied(to_leader.get(method))]
+    return {method: TIED for method in (leader, *tied)} if tied else {leader: BEST}
+
+
 def ranked_summary(
     data: ReportData,
     rows: Sequence[tuple[str, str]],
@@ -270,20 +316,17 @@ def ranked_summary(
     differences: Mapping[str, PairedDifference],
     reference: str | None,
     level: float,
+    to_leader: Mapping[str, PairedDifference],
+    auroc: Mapping[str, Macro],
 ) -> RankedSummary:
-    """Who wins and by how much: the leaderboard ``rows`` ranked by their macro of ``metric`` (ties keep the paper's
-    row order), best and second marked as in every table (:func:`~trac_metrics.reporting.tables.rank_marks`), each
-    with its difference to ``reference`` (``differences[method]``). What the ``ranked_summary`` table of ``trac
-    report`` and the HTML page's summary both show."""
-    higher = HIGHER_IS_BETTER[metric]
-
-    def rank_key(row: tuple[str, str]) -> tuple[bool, float]:
-        value = macro[row[1]].value
-        return (math.isnan(value), 0.0 if math.isnan(value) else (-value if higher else value))
-
-    ordered = sorted(rows, key=rank_key)
-    frame = pd.DataFrame({"value": [macro[method].value for _, method in ordered]})
-    marks = rank_marks(ReportTable("ranked", "", frame, {"value": higher}))
+    """Who wins and by how much: the leaderboard ``rows`` in :func:`ranked_order`, marked by :func:`winner_marks`
+    from their paired differences to the leader (``to_leader[method]``), each with its difference to ``reference``
+    (``differences[method]``), its constant-score flag and its macro AUROC (``auroc``). What the ``ranked_summary``
+    table of ``trac report`` and the HTML page's summary both show."""
+    constant = data.constant_methods
+    ordered = ranked_order(rows, metric, macro, constant)
+    excluded = constant if metric in CALIBRATION_METRIC_NAMES else frozenset()
+    marks = winner_marks([method for _, method in ordered], to_leader, excluded)
     k = k_label(data.pairs)
     ranked = tuple(
         RankedRow(
@@ -293,20 +336,25 @@ def ranked_summary(
             macro[method].value,
             macro[method].lo,
             macro[method].hi,
-            marks.get((position, "value")),
+            marks.get(method),
             differences.get(method),
+            method in constant,
+            auroc[method].value,
         )
-        for position, (block, method) in enumerate(ordered)
+        for block, method in ordered
     )
     return RankedSummary(metric, reference, level, data.n_resamples, ranked)
 
 
 def _paired_keys(
-    methods: Sequence[str], bootstrapped: Iterable[str], references: Mapping[str, str | None]
+    methods: Sequence[str],
+    bootstrapped: Iterable[str],
+    references: Mapping[str, str | None],
+    leaders: Mapping[str, str | None],
 ) -> list[tuple[str, str, str]]:
     """The differences a report shows: every leaderboard method against every other on the bootstrapped headline
-    metrics (the page), every method against each bootstrapped metric's reference (the ranked summaries) and
-    :data:`COMPARISONS` on :data:`BOOTSTRAP_METRICS` (the paired table), each once."""
+    metrics (the page), every method against each bootstrapped metric's reference and leader (the ranked summaries)
+    and :data:`COMPARISONS` on :data:`BOOTSTRAP_METRICS` (the paired table), each once."""
     bootstrapped = list(bootstrapped)
     keys = [
         (metric, method, reference)
@@ -318,7 +366,8 @@ def _paired_keys(
     ]
     keys += [
         (metric, method, reference)
-        for metric, reference in references.items()
+        for chosen in (references, leaders)
+        for metric, reference in chosen.items()
         if reference is not None
         for method in methods
         if method != reference
@@ -342,9 +391,16 @@ def report_statistics(data: ReportData, level: float = 0.95) -> ReportStatistics
             metric: default_reference(data, {method: macro[metric][method] for method in methods}, metric)
             for metric in data.bootstraps
         }
+        leaders = {
+            metric: leader
+            if (leader := ranked_order(rows, metric, macro[metric], data.constant_methods)[0][1])
+            in data.bootstraps[metric].methods
+            else None
+            for metric in data.bootstraps
+        }
         paired = {
             (metric, a, b): paired_difference(data, metric, a, b, per_pair[metric], macro[metric], level)
-            for metric, a, b in _paired_keys(methods, data.bootstraps, references)
+            for metric, a, b in _paired_keys(methods, data.bootstraps, references, leaders)
         }
     ranked = {
         metric: ranked_summary(
@@ -355,6 +411,10 @@ def report_statistics(data: ReportData, level: float = 0.95) -> ReportStatistics
             {method: paired[metric, method, reference] for method in methods if reference and method != reference},
             reference,
             level,
+            {method: paired[metric, method, leaders[metric]] for method in methods if method != leaders[metric]}
+            if leaders[metric]
+            else {},
+            macro["auroc"],
         )
         for metric, reference in references.items()
     }
@@ -385,6 +445,7 @@ def report_statistics(data: ReportData, level: float = 0.95) -> ReportStatistics
         paired,
         ranked,
         per_pair_differences(data, per_pair["auroc"], level),
+        {method: mean_latency(data, method, measured=True) for method in methods},
     )
 
 
