@@ -1,6 +1,6 @@
 """Compare two lm-eval output folders of the same TrAC job (e.g. the demo before and after a refactoring, same seed):
 results (every metric value), samples files and TrAC records must be identical except wall-clock fields
-(timestamps, paths, durations, the seconds attributed to responses and probes).
+(timestamps, paths, durations, the seconds attributed to responses and probes, the arrival times of their outputs).
 
     python scripts/compare_runs.py BEFORE_DIR AFTER_DIR
 
@@ -14,13 +14,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trac_metrics.reporting.wall_clock import WALL_PREFIX
+
 WALL_CLOCK_FIELDS = {"generation_seconds", "p_true_seconds", "seconds"}
 """Record fields that hold measured wall time (different in every run)."""
 
 
+def _is_wall_clock(key: str) -> bool:
+    """Measured wall time, or an output's arrival time (``wall_*``, docs/method.md#measured-latency)."""
+    return key in WALL_CLOCK_FIELDS or key.startswith(WALL_PREFIX)
+
+
 def _without_wall_clock(value: Any) -> Any:
     if isinstance(value, dict):
-        return {key: _without_wall_clock(item) for key, item in value.items() if key not in WALL_CLOCK_FIELDS}
+        return {key: _without_wall_clock(item) for key, item in value.items() if not _is_wall_clock(key)}
     if isinstance(value, list):
         return [_without_wall_clock(item) for item in value]
     return value

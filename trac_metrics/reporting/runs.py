@@ -205,6 +205,8 @@ class _PairAccumulator:
         self.responses = 0
         self.probe_cache = ProbeCacheCounts()
         self.wall_clock: list[QuestionWallClock] = []
+        self.without_reasoning_count = 0
+        """Questions whose primary record has no ``reasoning_tokens`` (written before it existed)."""
         self.sources: list[Path] = []
         self.probe_files: dict[bool, list[Path]] = {True: [], False: []}
         """The files whose trace probes read the answer they test (True) and those whose probes did not."""
@@ -236,6 +238,7 @@ class _PairAccumulator:
         self.probe_cache += probe_cache_counts(records)
         if (wall_clock := question_wall_clock(records)) is not None:
             self.wall_clock.append(wall_clock)
+        self.without_reasoning_count += min(records, key=lambda record: record.repeat).reasoning_tokens is None
         for record in records:
             self._add_timing(record)
 
@@ -265,6 +268,7 @@ class _PairAccumulator:
         self.responses += other.responses
         self.probe_cache += other.probe_cache
         self.wall_clock += other.wall_clock
+        self.without_reasoning_count += other.without_reasoning_count
 
 
 def load_pairs(
@@ -338,6 +342,16 @@ def _read_file(path: Path, options: EvidenceOptions, details: Details | None = N
 
 def _finish(key: PairKey, accumulator: _PairAccumulator) -> PairRun:
     model, task, decoding = key
+    if 0 < accumulator.without_reasoning_count < len(accumulator.evidences):
+        warnings.warn(
+            f"{model} / {task}: trace length counts the reasoning tokens of "
+            f"{len(accumulator.evidences) - accumulator.without_reasoning_count} question(s) and every generated "
+            f"token of {accumulator.without_reasoning_count} whose records predate reasoning_tokens "
+            "(docs/method.md#trace-length): two definitions in one pair; regenerate the older records to compare "
+            "trace lengths on one",
+            TracWarning,
+            stacklevel=3,
+        )
     if all(accumulator.probe_files.values()):
         after, paper = (", ".join(map(str, accumulator.probe_files[flag])) for flag in (True, False))
         raise ValueError(

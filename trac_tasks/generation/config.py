@@ -119,6 +119,12 @@ class TracConfig:
             )
         if self.labels not in LABELLERS:
             raise ValueError(f"trac.labels must be one of {LABELLERS}, got {self.labels!r}")
+        if self.label_source and self.labels != BUILT_IN_LABELLER:
+            raise ValueError(
+                f"trac.labels {self.labels!r} labels the answers with {self.labels}'s verdict, but this task's labels "
+                f"come from its own scoring ({self.label_source}, set by --metadata trac): a record would name one "
+                "labeller and hold the other's label; drop labels, or label_source (docs/method.md#labels)"
+            )
         outside = [fraction for fraction in self.prefix_probes if not 0 < fraction < 1]
         if outside:
             raise ValueError(f"trac.prefix_probes must be fractions strictly between 0 and 1, got {outside}")
@@ -267,6 +273,21 @@ def decodes_greedily(gen_kwargs: Mapping[str, Any]) -> bool:
     if "temperature" in gen_kwargs:
         return float(gen_kwargs["temperature"]) == 0.0
     return not gen_kwargs.get("do_sample", False)
+
+
+NEAR_GREEDY_TEMPERATURE = 0.05
+"""Below this temperature K samples are nearly identical (docs/guide/reliability.md#lm-eval-flags)."""
+
+
+def near_greedy_reason(gen_kwargs: Mapping[str, Any]) -> str | None:
+    """Why sampled generation kwargs would still give K (nearly) identical samples: ``top_k`` 1 (one candidate token
+    a step) or a temperature above 0 but below :data:`NEAR_GREEDY_TEMPERATURE`; None when they sample."""
+    top_k = gen_kwargs.get("top_k")
+    if top_k is not None and not isinstance(top_k, bool) and float(top_k) == 1:
+        return "top_k = 1 keeps one candidate token a step"
+    if "temperature" in gen_kwargs and 0 < float(gen_kwargs["temperature"]) < NEAR_GREEDY_TEMPERATURE:
+        return f"temperature {gen_kwargs['temperature']} is below {NEAR_GREEDY_TEMPERATURE}"
+    return None
 
 
 @functools.lru_cache(maxsize=256)

@@ -299,17 +299,25 @@ def apply_repeats_override(task_dict: Any) -> None:
 
 def refuse_greedy_samples(task_dict: Any) -> None:
     """Refuse a task with a ``trac`` block asked for K > 1 greedy samples (``--gen_kwargs temperature=0``): they
-    would be K identical responses, and every sampling@K method would be reported on one. The ``--metadata``
-    switch follows the same rule (:func:`trac_tasks.harness.task_scoring.enable_trac_on_tasks`;
+    would be K identical responses, and every sampling@K method would be reported on one; and nearly greedy ones
+    (``top_k=1``, a temperature below 0.05: :func:`~trac_tasks.generation.config.near_greedy_reason`). The
+    ``--metadata`` switch follows the same rule (:func:`trac_tasks.harness.task_scoring.enable_trac_on_tasks`;
     docs/guide/reliability.md#lm-eval-flags)."""
-    from trac_tasks.generation.config import TRAC_KEY, decodes_greedily
+    from trac_tasks.generation.config import TRAC_KEY, decodes_greedily, near_greedy_reason
 
     for task in _trac_tasks_of(task_dict):
         kwargs = task.config.generation_kwargs or {}
-        if TRAC_KEY in kwargs and int(task.config.repeats or 1) > 1 and decodes_greedily(kwargs):
+        if TRAC_KEY not in kwargs or int(task.config.repeats or 1) == 1:
+            continue
+        if decodes_greedily(kwargs):
             raise ValueError(
                 f"task {task.config.task}: K = {task.config.repeats} greedy samples would be identical: give a "
                 "temperature > 0 (--gen_kwargs temperature=0.7) or one sample (--gen_kwargs repeats=1)"
+            )
+        if (reason := near_greedy_reason(kwargs)) is not None:
+            raise ValueError(
+                f"task {task.config.task}: K = {task.config.repeats} samples would be nearly identical ({reason}): "
+                "give --gen_kwargs temperature=0.7 (no top_k), or one sample (--gen_kwargs repeats=1)"
             )
 
 

@@ -30,12 +30,13 @@ from lm_eval.api.metrics import mean
 
 from trac_metrics.answers import ANSWER_KINDS, extract_answer, reference_aliases
 from trac_metrics.answers.kind_inference import infer_answer_kind, task_reference
-from trac_metrics.records import LABELLERS
+from trac_metrics.records import LABELLERS, MATH_VERIFY_LABELLER
 from trac_tasks.generation.config import (
     TRAC_KEY,
     TracConfig,
     decodes_greedily,
     is_finite_number,
+    near_greedy_reason,
     reference_of_aliases,
 )
 from trac_tasks.harness.compat import LOGGER
@@ -238,6 +239,7 @@ def scorer_of(task_name: str) -> TaskScorer:
 def enable_trac_on_tasks(tasks: Sequence[Any]) -> None:
     """Switch TrAC on for every task of ``tasks`` whose metadata holds a ``trac`` switch (module docstring)."""
     _refuse_mappings_naming_no_task(tasks)
+    _refuse_a_switch_for_trac_tasks_only(tasks)
     for task in tasks:
         metadata = getattr(task.config, "metadata", None) or {}
         if not isinstance(metadata, Mapping) or TRAC_KEY not in metadata:
@@ -251,7 +253,11 @@ def enable_trac_on_tasks(tasks: Sequence[Any]) -> None:
             )
             continue
         if TRAC_KEY in (task.config.generation_kwargs or {}):
-            LOGGER.info("trac-eval: task %s has its own trac block; --metadata trac leaves it as it is", name)
+            LOGGER.warning(
+                "trac-eval: task %s has its own trac block: --metadata trac does not change it (its YAML's switches "
+                "hold; --gen_kwargs or a task of your own changes them)",
+                name,
+            )
             continue
         switch = TaskSwitch.parse(metadata[TRAC_KEY], name)
         scorer = _scorer(task, switch)
@@ -262,8 +268,27 @@ def enable_trac_on_tasks(tasks: Sequence[Any]) -> None:
             "trac-eval: TrAC on task %s: K = %d, labels from %s, answers compared as %s",
             name,
             task.config.repeats,
-            scorer.label_source,
+            "Math-Verify's verdict" if switch.labels == MATH_VERIFY_LABELLER else scorer.label_source,
             switch.answer_kind or "inferred per document",
+        )
+
+
+def _refuse_a_switch_for_trac_tasks_only(tasks: Sequence[Any]) -> None:
+    """Refuse, before any generation, a ``--metadata trac`` switch when every generative task it reaches has its own
+    ``trac`` block: it would change nothing, and the run would keep the YAMLs' switches without a word."""
+    reached = [
+        task
+        for task in tasks
+        if isinstance(getattr(task.config, "metadata", None), Mapping)
+        and TRAC_KEY in task.config.metadata
+        and task.config.output_type == "generate_until"
+    ]
+    if reached and all(TRAC_KEY in (task.config.generation_kwargs or {}) for task in reached):
+        names = ", ".join(sorted(task.config.task for task in reached))
+        raise ValueError(
+            f"--metadata trac switches TrAC on for lm-eval's own tasks, but {names} already have their own trac block "
+            "and keep it; --gen_kwargs sets their K and decoding (repeats=4,temperature=0.6), a task YAML of your "
+            "own that includes theirs changes their trac switches (docs/guide/extending.md)"
         )
 
 
@@ -322,6 +347,11 @@ def _apply_decoding(task: Any, switch: TaskSwitch) -> None:
             kwargs["temperature"],
             kwargs["top_p"],
         )
+    if int(config.repeats or 1) > 1 and (reason := near_greedy_reason(kwargs)) is not None:
+        raise ValueError(
+            f"task {config.task}: K = {config.repeats} samples would be nearly identical ({reason}): give "
+            "--metadata trac.temperature 0.7 (and no top_k), or repeats 1"
+        )
     if "temperature" in kwargs and float(kwargs["temperature"]) > 0:
         kwargs["do_sample"] = True
     config.generation_kwargs = kwargs
@@ -333,6 +363,8 @@ def _wrap_task(task: Any, scorer: TaskScorer, switch: TaskSwitch) -> None:
     construct_requests, apply_filters = task.construct_requests, task.apply_filters
     process_results, aggregation, higher_is_better = task.process_results, task.aggregation, task.higher_is_better
     block_switches = switch.block_switches()
+    # labels: math-verify labels the answers with Math-Verify's verdict, not the task's scoring (docs/method.md#labels)
+    label_source = "" if switch.labels == MATH_VERIFY_LABELLER else scorer.label_source
 
     def construct_with_trac(doc: Any, ctx: Any, **kwargs: Any) -> Any:
         made = construct_requests(doc=doc, ctx=ctx, **kwargs)
@@ -340,7 +372,7 @@ def _wrap_task(task: Any, scorer: TaskScorer, switch: TaskSwitch) -> None:
             **block_switches,
             "answer_kind": scorer.kind(doc),
             "reference": _block_reference(scorer.reference(doc)),
-            "label_source": scorer.label_source,
+            "label_source": label_source,
         }
         TracConfig.from_gen_kwargs({TRAC_KEY: block}, task.config.task)
         for instance in made if isinstance(made, list) else [made]:

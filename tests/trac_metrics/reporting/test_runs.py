@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -138,3 +139,20 @@ def test_min_errors_keeps_the_pairs_with_enough_wrong_answers_and_the_report_nam
     main(["report", *map(str, runs), "--out", str(report), "--resamples", "50", "--min-errors", str(threshold)])
     leaderboard = (report / "leaderboard.md").read_text()
     assert "1 (model, task) pair(s)" in leaderboard and note in leaderboard
+
+
+def test_a_pair_mixing_records_with_and_without_reasoning_tokens_is_warned_with_its_counts(tmp_path: Path) -> None:
+    """docs/method.md#trace-length: a record without ``reasoning_tokens`` counts every generated token."""
+    rng = np.random.default_rng(5)
+    for folder, with_count in (("mixed", range(4)), ("one", range(6))):
+        writer = RecordWriter(tmp_path / folder / "trac_records" / "t.2026-01-01T00-00-00.jsonl")
+        for doc_id in range(6):
+            question = synthetic_question(rng, doc_id, doc_id % 2 == 0, k=2)
+            if doc_id in with_count:
+                question = [dataclasses.replace(r, reasoning_tokens=r.num_tokens - 1) for r in question]
+            writer.write_batch(question)
+    with pytest.warns(TracWarning, match=r"reasoning tokens of 4 question\(s\) and every generated token of 2"):
+        load_pairs([tmp_path / "mixed"], jobs=1)
+    with warnings.catch_warnings():  # one definition throughout: nothing to say
+        warnings.simplefilter("error", TracWarning)
+        load_pairs([tmp_path / "one"], jobs=1)

@@ -32,6 +32,10 @@ def _config(gen_kwargs: dict | None = None, **switches) -> TracConfig:
         ({"metadata_fields": ["level", 2]}, "trac.metadata_fields must be a list of strings"),
         ({"labels": True}, "trac.labels must be a string, got True"),
         ({"labels": "sympy"}, "trac.labels must be one of ('trac', 'math-verify'), got 'sympy'"),
+        (
+            {"labels": "math-verify", "label_source": "exact_match,strict-match"},
+            "trac.labels 'math-verify' labels the answers with math-verify's verdict, but this task's labels come",
+        ),
         ({"prefix_probes": 0.5}, "trac.prefix_probes must be a list of numbers, got 0.5"),
         ({"prefix_probes": ["0.5"]}, "trac.prefix_probes must be a list of numbers, got ('0.5',)"),
         ({"prefix_probes": [True]}, "trac.prefix_probes must be a list of numbers, got (True,)"),

@@ -20,6 +20,7 @@ from trac_metrics.answers.kind_inference import infer_answer_kind, task_referenc
 from trac_metrics.features.evidence import EvidenceOptions, question_evidence
 from trac_metrics.records import RecordFormatError, ResponseRecord
 from trac_tasks.generation.config import TRAC_KEY, TracConfig
+from trac_tasks.harness.lm_eval_hooks import refuse_greedy_samples
 from trac_tasks.harness.task_functions import AllSamples
 from trac_tasks.harness.task_scoring import TRAC_FILTER, TaskSwitch, enable_trac_on_tasks, scorer_of
 
@@ -39,6 +40,10 @@ def tasks_dir(tmp_path: Path) -> Path:
     (tasks / "gsm8k_unit.yaml").write_text(
         f"include: {GSM8K_YAML}\ntask: gsm8k_unit\ndataset_path: json\ndataset_name: null\n"
         f"dataset_kwargs:\n  data_files:\n    test: {data}\n    train: {data}\n"
+    )
+    (tasks / "own_trac_unit.yaml").write_text(
+        "include: gsm8k_unit.yaml\ntask: own_trac_unit\ngeneration_kwargs:\n  until: []\n  do_sample: false\n"
+        "  trac:\n    answer_kind: math\n    reference: '{{answer}}'\n"
     )
     (tasks / "mc_unit.yaml").write_text(
         f"task: mc_unit\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {data}\n"
@@ -154,6 +159,33 @@ def test_a_greedy_task_asked_for_k_samples_samples_with_stated_defaults(tasks_di
         enable_trac_on_tasks([greedy])
 
 
+@pytest.mark.parametrize(
+    ("switch", "reason"),
+    [({"temperature": 0.001}, "temperature 0.001 is below 0.05"), ({"temperature": 0.7}, None)],
+)
+def test_k_nearly_greedy_samples_are_refused_through_the_switch(tasks_dir, switch, reason):
+    task = _load(tasks_dir, {"repeats": 4, **switch}, "gsm8k_unit")["gsm8k_unit"]
+    if reason is None:
+        enable_trac_on_tasks([task])
+        return
+    with pytest.raises(ValueError, match=f"K = 4 samples would be nearly identical \\({reason}\\)"):
+        enable_trac_on_tasks([task])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [({"top_k": 1}, "top_k = 1 keeps one candidate token a step"), ({"temperature": 0.01}, "temperature 0.01")],
+)
+def test_a_trac_task_asked_for_k_nearly_greedy_samples_is_refused_before_generation(tasks_dir, kwargs, reason):
+    task = _load(tasks_dir, {}, "own_trac_unit")["own_trac_unit"]
+    task.config.generation_kwargs.update({"do_sample": True, "temperature": 0.7, **kwargs})
+    task.config.repeats = 2
+    with pytest.raises(ValueError, match=f"task own_trac_unit: K = 2 samples would be nearly identical \\({reason}"):
+        refuse_greedy_samples({"own_trac_unit": task})
+    task.config.repeats = 1  # one sample: nothing to compare
+    refuse_greedy_samples({"own_trac_unit": task})
+
+
 def test_k1_leaves_the_tasks_decoding_as_it_is(tasks_dir):
     task = _load(tasks_dir, {}, "gsm8k_unit")["gsm8k_unit"]
     before = dict(task.config.generation_kwargs)
@@ -161,12 +193,14 @@ def test_k1_leaves_the_tasks_decoding_as_it_is(tasks_dir):
     assert task.config.generation_kwargs == before and task.config.repeats == 1
 
 
-def test_the_labels_switch_travels_in_every_request_block(tasks_dir):
+def test_the_labels_switch_travels_in_every_request_block_and_replaces_the_tasks_scoring(tasks_dir):
     task = _load(tasks_dir, {"labels": "math-verify"}, "gsm8k_unit")["gsm8k_unit"]
     enable_trac_on_tasks([task])
     task.build_all_requests(limit=1, rank=0, world_size=1)
     (instance,) = task.instances
-    assert TracConfig.from_gen_kwargs(instance.args[1], "gsm8k_unit").labels == "math-verify"
+    config = TracConfig.from_gen_kwargs(instance.args[1], "gsm8k_unit")
+    # Math-Verify labels the answers, not the task's own scoring: the record's labeller and its label agree
+    assert (config.labels, config.label_source) == ("math-verify", "")
 
 
 def test_the_prefix_probes_switch_travels_in_every_request_block_and_is_checked_there(tasks_dir):
@@ -216,6 +250,17 @@ def test_tasks_that_are_not_generative_or_already_trac_tasks_are_left_alone(task
         enable_trac_on_tasks([task])
     assert "task mc_unit is multiple_choice, not generate_until: TrAC does not apply" in caplog.text
     assert {name: getattr(task, name) for name in methods} == methods and task.config.repeats == 1
+
+
+def test_a_switch_that_reaches_only_tasks_with_their_own_trac_block_is_refused_else_they_are_named(tasks_dir, caplog):
+    own = _load(tasks_dir, {"repeats": 3}, "own_trac_unit")["own_trac_unit"]
+    with pytest.raises(ValueError, match="--metadata trac .* own_trac_unit already have their own trac block"):
+        enable_trac_on_tasks([own])
+    both = _load(tasks_dir, {"repeats": 3}, "own_trac_unit", "gsm8k_unit")
+    with caplog.at_level(logging.WARNING, logger="lm_eval.trac_eval"):
+        enable_trac_on_tasks(list(both.values()))
+    assert "task own_trac_unit has its own trac block: --metadata trac does not change it" in caplog.text
+    assert both["gsm8k_unit"].config.repeats == 3 and both["own_trac_unit"].config.repeats == 1
 
 
 # ------------------------------------------------------------------------------------ records and evidence

@@ -26,7 +26,7 @@ from trac_metrics.features.vectors import TAIL_WINDOW
 from trac_metrics.reporting.html.page_data import page_data
 from trac_metrics.reporting.html.payloads import pair_payloads
 from trac_metrics.reporting.html.prompts import question_prompts
-from trac_metrics.reporting.html.tokens import TokenTexts, load_tokenizer, tokenizer_spec
+from trac_metrics.reporting.html.tokens import TokenTexts, load_tokenizer, tokenizer_spec, unmatched_specs
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.report_model import ReportModel, report_model
 
@@ -114,6 +114,12 @@ def _tokenizers(
     it too)."""
     loaded: dict[tuple[str, bool], tuple[TokenTexts | None, str]] = {}
     chosen = {}
+    for unmatched in unmatched_specs(models, specs):
+        warnings.warn(
+            f"--tokenizer {unmatched}=...: no run is of that model (the runs' models: {', '.join(models)})",
+            TracWarning,
+            stacklevel=3,
+        )
     for model in models:
         name, local_only, why_not = tokenizer_spec(model, specs, from_records)
         if name is None:

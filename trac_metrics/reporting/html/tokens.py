@@ -57,12 +57,26 @@ def load_tokenizer(name: str, local_only: bool) -> tuple[Any | None, str]:
         return None, f"no tokenizer loads from {name!r} ({reason[:160]})"
 
 
+def spec_for(model: str, specs: Mapping[str, str]) -> str | None:
+    """The ``--tokenizer`` given for ``model``: its own (the model's name as the records spell it, or in another
+    case, as hub ids are matched: ``qwen/qwen3-8b`` names ``Qwen/Qwen3-8B``), else the one given for every model."""
+    if model in specs:
+        return specs[model]
+    same = [name for key, name in specs.items() if key and key.casefold() == model.casefold()]
+    return same[0] if len(same) == 1 else specs.get("")
+
+
+def unmatched_specs(models: Sequence[str], specs: Mapping[str, str]) -> list[str]:
+    """The models ``--tokenizer MODEL=...`` names that no run has, in any case."""
+    known = {model.casefold() for model in models}
+    return [key for key in specs if key and key.casefold() not in known]
+
+
 def tokenizer_spec(model: str, specs: Mapping[str, str], from_records: bool = False) -> tuple[str | None, bool, str]:
     """The tokenizer to load for ``model``, whether only local files may be read, and why there is none:
-    ``specs[model]``, else ``specs[""]`` (``--tokenizer`` given without a model), else, when ``from_records``
-    (``--tokenizer-from-records``), the model's own name, locally only; None for :data:`NO_TOKENIZER` or when the user
-    chose none (:data:`NOT_CHOSEN`)."""
-    chosen = specs.get(model, specs.get(""))
+    :func:`spec_for`, else, when ``from_records`` (``--tokenizer-from-records``), the model's own name, locally only;
+    None for :data:`NO_TOKENIZER` or when the user chose none (:data:`NOT_CHOSEN`)."""
+    chosen = spec_for(model, specs)
     if chosen == NO_TOKENIZER:
         return None, True, "--tokenizer none"
     if chosen is None:

@@ -33,7 +33,9 @@ from trac_metrics.reporting.html.tokens import (
     TokenPieces,
     TokenTexts,
     parse_tokenizer_specs,
+    spec_for,
     trace_pieces,
+    unmatched_specs,
 )
 from trac_metrics.reporting.html.traces import ENTROPY_STEP, SURPRISAL_STEP
 from trac_metrics.reporting.model.pairs import top_decile
@@ -395,6 +397,14 @@ def test_tokenizer_options_name_a_model_or_every_model() -> None:
     for bad in (["=tok"], ["m="], ["a", "b"]):
         with pytest.raises(ValueError, match="--tokenizer"):
             parse_tokenizer_specs(bad)
+
+
+def test_a_tokenizer_named_for_a_model_in_another_case_is_its_own_and_one_for_no_model_is_warned() -> None:
+    specs = parse_tokenizer_specs(["qwen/qwen3-8b=/tok/qwen", "org/absent=/tok/x", "/tok/any"])
+    assert spec_for("Qwen/Qwen3-8B", specs) == "/tok/qwen"  # hub ids match in any case
+    assert spec_for("other/model", specs) == "/tok/any"
+    assert unmatched_specs(["Qwen/Qwen3-8B", "other/model"], specs) == ["org/absent"]
+    assert spec_for("m", parse_tokenizer_specs(["M=/a", "m=/b"])) == "/b"  # the exact spelling first
 
 
 def test_trac_report_writes_only_the_page_and_prints_its_path(capsys, tmp_path: Path) -> None:
