@@ -29,14 +29,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from trac_tasks.data import tiny_reasoner  # noqa: E402
-from trac_tasks.data.arithmetic_problems import (  # noqa: E402
-    ANSWER_LEADS,
-    INSTRUCTION,
-    SUMMARY_SHARE,
-    Problem,
-    training_problems,
-)
+from trac_tasks.data.arithmetic_problems import ANSWER_LEADS, INSTRUCTION, training_problems  # noqa: E402
 from trac_tasks.data.demo_data import demo_rows  # noqa: E402
+from trac_tasks.data.failure_modes import Setting, training_pairs  # noqa: E402
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
 CHAT_TEMPLATE = (
@@ -45,13 +40,6 @@ CHAT_TEMPLATE = (
 )
 _TEMPLATE = jinja2.Template(CHAT_TEMPLATE)
 HEAD_DIM = 32  # one of the head sizes vLLM's CPU attention accepts (32, 64, 80, ...)
-
-
-def training_reply(problem: Problem, rng: random.Random) -> str:
-    """The training mix of answer sections (the model card's): a one-line summary of the result with probability
-    ``SUMMARY_SHARE``, then each wording of ``ANSWER_LEADS`` equally often; every value is the trace's own result."""
-    summary = rng.random() < SUMMARY_SHARE
-    return problem.reply(lead=rng.choice(ANSWER_LEADS), summary=summary)
 
 
 def chat_text(question: str, response: str) -> tuple[str, str]:
@@ -112,15 +100,16 @@ def build_model(tokenizer, args):
     return LlamaForCausalLM(config)
 
 
-def batches(tokenizer, seed: int, batch_size: int, pool: int = 16):
-    """Endless batches of (input ids, labels); the loss covers the reply only. Rows are drawn ``pool`` batches at a
-    time and grouped by length (less padding), the batches of a pool in a seeded random order."""
+def batches(tokenizer, seed: int, batch_size: int, setting: Setting, pool: int = 16):
+    """Endless batches of (input ids, labels) of ``setting``'s training pairs (``failure_modes.training_pairs``; the
+    shipped model's mix of answer sections for ``slips``); the loss covers the reply only. Rows are drawn ``pool``
+    batches at a time and grouped by length (less padding), the batches of a pool in a seeded random order."""
     rng = random.Random(seed + 2)
-    stream = training_problems(seed + 3)
+    stream = training_pairs(setting, seed + 3, rng)
     while True:
         rows = []
-        for problem in itertools.islice(stream, batch_size * pool):
-            prompt, reply = chat_text(problem.question, training_reply(problem, rng))
+        for question, response in itertools.islice(stream, batch_size * pool):
+            prompt, reply = chat_text(question, response)
             prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
             reply_ids = tokenizer(reply, add_special_tokens=False)["input_ids"]
             rows.append((prompt_ids + reply_ids, len(prompt_ids)))
@@ -161,7 +150,9 @@ def train(args) -> None:
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
     start, tokens = time.time(), 0
     model.train()
-    for step, (inputs, labels) in zip(range(args.steps), batches(tokenizer, args.seed, args.batch_size)):
+    for step, (inputs, labels) in zip(
+        range(args.steps), batches(tokenizer, args.seed, args.batch_size, Setting.parse(args.setting))
+    ):
         inputs, labels = inputs.to(args.device), labels.to(args.device)
         loss = model(input_ids=inputs, attention_mask=(inputs != tokenizer.pad_token_id).long(), labels=labels).loss
         optimizer.zero_grad()
@@ -198,6 +189,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=str(tiny_reasoner.SHIPPED_DIR), help="model folder to write")
     parser.add_argument("--seed", type=int, default=tiny_reasoner.TRAINING_SEED)
     parser.add_argument("--steps", type=int, default=tiny_reasoner.TRAINING_STEPS)
+    parser.add_argument(
+        "--setting",
+        default="slips",
+        help="the failure-mode setting of the training data (trac_tasks/data/failure_modes.py): slips (the shipped "
+        "model), drift:M, drift_large:Q, misconception:Q, distractor:Q",
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--hidden", type=int, default=128, help="model width (a multiple of the head size 32)")

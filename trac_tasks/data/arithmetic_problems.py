@@ -43,7 +43,7 @@ right after ``</think>`` continues one of the model's own forms."""
 SUMMARY_SHARE = 0.5
 """The share of training replies whose answer section restates the result in one line before the box line."""
 
-_PEOPLE = (
+PEOPLE = (
     ("Tom", "He", "his"),
     ("Ana", "She", "her"),
     ("Ben", "He", "his"),
@@ -152,7 +152,7 @@ def _step(
 
 def make_problem(rng: random.Random, difficulty: Difficulty) -> Problem:
     """One problem of ``difficulty`` drawn from ``rng``."""
-    (name, pronoun, _), *others = rng.sample(_PEOPLE, 1 + max(1, difficulty.distractors))
+    (name, pronoun, _), *others = rng.sample(PEOPLE, 1 + max(1, difficulty.distractors))
     items = rng.choice(_ITEMS)
     value = _operand(rng, difficulty.max_digits)
     sentences, lines = [f"{name} has {value} {items}."], [f"{name} starts with {value} {items}."]
