@@ -28,6 +28,7 @@ import argparse
 import itertools
 import json
 import math
+import re
 import sys
 import time
 import warnings
@@ -89,6 +90,7 @@ from trac_metrics.reporting.runs import (
     load_pairs,
     with_min_errors,
 )
+from trac_metrics.reporting.subsets import field_values
 from trac_metrics.reporting.summary_table import (
     HEADLINE_TABLES,
     SUMMARY_TABLES,
@@ -304,6 +306,8 @@ def _report(args: argparse.Namespace) -> None:
     if args.min_errors:
         pairs, note = with_min_errors(pairs, args.min_errors)
         notes += [note] if note else []
+    for name in args.by:  # a split that cannot be made is refused before the slow evaluation
+        field_values(pairs, name)
     questions = [len(pair.evidences) for pair in pairs]
     # checked before the slow evaluation, with one score column: the least a report bootstraps
     needed = bootstrap_memory(questions, args.resamples, n_columns=1, n_metrics=len(BOOTSTRAP_METRICS))
@@ -321,7 +325,9 @@ def _report(args: argparse.Namespace) -> None:
         extra_notes=notes,
     )
     # every number, once for both outputs
-    model = build_report_model(data, with_pairs=args.html is not None, classifier_capacity=args.classifier_capacity)
+    model = build_report_model(
+        data, with_pairs=args.html is not None, classifier_capacity=args.classifier_capacity, by_fields=args.by
+    )
     if args.out is not None:
         print(write_report(model, args.out, latex=args.latex))
     if args.html is not None:
@@ -420,6 +426,13 @@ def _seed(text: str) -> int:
     """argparse type: a seed, an integer >= 0 (what NumPy's generators take), refused before any work
     (docs/guide/reliability.md#one-output-rule)."""
     return _int_at_least(text, 0)
+
+
+def _field_name(text: str) -> str:
+    """argparse type: a metadata field name (letters, digits, underscores; it names a table file)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a metadata field name (letters, digits and _, at most 64)")
+    return text
 
 
 def _risk(text: str) -> float:
@@ -551,6 +564,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="add the classifier-capacity table: PCE under random-forest, gradient-boosting and MLP heads beside the "
         "logistic one, in-domain and leave-one-dataset-out (75 more fits a pair; docs/method.md#classifier-capacity)",
+    )
+    report.add_argument(
+        "--by",
+        action="append",
+        default=[],
+        type=_field_name,
+        metavar="FIELD",
+        help="add a table of the leaderboard methods' AUROC / AURC split by a metadata field of the questions (e.g. "
+        "level, invites), with intervals and the paired difference to the reference; repeatable "
+        "(docs/method.md#metrics-by-field)",
     )
     report.add_argument("--seed", type=_seed, default=0, help="bootstrap seed, an integer >= 0 (default 0)")
     report.add_argument(

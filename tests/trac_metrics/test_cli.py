@@ -523,3 +523,24 @@ def test_progress_is_logged_where_stderr_is_no_terminal(
         "progress: rescoring: reading (equivalence=math-verify): 4/5 files after 62 s",
         "progress: rescoring: reading (equivalence=math-verify): 5/5 files after 100 s",
     ]
+
+
+def test_report_by_a_metadata_field_writes_its_table_and_refuses_a_split_it_cannot_make_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "m"
+    writer = RecordWriter(folder / "trac_records" / "t1.2026-01-01T00-00-00.jsonl")
+    for doc_id in range(60):
+        records = synthetic_question(rng, doc_id, rng.random() < 0.5, k=4, signal=0.3, task="t1", model="m")
+        level = {"level": doc_id % 2 + 1}
+        writer.write_batch([dataclasses.replace(record, metadata=level) for record in records])
+    out = tmp_path / "report"
+    printed = run_cli(capsys, "report", folder, "--out", out, "--resamples", 50, "--by", "level")
+    table = (out / "by_level.csv").read_text(encoding="utf-8")
+    assert "Metrics by level" in printed and table.count('"trac"') == 2  # one row per level
+    message = cli_error(capsys, "report", folder, "--out", tmp_path / "other", "--by", "weird/name")
+    assert "'weird/name' is not a metadata field name" in message
+    monkeypatch.setattr(cli, "build_report_data", lambda *a, **k: pytest.fail("evaluation started before the check"))
+    message = cli_error(capsys, "report", folder, "--out", tmp_path / "other", "--by", "subject")
+    assert "no question of the report has the metadata field 'subject'" in message

@@ -13,6 +13,7 @@ ranked summaries), the leaderboard tables laid out from them (:func:`~trac_metri
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trac_metrics.reporting.analyses import all_analyses
@@ -21,6 +22,7 @@ from trac_metrics.reporting.model.methods import ShownMethod, shown_methods
 from trac_metrics.reporting.model.pairs import PairDetails, pair_details
 from trac_metrics.reporting.model.statistics import ReportStatistics, StatisticsFirst, report_statistics
 from trac_metrics.reporting.report_data import ReportData
+from trac_metrics.reporting.subsets import metrics_by_field
 from trac_metrics.reporting.tables import ReportTable, with_notes
 
 LEVEL = 0.95
@@ -44,11 +46,16 @@ class ReportModel:
 
 
 def build_report_model(
-    data: ReportData, level: float = LEVEL, with_pairs: bool = True, classifier_capacity: bool = False
+    data: ReportData,
+    level: float = LEVEL,
+    with_pairs: bool = True,
+    classifier_capacity: bool = False,
+    by_fields: Sequence[str] = (),
 ) -> ReportModel:
     """The :class:`ReportModel` of ``data`` at interval ``level``; without ``with_pairs`` the pairs' own intervals,
     figure points and question rows (what only the page shows) are left out; ``classifier_capacity`` adds that
-    analysis (docs/method.md#classifier-capacity)."""
+    analysis (docs/method.md#classifier-capacity), each of ``by_fields`` a table of the leaderboard methods' metrics
+    split by that metadata field, against the ranked summary's reference (docs/method.md#metrics-by-field)."""
     statistics = report_statistics(data, level)
     pairs = (
         tuple(pair_details(data, index, statistics.methods, level) for index in range(len(data.pairs)))
@@ -56,7 +63,11 @@ def build_report_model(
         else ()
     )
     tables = tuple(with_notes(leaderboard_tables(statistics), data.notes))
-    analyses = tuple(with_notes(all_analyses(data, StatisticsFirst(statistics), classifier_capacity), data.notes))
+    reference = statistics.ranked["auroc"].reference
+    common = [method for method in statistics.methods if method in data.common_methods]
+    by_field = [metrics_by_field(data, name, common, reference, level) for name in by_fields]
+    analyses = all_analyses(data, StatisticsFirst(statistics), classifier_capacity)
+    analyses = tuple(with_notes([*analyses, *by_field], data.notes))
     return ReportModel(data, level, shown_methods(data), statistics, tables, analyses, pairs)
 
 
