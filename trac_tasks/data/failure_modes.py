@@ -30,6 +30,7 @@ import random
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from trac_tasks.data.arithmetic_problems import (
     ANSWER_LEADS,
@@ -43,6 +44,7 @@ from trac_tasks.data.arithmetic_problems import (
     random_difficulty,
     training_problems,
 )
+from trac_tasks.data.dataset_loaders import DATA_DIR
 
 KINDS = ("slips", "drift", "drift_large", "misconception", "distractor")
 DRIFT_OFFSETS = (-10, -2, -1, 1, 2, 10)
@@ -273,6 +275,21 @@ def held_out_rows(setting: Setting, n: int, seed: int) -> list[dict[str, object]
     return rows
 
 
+TEST_SEED, N_TEST = 2027, 200
+"""The test sets' seed and size (docs/guide/failure-modes.md#rules), fixed before any test-bed model was trained."""
+
+
+def data_file_of(kind: str) -> Path:
+    """The data file of the task ``trac_failure_<kind>``."""
+    return DATA_DIR / f"trac_failure_{kind}.jsonl"
+
+
+def data_setting(kind: str) -> Setting:
+    """A setting of ``kind`` for writing its test set (which questions a kind's test set holds, and what they
+    invite, does not depend on the rate)."""
+    return Setting(kind, 0.0 if kind == "slips" else 1.0)
+
+
 def invited_error(setting: Setting, problem: Problem, n_distractors: int) -> str:
     """The error (one of :data:`ERROR_TYPES`) that ``problem`` gives ``setting``'s process a chance to make."""
     if setting.kind == "drift" or (setting.kind == "drift_large" and problem.answer >= LARGE):
@@ -296,3 +313,11 @@ def _test_row(setting: Setting, problem: Problem, n_distractors: int, index: int
         "invites": invited_error(setting, problem, n_distractors),
         "unique_id": f"failure/{setting.kind}/{index:03d}.json",
     }
+
+
+if __name__ == "__main__":
+    from trac_tasks.data.demo_data import render
+
+    for kind in KINDS:
+        data_file_of(kind).write_text(render(held_out_rows(data_setting(kind), N_TEST, TEST_SEED)), encoding="utf-8")
+        print(data_file_of(kind))

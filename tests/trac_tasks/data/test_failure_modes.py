@@ -12,7 +12,20 @@ import re
 import pytest
 
 from trac_tasks.data.arithmetic_problems import grade, is_held_out
-from trac_tasks.data.failure_modes import DRIFT_OFFSETS, LARGE, Setting, held_out_rows, training_pairs
+from trac_tasks.data.dataset_loaders import local_jsonl
+from trac_tasks.data.demo_data import render
+from trac_tasks.data.failure_modes import (
+    DRIFT_OFFSETS,
+    KINDS,
+    LARGE,
+    N_TEST,
+    TEST_SEED,
+    Setting,
+    data_file_of,
+    data_setting,
+    held_out_rows,
+    training_pairs,
+)
 
 SHIPPED_SEED = 20261127
 SHIPPED_STREAM_SHA256 = "6c3d23e483372c12b653d69459d53779a85b025d86afa4c9616331a9582cc06f"
@@ -133,3 +146,32 @@ def test_test_questions_are_held_out_distinct_worked_and_say_what_they_invite(se
             protagonist = re.match(r"(\w+) has", row["problem"]).group(1)
             finds = [name for name in re.findall(r"(\w+) finds \d+ more", row["problem"]) if name != protagonist]
             assert len(finds) == row["distractors"] and (row["invites"] == "distractor") == bool(finds)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bundled_test_sets_are_exactly_what_the_generator_writes_and_load_as_a_task_dataset(kind):
+    rows = held_out_rows(data_setting(kind), N_TEST, TEST_SEED)
+    assert data_file_of(kind).read_text(encoding="utf-8") == render(rows)
+    loaded = local_jsonl(data_file=data_file_of(kind).name)["test"]
+    assert len(loaded) == N_TEST and {"problem", "answer", "level", "digits", "distractors", "invites"} <= set(
+        loaded.column_names
+    )
+
+
+def test_the_five_tasks_load_through_lm_eval_with_their_questions_and_the_rates_sampling():
+    from lm_eval.tasks import TaskManager
+
+    from trac_tasks.generation.config import TracConfig
+    from trac_tasks.harness.lm_eval_hooks import task_config_dir
+
+    manager = TaskManager(include_path=str(task_config_dir()), include_defaults=False)
+    for kind in KINDS:
+        name = f"trac_failure_{kind}"
+        task = manager.load(name)["tasks"][name]
+        docs = list(task.test_docs())
+        config = TracConfig.from_gen_kwargs(task.config.generation_kwargs, name)
+        assert [doc["problem"] for doc in docs] == [
+            row["problem"] for row in held_out_rows(data_setting(kind), N_TEST, TEST_SEED)
+        ]
+        assert task.config.generation_kwargs["temperature"] == 1.0 and task.config.generation_kwargs["top_p"] == 1.0
+        assert "invites" in config.metadata_fields and task.config.repeats == 8
