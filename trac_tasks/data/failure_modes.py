@@ -45,6 +45,7 @@ from trac_tasks.data.arithmetic_problems import (
     training_problems,
 )
 from trac_tasks.data.dataset_loaders import DATA_DIR
+from trac_tasks.data.tiny_reasoner import TRAINING_SEED
 
 KINDS = ("slips", "drift", "drift_large", "misconception", "distractor")
 DRIFT_OFFSETS = (-10, -2, -1, 1, 2, 10)
@@ -273,6 +274,24 @@ def held_out_rows(setting: Setting, n: int, seed: int) -> list[dict[str, object]
         seen.add(problem.question)
         rows.append(_test_row(setting, problem, distractors, len(rows)))
     return rows
+
+
+PREREGISTERED_SETTINGS = (
+    "slips",
+    "drift:0.15",
+    "drift:0.05",
+    "drift_large:0.3",
+    "misconception:0.2",
+    "misconception:0.5",
+    "misconception:0.9",
+    "distractor:0.3",
+)
+"""The dial values of docs/guide/failure-modes.md#rules, fixed before any test-bed model was trained."""
+
+
+def preregistered_seeds(setting: Setting) -> tuple[int, ...]:
+    """The training seeds of docs/guide/failure-modes.md#rules: 1, 2, 3; for ``slips`` the shipped model and 1, 2."""
+    return (TRAINING_SEED, 1, 2) if setting.kind == "slips" else (1, 2, 3)
 
 
 TEST_SEED, N_TEST = 2027, 200

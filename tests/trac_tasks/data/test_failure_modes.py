@@ -26,8 +26,8 @@ from trac_tasks.data.failure_modes import (
     held_out_rows,
     training_pairs,
 )
+from trac_tasks.data.tiny_reasoner import TRAINING_SEED
 
-SHIPPED_SEED = 20261127
 SHIPPED_STREAM_SHA256 = "6c3d23e483372c12b653d69459d53779a85b025d86afa4c9616331a9582cc06f"
 """The first 300 (question, reply) pairs of the shipped tiny reasoner's training stream, hashed from the training
 script's own ``training_reply`` before the stream moved to ``failure_modes.training_pairs``: ``slips`` must keep it."""
@@ -45,8 +45,8 @@ def _trace_value(reply: str) -> int:
 
 def test_slips_is_the_shipped_models_stream_byte_for_byte():
     digest = hashlib.sha256()
-    rng = random.Random(SHIPPED_SEED + 2)  # as scripts/train_tiny_reasoner.py seeds it
-    for question, reply in itertools.islice(training_pairs(Setting("slips"), SHIPPED_SEED + 3, rng), 300):
+    rng = random.Random(TRAINING_SEED + 2)  # as scripts/train_tiny_reasoner.py seeds it
+    for question, reply in itertools.islice(training_pairs(Setting("slips"), TRAINING_SEED + 3, rng), 300):
         digest.update((question + "\x00" + reply + "\x00").encode())
     assert digest.hexdigest() == SHIPPED_STREAM_SHA256
 

@@ -1,0 +1,142 @@
+"""Run the failure-mode test bed (docs/guide/failure-modes.md): train each setting's reasoners, run each through the
+real ``lm_eval --model vllm`` on its setting's task, and report every method per setting split by the error each
+question invites.
+
+    python scripts/failure_bed.py --out bed                      # every pre-registered setting and seed
+    python scripts/failure_bed.py --out bed --settings drift:0.15 --seeds 1   # one of them
+    python scripts/failure_bed.py --out bed --settings drift:0.15 --seeds 1 --steps 60 --limit 20   # a smoke slice
+
+Each step is skipped when its output is already there (a model folder with its weights, a run folder with its TrAC
+records), so the command resumes; ``--force-report`` is implied: the reports are always written again. A method a user
+registered (docs/guide/extending.md) is in every report: register it, rerun, read its row.
+
+Outputs under ``--out``: ``models/<setting>-s<seed>/`` (the reasoners), ``runs/<setting>-s<seed>/`` (lm-eval output
+folders with ``trac_records/``), ``reports/<setting>/`` (``trac report`` over the setting's seeds as its pairs, with
+``--by invites``: the hierarchical bootstrap resamples seeds, then questions) and ``table.md`` (one row per setting,
+method and error type, built from those reports).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from trac_tasks.data import tiny_reasoner  # noqa: E402
+from trac_tasks.data.failure_modes import (  # noqa: E402
+    PREREGISTERED_SETTINGS,
+    Setting,
+    preregistered_seeds,
+)
+
+TABLE_METHODS = ("trac", "pce", "tup", "sequence_only", "mean_logprob", "deepconf_bottom", "sc_modal", "sc_primary")
+"""The rows of ``table.md``: TrAC, its probe alone, the heads without the probe, token confidence, SC@8."""
+ENGINE_ARGS = (
+    "dtype=float32,max_model_len=1024,enable_prefix_caching=True,block_size=32,enforce_eager=True,"
+    "distributed_executor_backend=uni,seed=1234"
+)
+
+
+def folder_name(setting: Setting, seed: int) -> str:
+    return f"{setting.name.replace(':', '-')}-s{seed}"
+
+
+def run(command: list[str]) -> None:
+    print("+", shlex.join(command), flush=True)
+    subprocess.run(command, check=True, cwd=REPO)
+
+
+def train(setting: Setting, seed: int, folder: Path, steps: int | None, threads: int) -> None:
+    if (folder / "model.safetensors").is_file():
+        return
+    extra = ["--steps", str(steps)] if steps else []
+    run(
+        [sys.executable, "scripts/train_tiny_reasoner.py", "--setting", setting.name, "--seed", str(seed)]
+        + ["--out", str(folder), "--threads", str(threads), *extra]
+    )
+
+
+def generate(setting: Setting, model: Path, folder: Path, limit: int | None) -> None:
+    if any(folder.rglob("trac_records/*.jsonl")):
+        return
+    run(
+        ["lm_eval", "--tasks", f"trac_failure_{setting.kind}", "--model", "vllm"]
+        + ["--model_args", f"pretrained={model},{ENGINE_ARGS}", "--apply_chat_template"]
+        + ["--output_path", str(folder), "--log_samples", *(["--limit", str(limit)] if limit else [])]
+    )
+
+
+def report(runs: list[Path], out: Path, resamples: int) -> None:
+    run(
+        [sys.executable, "-m", "trac_metrics.cli", "report", *map(str, runs), "--out", str(out), "--by", "invites"]
+        + ["--resamples", str(resamples)]
+    )
+
+
+def table(reports: dict[str, Path]) -> str:
+    """``table.md``: per setting, method and error type, AUROC with its interval and the difference to SC@8 (modal)
+    with its paired interval, read from each setting's ``by_invites.csv``."""
+    lines = [
+        "| setting | invites | questions | wrong | method | AUROC [95 % CI] | − SC@8 modal [95 % CI] |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, folder in reports.items():
+        frame = pd.read_csv(folder / "by_invites.csv")
+        for _, row in frame[frame["method"].isin(TABLE_METHODS)].iterrows():
+            difference = (
+                f"{row['auroc_minus_reference']:+.3f} [{row['diff_lo']:+.3f}, {row['diff_hi']:+.3f}]"
+                if "auroc_minus_reference" in row and pd.notna(row.get("auroc_minus_reference"))
+                else ""
+            )
+            lines.append(
+                f"| {name} | {row['invites']} | {row['questions']} | {row['wrong']} | {row['method']} | "
+                f"{row['auroc']:.3f} [{row['auroc_lo']:.3f}, {row['auroc_hi']:.3f}] | {difference} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, required=True, help="the test bed's folder (models, runs, reports)")
+    parser.add_argument(
+        "--settings",
+        nargs="+",
+        type=Setting.parse,
+        default=[Setting.parse(text) for text in PREREGISTERED_SETTINGS],
+        help="KIND:RATE settings (default: the pre-registered ones)",
+    )
+    parser.add_argument("--seeds", nargs="+", type=int, help="training seeds (default: each setting's pre-registered)")
+    parser.add_argument("--steps", type=int, help="training steps (default: the shipped model's)")
+    parser.add_argument("--limit", type=int, help="questions per run (default: all 200)")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads per training (default 1)")
+    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of the reports")
+    args = parser.parse_args(argv)
+    reports = {}
+    for setting in args.settings:
+        runs = []
+        for seed in args.seeds or preregistered_seeds(setting):
+            name = folder_name(setting, seed)
+            if setting.kind == "slips" and seed == tiny_reasoner.TRAINING_SEED and not args.steps:
+                model = tiny_reasoner.reasoner_path()  # the shipped weights are this setting at this seed
+            else:
+                model = args.out / "models" / name
+                train(setting, seed, model, args.steps, args.threads)
+            generate(setting, model, args.out / "runs" / name, args.limit)
+            runs.append(args.out / "runs" / name)
+        reports[setting.name] = args.out / "reports" / setting.name.replace(":", "-")
+        report(runs, reports[setting.name], args.resamples)
+    (args.out / "table.md").write_text(table(reports), encoding="utf-8")
+    print(args.out / "table.md")
+
+
+if __name__ == "__main__":
+    main()
