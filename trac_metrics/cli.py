@@ -571,7 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         type=_field_name,
         metavar="FIELD",
-        help="add a table of the leaderboard methods' AUROC / AURC split by a metadata field of the questions (e.g. "
+        help="add a table of every method's AUROC / AURC split by a metadata field of the questions (e.g. "
         "level, invites), with intervals and the paired difference to the reference; repeatable "
         "(docs/method.md#metrics-by-field)",
     )

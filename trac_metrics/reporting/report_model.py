@@ -54,8 +54,9 @@ def build_report_model(
 ) -> ReportModel:
     """The :class:`ReportModel` of ``data`` at interval ``level``; without ``with_pairs`` the pairs' own intervals,
     figure points and question rows (what only the page shows) are left out; ``classifier_capacity`` adds that
-    analysis (docs/method.md#classifier-capacity), each of ``by_fields`` a table of the leaderboard methods' metrics
-    split by that metadata field, against the ranked summary's reference (docs/method.md#metrics-by-field)."""
+    analysis (docs/method.md#classifier-capacity), each of ``by_fields`` a table of every method's metrics (those
+    scored on every pair, in the report's order) split by that metadata field, against the ranked summary's
+    reference (docs/method.md#metrics-by-field)."""
     statistics = report_statistics(data, level)
     pairs = (
         tuple(pair_details(data, index, statistics.methods, level) for index in range(len(data.pairs)))
@@ -64,7 +65,7 @@ def build_report_model(
     )
     tables = tuple(with_notes(leaderboard_tables(statistics), data.notes))
     reference = statistics.ranked["auroc"].reference
-    common = [method for method in statistics.methods if method in data.common_methods]
+    common = [method.name for method in shown_methods(data) if method.name in data.common_methods]
     by_field = [metrics_by_field(data, name, common, reference, level) for name in by_fields]
     analyses = all_analyses(data, StatisticsFirst(statistics), classifier_capacity)
     analyses = tuple(with_notes([*analyses, *by_field], data.notes))

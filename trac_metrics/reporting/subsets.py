@@ -117,4 +117,5 @@ def metrics_by_field(
     )
     if reference is not None:
         note += f" auroc_minus_reference: the method's AUROC − {reference}'s, paired on the same resamples."
-    return ReportTable(f"by_{field}", f"Metrics by {field}", frame, {"auroc": True, "aurc": False}, note)
+    # no best / second marks: the rows of different values answer different questions
+    return ReportTable(f"by_{field}", f"Metrics by {field}", frame, {}, note)

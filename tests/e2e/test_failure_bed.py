@@ -1,0 +1,44 @@
+"""The failure-mode test bed end to end (docs/guide/failure-modes.md#running-it), one small slice: a reasoner trained
+on the drift setting for a few steps, 20 questions of ``trac_failure_drift`` through the real ``lm_eval --model
+vllm``, and the setting's report split by the error each question invites."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from testenv import REPO, engine_env
+
+from trac_metrics.records import iter_records
+
+pytestmark = pytest.mark.engine
+
+STEPS, LIMIT = 60, 20
+
+
+def test_one_setting_trains_generates_and_reports_by_the_error_it_invites(tmp_path):
+    out = tmp_path / "bed"
+    command = [sys.executable, "scripts/failure_bed.py", "--out", str(out), "--settings", "drift:0.15", "--seeds", "1"]
+    command += ["--steps", str(STEPS), "--limit", str(LIMIT), "--resamples", "50"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=engine_env(), cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    training = json.loads((out / "models" / "drift-0.15-s1" / "training.json").read_text(encoding="utf-8"))
+    assert training["setting"] == "drift:0.15" and training["steps"] == STEPS and training["seed"] == 1
+    records = [
+        record
+        for path in (out / "runs" / "drift-0.15-s1").rglob("trac_records/*.jsonl")
+        for record in iter_records(path)
+    ]
+    assert len(records) == LIMIT * 8 and {record.metadata["invites"] for record in records} == {"drift"}
+    assert all("trace" in record.probes for record in records if record.repeat == 0)
+    table = pd.read_csv(out / "reports" / "drift-0.15" / "by_invites.csv")
+    assert set(table["invites"]) == {"drift"} and {"trac", "sc_modal", "tup"} <= set(table["method"])
+    assert (table["questions"] == LIMIT).all()
+    lines = (out / "table.md").read_text(encoding="utf-8").splitlines()
+    assert any(line.startswith("| drift:0.15 | drift | 20 |") and "| trac |" in line for line in lines)
+    # a second run resumes: nothing is trained or generated again, the reports are rewritten
+    again = subprocess.run(command, capture_output=True, text=True, timeout=900, env=engine_env(), cwd=REPO)
+    assert again.returncode == 0 and "train_tiny_reasoner" not in again.stdout and "lm_eval" not in again.stdout
