@@ -12,8 +12,9 @@ registered (docs/guide/extending.md) is in every report: register it, rerun, rea
 
 Outputs under ``--out``: ``models/<setting>-s<seed>/`` (the reasoners), ``runs/<setting>-s<seed>/`` (lm-eval output
 folders with ``trac_records/``), ``reports/<setting>/`` (``trac report`` over the setting's seeds as its pairs, with
-``--by invites``: the hierarchical bootstrap resamples seeds, then questions) and ``table.md`` (one row per setting,
-method and error type, built from those reports).
+``--by invites``: the hierarchical bootstrap resamples seeds, then questions) and ``table.md``: one row per setting,
+error type and method, built from those reports, then each setting's error profile (how many wrong answers every
+sample shares, how often the probe re-states a wrong answer unchanged).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from trac_metrics.reporting.runs import load_pairs  # noqa: E402
 from trac_tasks.data import tiny_reasoner  # noqa: E402
 from trac_tasks.data.failure_modes import (  # noqa: E402
     PREREGISTERED_SETTINGS,
@@ -36,8 +38,20 @@ from trac_tasks.data.failure_modes import (  # noqa: E402
     preregistered_seeds,
 )
 
-TABLE_METHODS = ("trac", "pce", "tup", "sequence_only", "mean_logprob", "deepconf_bottom", "sc_modal", "sc_primary")
-"""The rows of ``table.md``: TrAC, its probe alone, the heads without the probe, token confidence, SC@8."""
+TABLE_METHODS = (
+    "trac",
+    "pce",
+    "tup",
+    "sequence_only",
+    "mean_logprob",
+    "deepconf_bottom",
+    "sc_primary",
+    "sc_modal",
+    "sc4_modal",
+    "sc2_modal",
+)
+"""The rows of ``table.md``: TrAC, its probe alone, the heads without the probe (TUP, sequence-only), token
+confidence, and self-consistency at the cost-matched K = 2, 4 and 8."""
 ENGINE_ARGS = (
     "dtype=float32,max_model_len=1024,enable_prefix_caching=True,block_size=32,enforce_eager=True,"
     "distributed_executor_backend=uni,seed=1234"
@@ -80,6 +94,34 @@ def report(runs: list[Path], out: Path, resamples: int) -> None:
     )
 
 
+def error_profile(runs: dict[str, list[Path]]) -> str:
+    """Per setting and error type: questions, wrong primary answers, the share of those wrong answers that all K
+    samples share (unanimous and wrong: no sampling method can see them), and the share the probe re-states
+    unchanged (agreement on wrong answers: a probe that copies shows ≈ 100 %)."""
+    lines = [
+        "| setting | invites | questions | wrong | unanimous among wrong | probe agrees among wrong |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, folders in runs.items():
+        groups: dict[str, list[dict]] = {}
+        for pair in load_pairs(folders, jobs=1):
+            for evidence in pair.evidences:
+                groups.setdefault(str(evidence["metadata"].get("invites")), []).append(evidence)
+        for invites, evidences in sorted(groups.items()):
+            wrong = [evidence for evidence in evidences if not evidence["correct"]]
+            unanimous = sum(len(set(evidence["answer_classes"])) == 1 for evidence in wrong)
+            agreeing = [evidence["agree"] for evidence in wrong if evidence["agree"] is not None]
+            lines.append(
+                f"| {name} | {invites} | {len(evidences)} | {len(wrong)} | {_share(unanimous, len(wrong))} | "
+                f"{_share(sum(value == 1 for value in agreeing), len(agreeing))} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count / total:.1%} ({count} of {total})" if total else "—"
+
+
 def table(reports: dict[str, Path]) -> str:
     """``table.md``: per setting, method and error type, AUROC with its interval and the difference to SC@8 (modal)
     with its paired interval, read from each setting's ``by_invites.csv``."""
@@ -120,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="CPU threads per training (default 1)")
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of the reports")
     args = parser.parse_args(argv)
-    reports = {}
+    reports, all_runs = {}, {}
     for setting in args.settings:
         runs = []
         for seed in args.seeds or preregistered_seeds(setting):
@@ -132,9 +174,11 @@ def main(argv: list[str] | None = None) -> None:
                 train(setting, seed, model, args.steps, args.threads)
             generate(setting, model, args.out / "runs" / name, args.limit)
             runs.append(args.out / "runs" / name)
+        all_runs[setting.name] = runs
         reports[setting.name] = args.out / "reports" / setting.name.replace(":", "-")
         report(runs, reports[setting.name], args.resamples)
-    (args.out / "table.md").write_text(table(reports), encoding="utf-8")
+    text = table(reports) + "\n" + error_profile(all_runs)
+    (args.out / "table.md").write_text(text, encoding="utf-8")
     print(args.out / "table.md")
 
 
