@@ -45,13 +45,14 @@ TABLE_METHODS = (
     "sequence_only",
     "mean_logprob",
     "deepconf_bottom",
+    "cross_model",
     "sc_primary",
     "sc_modal",
     "sc4_modal",
     "sc2_modal",
 )
 """The rows of ``table.md``: TrAC, its probe alone, the heads without the probe (TUP, sequence-only), token
-confidence, and self-consistency at the cost-matched K = 2, 4 and 8."""
+confidence, the cross-model score, and self-consistency at the cost-matched K = 2, 4 and 8."""
 ENGINE_ARGS = (
     "dtype=float32,max_model_len=1024,enable_prefix_caching=True,block_size=32,enforce_eager=True,"
     "distributed_executor_backend=uni,seed=1234"
@@ -84,6 +85,20 @@ def generate(setting: Setting, model: Path, folder: Path, limit: int | None) -> 
         ["lm_eval", "--tasks", f"trac_failure_{setting.kind}", "--model", "vllm"]
         + ["--model_args", f"pretrained={model},{ENGINE_ARGS}", "--apply_chat_template"]
         + ["--output_path", str(folder), "--log_samples", *(["--limit", str(limit)] if limit else [])]
+    )
+
+
+JUDGE_NAME = "tiny-reasoner"
+"""The cross-model score's judge (docs/method.md#cross-model-score): the shipped tiny reasoner, trained on ``slips``
+with no injected error, a second model to every test-bed reasoner but the shipped one itself."""
+
+
+def judge(folder: Path) -> None:
+    if any(folder.rglob(f"trac_judgements/*.{JUDGE_NAME}.jsonl")):
+        return
+    run(
+        [sys.executable, "-m", "trac_tasks.engines.judge", str(folder), "--judge", str(tiny_reasoner.reasoner_path())]
+        + ["--name", JUDGE_NAME]
     )
 
 
@@ -173,6 +188,7 @@ def main(argv: list[str] | None = None) -> None:
                 model = args.out / "models" / name
                 train(setting, seed, model, args.steps, args.threads)
             generate(setting, model, args.out / "runs" / name, args.limit)
+            judge(args.out / "runs" / name)
             runs.append(args.out / "runs" / name)
         all_runs[setting.name] = runs
         reports[setting.name] = args.out / "reports" / setting.name.replace(":", "-")

@@ -35,7 +35,7 @@ def test_one_setting_trains_generates_and_reports_by_the_error_it_invites(tmp_pa
     assert len(records) == LIMIT * 8 and {record.metadata["invites"] for record in records} == {"drift"}
     assert all("trace" in record.probes for record in records if record.repeat == 0)
     table = pd.read_csv(out / "reports" / "drift-0.15" / "by_invites.csv")
-    assert set(table["invites"]) == {"drift"} and {"trac", "sc_modal", "tup"} <= set(table["method"])
+    assert set(table["invites"]) == {"drift"} and {"trac", "sc_modal", "tup", "cross_model"} <= set(table["method"])
     assert (table["questions"] == LIMIT).all()
     lines = (out / "table.md").read_text(encoding="utf-8").splitlines()
     assert any(line.startswith("| drift:0.15 | drift | 20 |") and "| trac |" in line for line in lines)
@@ -44,3 +44,4 @@ def test_one_setting_trains_generates_and_reports_by_the_error_it_invites(tmp_pa
     # a second run resumes: nothing is trained or generated again, the reports are rewritten
     again = subprocess.run(command, capture_output=True, text=True, timeout=900, env=engine_env(), cwd=REPO)
     assert again.returncode == 0 and "train_tiny_reasoner" not in again.stdout and "lm_eval" not in again.stdout
+    assert "engines.judge" not in again.stdout

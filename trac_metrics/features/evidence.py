@@ -38,6 +38,7 @@ from trac_metrics.answers import (
     use_equivalence,
 )
 from trac_metrics.answers.math_verify_reference import math_verify_equivalent, math_verify_label
+from trac_metrics.features.cross_model import Judgement
 from trac_metrics.features.leakage import answer_in_reasoning
 from trac_metrics.features.vectors import (
     LOW_THRESHOLD,
@@ -216,8 +217,12 @@ def _check_question(records: Sequence[ResponseRecord]) -> list[ResponseRecord]:
     return ordered
 
 
-def question_evidence(records: Sequence[ResponseRecord], options: EvidenceOptions = DEFAULT_OPTIONS) -> dict[str, Any]:
-    """Label, features and baseline scores of one question, computed as ``options`` say; see the module docstring.
+def question_evidence(
+    records: Sequence[ResponseRecord], options: EvidenceOptions = DEFAULT_OPTIONS, judgement: Judgement | None = None
+) -> dict[str, Any]:
+    """Label, features and baseline scores of one question, computed as ``options`` say (with a judge's ``judgement``
+    of the primary, the cross-model score among the baselines: docs/method.md#cross-model-score); see the module
+    docstring.
 
     Keys: ``task``, ``doc_id``, ``num_samples`` (K), ``correct`` (primary answer ≡ reference, 0/1),
     ``majority_correct`` (modal answer ≡ reference), ``primary_answer``, ``reference``, ``probe_answer``,
@@ -240,7 +245,7 @@ def question_evidence(records: Sequence[ResponseRecord], options: EvidenceOption
     relation = None if labeller == BUILT_IN_LABELLER else resolve_equivalence(labeller)
     relation_used = use_equivalence(relation) if relation is not None else contextlib.nullcontext()
     with relation_used, counting_undecided() as undecided:
-        evidence = _evidence(ordered, options, labeller)
+        evidence = _evidence(ordered, options, labeller, judgement)
     evidence[UNDECIDED_KEY] = undecided.comparisons
     return evidence
 
@@ -277,7 +282,9 @@ def task_accuracy(evidences: Sequence[dict[str, Any]]) -> dict[str, float]:
     return {name: float(np.mean(found)) for name, found in values.items()}
 
 
-def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions, labeller: str) -> dict[str, Any]:
+def _evidence(
+    ordered: list[ResponseRecord], options: EvidenceOptions, labeller: str, judgement: Judgement | None = None
+) -> dict[str, Any]:
     primary = ordered[0]
     kind = options.answer_kind or primary.answer_kind
     answers = [record.answer for record in ordered]
@@ -327,17 +334,19 @@ def _evidence(ordered: list[ResponseRecord], options: EvidenceOptions, labeller:
         "answer_classes": classes,
         "agree": None if features["pce"] is None else features["pce"][0],
         "features": features,
-        "baselines": baseline_scores(ordered, kind),
+        "baselines": baseline_scores(ordered, kind, judgement),
         "metadata": dict(primary.metadata),
         "labeller": labeller,
     }
 
 
-def baseline_scores(responses: Sequence[ResponseRecord], kind: str) -> dict[str, float]:
+def baseline_scores(
+    responses: Sequence[ResponseRecord], kind: str, judgement: Judgement | None = None
+) -> dict[str, float]:
     """The score of every registered baseline (:func:`trac_metrics.methods.scored_methods`) on one question's
     responses, the primary first, oriented so that higher = more likely correct (docs/method.md#baselines); a
     baseline whose input the records lack (P(True) switched off) is left out."""
-    question = Question(tuple(responses), kind)
+    question = Question(tuple(responses), kind, judgement)
     scores = {}
     for method in scored_methods(len(responses)):
         value = method.score(question)

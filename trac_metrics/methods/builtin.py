@@ -41,6 +41,7 @@ PREFIX_PROBE_SCORES = ("answer_convergence", "prefix_agreement", "prefix_agreeme
 """The prefix-probe scores TrAC + prefix probes appends to [φ_A; φ_P], as the evidence stores them (higher = more
 confident; docs/method.md#trac-with-prefix-probes)."""
 P_TRUE_SWITCH = "trac: p_true: true"
+JUDGE_SWITCH = "python -m trac_tasks.engines.judge RUN_FOLDER --judge MODEL (after the run)"
 FULL_VOCABULARY_SWITCH = "--model hf (the engine that gives the full next-token distribution)"
 
 # ------------------------------------------------------------------------------ baselines (docs/method.md#baselines)
@@ -69,6 +70,12 @@ def _deepconf_bottom(question: Question) -> float:
 def _p_true(question: Question) -> float | None:
     """P(True) of the primary, stored at generation time (docs/method.md#ptrue); None when it was not asked for."""
     return None if question.primary.p_true is None else float(question.primary.p_true)
+
+
+def _cross_model(question: Question) -> float | None:
+    """ℓ_judge, a second model's mean log-probability of the primary answer after the first one's reasoning
+    (docs/method.md#cross-model-score); None where no judge scored the question."""
+    return None if question.judgement is None else question.judgement.answer_logprob
 
 
 def _selfdoubt(question: Question) -> float:
@@ -367,6 +374,17 @@ BUILTIN_METHODS = (
         switch=P_TRUE_SWITCH,
         summary="The model's own probability that the proposed answer is true (one extra forward pass)",
         doc="docs/method.md#ptrue",
+    ),
+    Method(
+        "cross_model",
+        "Cross-model (judge)",
+        SINGLE,
+        ONE_GENERATION,
+        score=_cross_model,
+        switch=JUDGE_SWITCH,
+        summary="A second model's mean log-probability of the primary answer, read after the first one's reasoning "
+        "and the cue (the judge's own cost is not counted)",
+        doc="docs/method.md#cross-model-score",
     ),
     Method(
         "selfdoubt",

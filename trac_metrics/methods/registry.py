@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from trac_metrics.features.cross_model import Judgement
 from trac_metrics.records import ResponseRecord
 from trac_metrics.selective import METRIC_NAMES
 
@@ -82,11 +83,13 @@ def with_probe(cost: Cost, variant: str = "trace") -> Cost:
 
 @dataclass(frozen=True)
 class Question:
-    """What a baseline's score function reads: one question's responses in repeat order (the primary first) and the
-    answer kind every comparison uses (the records' kind unless ``trac rescore --answer-kind`` overrides it)."""
+    """What a baseline's score function reads: one question's responses in repeat order (the primary first), the
+    answer kind every comparison uses (the records' kind unless ``trac rescore --answer-kind`` overrides it) and, where
+    a judge scored the primary, its judgement (docs/method.md#cross-model-score)."""
 
     responses: tuple[ResponseRecord, ...]
     kind: str
+    judgement: Judgement | None = None
 
     @property
     def primary(self) -> ResponseRecord:
