@@ -381,9 +381,9 @@ BUILTIN_METHODS = (
         SINGLE,
         ONE_GENERATION,
         score=_cross_model,
+        scope=Scope.REPORT,
         switch=JUDGE_SWITCH,
-        summary="A second model's mean log-probability of the primary answer, read after the first one's reasoning "
-        "and the cue (the judge's own cost is not counted)",
+        summary="A second model's mean log-probability of the primary answer after the first one's reasoning and cue",
         doc="docs/method.md#cross-model-score",
     ),
     Method(

@@ -27,6 +27,7 @@ from testenv import REPO
 
 from trac_metrics import TracWarning, selective
 from trac_metrics.cli import summary
+from trac_metrics.features.cross_model import Judgement, judgements_file, write_judgements
 from trac_metrics.features.evidence import question_evidence
 from trac_metrics.methods import (
     ACCURACY_KEYS,
@@ -56,14 +57,19 @@ METHODS = [method.name for method in all_methods()]
 
 
 def write_runs(root: Path) -> list[Path]:
-    """Two models' records of one task, every optional input present (P(True), the ablation probes)."""
+    """Two models' records of one task, every optional input present (P(True), the ablation probes, a judge's
+    judgements)."""
     rng = np.random.default_rng(7)
     folders = []
     for model in ("model-a", "model-b"):
         writer = RecordWriter(root / model / "trac_records" / f"{TASK}.2026-01-01T00-00-00.jsonl")
+        judgements = []
         for doc_id in range(N_QUESTIONS):
             question = synthetic_question(rng, doc_id, rng.random() < 0.5, k=K, signal=0.5, task=TASK, model=model)
             writer.write_batch(with_every_input(question, rng))
+            value = -float(rng.uniform(0.01, 3.0))
+            judgements.append(Judgement(TASK, model, doc_id, "judge", value, 2, None, False, 0.01))
+        write_judgements(judgements_file(root / model, TASK, "judge"), judgements)
         folders.append(root / model)
     return folders
 
@@ -73,7 +79,9 @@ def derived_outputs(root: Path) -> SimpleNamespace:
     lm-eval aggregation (results keys, samples' scores), ``trac summary`` of that results file, the leaderboard of
     ``trac report`` and the report's evaluation."""
     folders = write_runs(root)
-    records = sorted(iter_records(next(folders[0].rglob("*.jsonl"))), key=lambda record: (record.doc_id, record.repeat))
+    records = sorted(
+        iter_records(next(folders[0].rglob("trac_records/*.jsonl"))), key=lambda record: (record.doc_id, record.repeat)
+    )
     per_doc = [
         process_results({}, [[SimpleNamespace(record=record) for record in records[i : i + K]]])
         for i in range(0, len(records), K)
