@@ -544,7 +544,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--docs-url",
         metavar="URL",
         help="where the HTML report's definitions link: an http(s) or file address of trac-eval's docs/ folder "
-        "(default: this checkout's docs/ folder when there is one; give a public address for a page you share)",
+        "(default: none; the page shows each definition in place and names its docs section)",
     )
     report.add_argument("--latex", action="store_true", help="also write LaTeX tables")
     report.add_argument(

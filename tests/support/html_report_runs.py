@@ -15,7 +15,7 @@ import pandas as pd
 from record_factory import synthetic_question
 
 from trac_metrics._warnings import TracWarning
-from trac_metrics.records import RecordWriter, ResponseRecord
+from trac_metrics.records import RecordWriter, ResponseRecord, iter_records
 from trac_metrics.reporting.runs import evaluate_pairs, load_pairs
 
 STAMP = "2026-01-01T00-00-00"
@@ -104,3 +104,13 @@ def confidently_wrong_from_records(runs: Path, method: str) -> set[tuple[str, st
                 if top and not label:
                     chosen.add((pair.model, pair.task, str(doc_id)))
     return chosen
+
+
+def rewrite_records(runs: Path, model: str, change) -> None:
+    """Rewrite ``model``'s record file under ``runs`` (one task) with ``change(record)``'s fields replaced."""
+    (path,) = runs.glob(f"{model}/trac_records/*.jsonl")
+    records = list(iter_records(path))
+    path.unlink()
+    writer = RecordWriter(path)
+    for record in records:
+        writer.write_batch([dataclasses.replace(record, **change(record))])

@@ -49,18 +49,17 @@ def _inline(names: Sequence[str]) -> str:
     return "\n".join(parts)
 
 
-DOCS = Path(__file__).resolve().parents[3] / "docs"
-"""The docs folder of a source checkout (absent from an installed wheel)."""
 _DOCS_SCHEMES = re.compile(r"(https?|file)://\S+")
 
 
 def docs_url(given: str | None) -> str | None:
     """Where the page's definitions link (``<url>method.md#<heading>``): ``given`` (``trac report --docs-url``: an
-    http(s) or file address of a ``docs/`` folder, a ``/`` added), else this checkout's ``docs/`` folder when there is
-    one, else None (the page names the docs section without a link). Any other scheme is refused: the page would
-    follow it."""
+    http(s) or file address of a ``docs/`` folder, a ``/`` added), else None: the page shows each definition in place
+    and names its docs section without a link, as a checkout's docs are raw Markdown that a browser shows as source
+    (docs/guide/reports.md#the-html-report-trac-report---html). Any other scheme is refused: the page would follow
+    it."""
     if given is None:
-        return DOCS.as_uri() + "/" if (DOCS / "method.md").is_file() else None
+        return None
     if not _DOCS_SCHEMES.fullmatch(given):
         raise ValueError(f"--docs-url {given!r}: give an http://, https:// or file:// address of the docs/ folder")
     return given if given.endswith("/") else given + "/"

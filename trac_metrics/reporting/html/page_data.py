@@ -22,6 +22,9 @@ number for number; nothing is computed here, and the page's script only lays the
   (docs/method.md#figures) and the histogram of that probability over the correct and over the wrong answers; per
   pair the oracle's risk curve (every correct answer first) and a random order's risk (the error rate at every
   coverage), the references of docs/method.md#prediction-rejection-ratio;
+- ``comparisons``: every two pairs of one task, question by question on the documents both answered: each one's
+  accuracy with its bootstrap interval, the difference with its interval, the exact McNemar p and the disagreements
+  split by direction (:func:`~trac_metrics.reporting.model.model_comparison.compare_accuracy`), for side by side;
 - ``questions``: per pair, every question's prompt (what the search and the question list read), answers, answer
   classes, probe answer, agreement, label, each method's score and probability of correctness, and the questions in
   the top decile of each method's confidence (:func:`~trac_metrics.reporting.model.pairs.top_decile`).
@@ -39,6 +42,7 @@ import pandas as pd
 from trac_metrics.features.cache_share import low_share_warning
 from trac_metrics.features.probe_agreement import UNINFORMATIVE_NOTE
 from trac_metrics.reporting.leaderboard import ranked_verdict
+from trac_metrics.reporting.model.model_comparison import compare_accuracy
 from trac_metrics.reporting.model.pairs import PairFigures, QuestionRows
 from trac_metrics.reporting.model.statistics import RankedSummary, ReportStatistics
 from trac_metrics.reporting.report_data import ReportData
@@ -58,13 +62,32 @@ SCORE_DIGITS = 6
 """Significant digits of the per-question scores and probabilities on the page."""
 
 
-def number(value: Any, digits: int | None = None) -> float | int | None:
-    """A JSON number: None for a missing or non-finite value, an integer kept, a float to ``digits`` significant
-    digits (all when None)."""
+MAX_EXACT = 2**53
+"""The largest integer a browser's ``JSON.parse`` reads exactly (a double): a larger one travels as its digits."""
+
+
+def exact(value: Any) -> Any:
+    """A JSON value the page reads as written: every integer beyond ±2**53 in it (a metadata value, a table's count),
+    which the browser would round (9007199254740993 read as 9007199254740992), turned into the string of its digits,
+    which the page shows as it is (docs/guide/reports.md#the-html-report-trac-report---html)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value) if abs(value) <= MAX_EXACT else str(int(value))
+    if isinstance(value, Mapping):
+        return {key: exact(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [exact(item) for item in value]
+    return value
+
+
+def number(value: Any, digits: int | None = None) -> float | int | str | None:
+    """A JSON number: None for a missing or non-finite value, an integer kept (beyond ±2**53 as its digits,
+    :func:`exact`), a float to ``digits`` significant digits (all when None)."""
     if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
     if isinstance(value, numbers.Integral):
-        return int(value)
+        return exact(value)
     value = float(value)
     if not math.isfinite(value):
         return None
@@ -247,6 +270,43 @@ def _figures(figures: PairFigures) -> dict[str, Any]:
     }
 
 
+def _comparisons(model: ReportModel) -> list[dict[str, Any]]:
+    """Every two pairs of one task (``left`` before ``right`` in the report's order) compared question by question
+    (:func:`~trac_metrics.reporting.model.model_comparison.compare_accuracy`, with the report's resamples, seed and
+    level); two pairs that share no document are left out."""
+    pairs, data = model.data.pairs, model.data
+    rows = [details.questions for details in model.pairs]
+    comparisons = []
+    for left in range(len(pairs)):
+        for right in range(left + 1, len(pairs)):
+            if pairs[left].task != pairs[right].task:
+                continue
+            found = compare_accuracy(
+                rows[left].doc,
+                rows[left].correct,
+                rows[right].doc,
+                rows[right].correct,
+                data.n_resamples,
+                data.seed,
+                model.level,
+            )
+            if found is not None:
+                comparisons.append(
+                    {
+                        "left": left,
+                        "right": right,
+                        "shared": found.shared,
+                        "accuracy": [number(found.accuracy_a), number(found.accuracy_b)],
+                        "intervals": [_interval(found.interval_a), _interval(found.interval_b)],
+                        "difference": number(found.difference),
+                        "difference_interval": _interval(found.interval_difference),
+                        "only": [found.only_a, found.only_b],
+                        "p": number(found.p),
+                    }
+                )
+    return comparisons
+
+
 def _questions(rows: QuestionRows, prompts: Mapping[str, str]) -> dict[str, Any]:
     """The questions of one pair, field by field (columns of equal length, in document order); ``prompts`` maps a
     document id to its prompt (:func:`~trac_metrics.reporting.html.prompts.question_prompts`; None where not stored)."""
@@ -261,7 +321,7 @@ def _questions(rows: QuestionRows, prompts: Mapping[str, str]) -> dict[str, Any]
         "reference": [_shown_reference(reference) for reference in rows.reference],
         "answers": rows.answers,
         "classes": rows.classes,
-        "metadata": rows.metadata,
+        "metadata": [exact(entry) for entry in rows.metadata],
         "scores": {method: [number(value, SCORE_DIGITS) for value in scores] for method, scores in rows.scores.items()},
         "p_correct": {
             method: [number(value, SCORE_DIGITS) for value in values] for method, values in rows.p_correct.items()
@@ -313,6 +373,7 @@ def page_data(
         "macro": _macro(statistics),
         "paired": _paired(statistics),
         "ranked": {metric: ranked_data(summary) for metric, summary in statistics.ranked.items()},
+        "comparisons": _comparisons(model),
         "figures": [_figures(details.figures) for details in model.pairs],
         "questions": [
             _questions(details.questions, prompts[index] if index < len(prompts) else {})

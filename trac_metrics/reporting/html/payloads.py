@@ -7,7 +7,8 @@ browser only when the question is opened. A pair's traces are shown one of three
 
 - ``tokens``: with the model's tokenizer, each token is a text piece (an index into the pair's piece list, the first
   line) shaded by its −λ_t or η_t (one byte each); the end-of-thinking marker's token is marked;
-- ``text``: without a tokenizer that fits, the whole generated text, unshaded, the marker found in the text;
+- ``text``: without a tokenizer that fits, the whole generated text, unshaded, the marker found in the text (its
+  offset in UTF-16 code units, as the browser counts);
 - ``none``: the runs were read without their traces (only the prompt, when lm-eval's samples file has it).
 
 Per token the file holds 4 bytes before compression (a 2-byte piece index when the pair has at most 65,536 distinct
@@ -48,9 +49,12 @@ def _header(trace: PrimaryTrace) -> dict[str, Any]:
 
 
 def _text_position(text: str, marker: str | None) -> int | None:
-    """Character offset of the last ``marker`` in ``text`` (None when absent or no marker)."""
+    """Offset of the last ``marker`` in ``text`` as the page's script counts it, in UTF-16 code units (a character
+    beyond U+FFFF, an emoji or a math letter, is two of them, one Python character); None when absent or no marker.
+    The page cuts the text there for its end-of-thinking badge
+    (docs/guide/reports.md#the-html-report-trac-report---html)."""
     found = text.rfind(marker) if marker else -1
-    return found if found >= 0 else None
+    return len(text[:found].encode("utf-16-le")) // 2 if found >= 0 else None
 
 
 def pair_payloads(

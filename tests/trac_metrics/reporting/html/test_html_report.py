@@ -28,6 +28,7 @@ from trac_metrics.features.vectors import TAIL_WINDOW
 from trac_metrics.records import iter_records
 from trac_metrics.reporting.html import primary_trace, write_html_report
 from trac_metrics.reporting.html.page import STATIC, json_for_script, render_page
+from trac_metrics.reporting.html.page_data import exact, number
 from trac_metrics.reporting.html.tokens import (
     TokenizerMismatch,
     TokenPieces,
@@ -299,7 +300,9 @@ def test_without_a_tokenizer_the_trace_is_the_stored_text_and_the_page_says_why(
     header, arrays = unpacked(trace_lines(page, 0)[1])
     trace = data.pairs[0].details[0]
     assert header["text"] == trace.text and arrays == b""
-    assert header["marker"] == trace.text.rfind(MARKER)
+    # the offset as the page's script counts (UTF-16 code units): the trace's emoji before the marker counts twice
+    assert any(ord(character) > 0xFFFF for character in trace.text[: trace.text.rfind(MARKER)])
+    assert trace.text.encode("utf-16-le")[2 * header["marker"] :].decode("utf-16-le").startswith(MARKER)
 
 
 def test_a_tokenizer_that_does_not_fit_every_trace_is_not_used(tiny_tokenizer) -> None:
@@ -445,7 +448,7 @@ def test_trac_report_refuses_options_that_write_nothing_in_one_line(capsys, tmp_
 def test_the_definitions_link_where_docs_url_says(report, tmp_path: Path) -> None:
     data, out, _ = report
     settings = embedded((out / "report.html").read_text(encoding="utf-8"))["settings"]
-    assert settings["docs"] == (REPO / "docs").as_uri() + "/"  # the checkout's docs/ folder by default
+    assert settings["docs"] is None  # no link by default: a checkout's docs are raw Markdown
     assert settings["version"] == importlib.metadata.version("trac-eval") and settings["tail_window"] == TAIL_WINDOW
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TracWarning)
@@ -589,3 +592,19 @@ def test_the_tiny_reasoners_own_tokenizer_fits_traces_that_keep_its_think_tokens
     trace_pieces(TokenTexts(tokenizer), [inside], ["<think> a b </think>"])
     with pytest.raises(TokenizerMismatch):
         trace_pieces(TokenTexts(tokenizer), [ids], ["<think> 3 + 4 is 8 </think>"])
+
+
+def test_integers_a_browser_would_round_travel_as_their_digits() -> None:
+    """Issue 50: JSON.parse reads 2**53 + 1 as 2**53; the page's data holds such integers as strings, wherever they
+    sit in a metadata value, and keeps every other value as it is."""
+    huge = 2**53 + 1
+    metadata = {"id": huge, "nested": [-huge, 2**53, {"deep": huge}], "flag": True, "share": 0.5, "name": "x"}
+    assert exact(metadata) == {
+        "id": str(huge),
+        "nested": [str(-huge), 2**53, {"deep": str(huge)}],
+        "flag": True,
+        "share": 0.5,
+        "name": "x",
+    }
+    assert json.loads(json_for_script(exact(metadata)))["id"] == "9007199254740993"
+    assert number(np.int64(huge)) == "9007199254740993" and number(np.int64(2**53)) == 2**53

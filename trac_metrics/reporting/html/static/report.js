@@ -72,14 +72,27 @@
   const DEFINED = new Map([...DATA.methods, ...DATA.metrics].map((entry) => [entry.label, entry]));
   // Where a definition's docs section is: settings.docs is the address of trac-eval's docs/ folder (none: no link).
   const docHref = (doc) => (DATA.settings.docs && doc ? DATA.settings.docs + doc.replace(/^docs\//, "") : null);
-  // "?" beside a method's or metric's name: its one-line definition on hover and for screen readers, a link to the
-  // section of docs/method.md defining it.
+  // "?" beside a method's or metric's name: its one-line definition on hover and for screen readers, and, clicked, in
+  // a box beside it with its docs section (linked only where the page was given a docs address: trac report
+  // --docs-url, rendered docs; a source checkout's Markdown is named, never opened raw).
   function help(entry) {
     if (!entry || !entry.summary) return null;
-    const href = docHref(entry.doc);
-    const props = { class: "help", title: entry.summary };
-    const hidden = h("span", { class: "visually-hidden", text: `: ${entry.summary}` });
-    return href ? h("a", { ...props, href, target: "_blank", rel: "noopener" }, "?", hidden) : h("span", props, "?", hidden);
+    const box = h("span", { class: "help-box", role: "note", hidden: true }, definition(entry));
+    const button = h("button", { type: "button", class: "help", title: entry.summary, "aria-expanded": "false" }, "?", h("span", { class: "visually-hidden", text: `: ${entry.summary}` }));
+    const toggle = (show) => {
+      box.hidden = !show;
+      button.setAttribute("aria-expanded", String(show));
+    };
+    button.addEventListener("click", (event) => {
+      event.stopPropagation(); // a header's "?" explains, it does not sort
+      toggle(box.hidden);
+    });
+    button.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape" || box.hidden) return;
+      event.stopPropagation(); // Esc closes the box, not the open question
+      toggle(false);
+    });
+    return h("span", { class: "help-wrap" }, button, box);
   }
   const helpFor = (label) => help(DEFINED.get(label));
   const unique = (values) => [...new Set(values)];
@@ -781,38 +794,146 @@
     );
   }
 
+  // Two methods, one question: each of the pair's questions as a point at its percentile rank under the two methods'
+  // scores (0: least confident, 1: most; ties share their mean rank; a question either method leaves unscored is left
+  // out), coloured correct / wrong, a click opening it; beside it the DISAGREE_ROWS questions the two rank furthest
+  // apart.
+  const DISAGREE_ROWS = 10;
+  function percentileRanks(scores) {
+    const defined = scores.map((value, question) => [value, question]).filter(([value]) => !missing(value)).sort((a, b) => a[0] - b[0]);
+    const ranks = scores.map(() => null);
+    for (let start = 0, end = 0; start < defined.length; start = end) {
+      while (end < defined.length && defined[end][0] === defined[start][0]) end++;
+      for (let i = start; i < end; i++) ranks[defined[i][1]] = (start + end - 1) / 2 / Math.max(1, defined.length - 1);
+    }
+    return ranks;
+  }
+  function openQuestion(pairIndex, question) {
+    route.open = `${pairIndex}:${question}`;
+    openTab("questions");
+    if (report.questions) report.questions.load(route);
+  }
+  function drawDisagreement(pairIndex, method, other, box) {
+    const data = DATA.questions[pairIndex];
+    const [mine, theirs] = [method, other].map((name) => percentileRanks(data.scores[name] || []));
+    const shown = data.doc.map((_, question) => question).filter((question) => !missing(mine[question]) && !missing(theirs[question]));
+    const size = 300;
+    const pad = 30;
+    const at = (rank) => pad + rank * (size - 2 * pad);
+    const [x, y] = [methodLabel(method), methodLabel(other)];
+    const correctOf = (question) => data.correct[question] === 1;
+    const points = shown.map((question) =>
+      svg(
+        "circle",
+        { cx: at(mine[question]), cy: size - at(theirs[question]), r: 3.5, class: correctOf(question) ? "point ok" : "point no", "data-question": question },
+        svg("title", {}, `document ${data.doc[question]} (${correctOf(question) ? "correct" : "wrong"}): ${x} rank ${fmt(mine[question])}, ${y} rank ${fmt(theirs[question])}`),
+      ),
+    );
+    const scatter = svg(
+      "svg",
+      { id: "disagreement-scatter", width: size, height: size, viewBox: `0 0 ${size} ${size}`, role: "img", "aria-label": `${shown.length} questions of ${PAIRS[pairIndex].name} at their percentile rank under ${x} (across) and ${y} (up); a click opens one` },
+      svg("rect", { x: pad, y: pad, width: size - 2 * pad, height: size - 2 * pad, class: "frame" }),
+      svg("line", { x1: at(0), y1: size - at(0), x2: at(1), y2: size - at(1), class: "diagonal" }),
+      svg("text", { x: size / 2, y: size - 6, "text-anchor": "middle" }, `${x} (rank)`),
+      svg("text", { x: 12, y: size / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${size / 2})` }, `${y} (rank)`),
+      ...points,
+    );
+    scatter.addEventListener("click", (event) => {
+      const question = event.target.dataset ? event.target.dataset.question : undefined;
+      if (question !== undefined) openQuestion(pairIndex, Number(question));
+    });
+    const furthest = shown
+      .map((question) => ({ question, difference: mine[question] - theirs[question] }))
+      .sort((a, b) => Math.abs(b.difference) - Math.abs(a.difference) || a.question - b.question)
+      .slice(0, DISAGREE_ROWS);
+    const score = (name, question) => fmtScore(data.scores[name][question]);
+    const list = h(
+      "table",
+      { id: "disagree-list" },
+      h("caption", { class: "note", text: `Where they disagree: the ${furthest.length} questions ${x} and ${y} rank furthest apart (rank: 0 least, 1 most confident)` }),
+      h("thead", null, h("tr", null, ...["document", "correct", `${x} score`, `${y} score`, `${x} rank`, `${y} rank`, "difference"].map((text, i) => h("th", { class: i > 1 ? "num" : null, scope: "col", text })))),
+      h(
+        "tbody",
+        null,
+        ...furthest.map(({ question, difference }) => {
+          return h(
+            "tr",
+            { tabindex: 0, dataset: { question: String(question) }, onclick: () => openQuestion(pairIndex, question), onkeydown: (event) => event.key === "Enter" && openQuestion(pairIndex, question) },
+            h("td", { text: data.doc[question] }),
+            h("td", { class: correctOf(question) ? "ok" : "no", text: correctOf(question) ? "✓" : "✗" }),
+            h("td", { class: "num", text: score(method, question) }),
+            h("td", { class: "num", text: score(other, question) }),
+            h("td", { class: "num", text: fmt(mine[question]) }),
+            h("td", { class: "num", text: fmt(theirs[question]) }),
+            h("td", { class: "num difference", dataset: { value: String(difference) }, text: signed(difference) }),
+          );
+        }),
+      ),
+    );
+    box.replaceChildren(scatter, h("div", { class: "table-wrap" }, list));
+  }
+
+  // The figures' state lives in the link: fpair (the pair's position), fmethod and overlay (the methods beside it,
+  // comma-separated; "none" for none; absent: SC@K, P(True) and mean log-probability), fother (the method the
+  // scatter sets against fmethod).
   function figuresPanel(panel) {
+    const defaultMethod = LEADERBOARD.includes("trac") ? "trac" : LEADERBOARD[0];
+    const defaultOverlay = ["sc_modal", "p_true", "mean_logprob"].filter((name) => LEADERBOARD.includes(name));
     let pairIndex = 0;
-    let method = LEADERBOARD.includes("trac") ? "trac" : LEADERBOARD[0];
+    let method = defaultMethod;
+    let overlay = defaultOverlay;
     const reliabilityBox = h("div", { id: "reliability-chart", class: "chart", role: "figure" });
     const riskBox = h("div", { id: "risk-chart", class: "chart", role: "figure" });
     const histogramBox = h("div", { id: "histogram-chart", class: "chart", role: "figure" });
-    let overlay = ["sc_modal", "p_true", "mean_logprob"].filter((name) => LEADERBOARD.includes(name));
     const overlayChoice = h(
       "select",
-      { id: "figure-overlay", multiple: true, size: 4, onchange: (event) => {
-        overlay = [...event.target.selectedOptions].map((option) => option.value);
-        redraw();
-      } },
-      ...LEADERBOARD.map((name) => h("option", { value: name, text: methodLabel(name), selected: overlay.includes(name) })),
+      { id: "figure-overlay", multiple: true, size: 4, onchange: (event) => change(() => (overlay = [...event.target.selectedOptions].map((option) => option.value))) },
+      ...LEADERBOARD.map((name) => h("option", { value: name, text: methodLabel(name) })),
     );
-    const redraw = () => drawFigures(pairIndex, method, overlay, { reliabilityBox, riskBox, histogramBox });
+    const pairChoice = choice("figure-pair", PAIRS.map((pair, index) => ({ value: String(index), label: pairName(pair) })), "0", (value) => change(() => (pairIndex = Number(value))));
+    const methodChoice = choice("figure-method", LEADERBOARD.map((name) => ({ value: name, label: methodLabel(name) })), method, (value) => change(() => (method = value)));
+    const disagreementBox = h("div", { id: "disagreement", class: "disagreement" });
+    const otherDefault = () => (method !== "sc_modal" && LEADERBOARD.includes("sc_modal") ? "sc_modal" : LEADERBOARD.find((name) => name !== method));
+    let other = otherDefault();
+    const otherChoice = choice("scatter-method", LEADERBOARD.map((name) => ({ value: name, label: methodLabel(name) })), other, (value) => change(() => (other = value)));
+    const redraw = () => {
+      drawFigures(pairIndex, method, overlay, { reliabilityBox, riskBox, histogramBox });
+      drawDisagreement(pairIndex, method, other, disagreementBox);
+    };
+    const sameOverlay = (names) => names.length === defaultOverlay.length && names.every((name, i) => name === defaultOverlay[i]);
+    function change(update) {
+      update();
+      if (other === method) otherChoice.value = other = otherDefault();
+      Object.assign(route, { fpair: pairIndex ? String(pairIndex) : "", fmethod: method === defaultMethod ? "" : method, overlay: sameOverlay(overlay) ? "" : overlay.join(",") || "none", fother: other === otherDefault() ? "" : other });
+      writeRoute(false);
+      redraw();
+    }
+    function load(route) {
+      const found = /^\d+$/.test(route.fpair || "") ? Number(route.fpair) : 0;
+      pairIndex = found < PAIRS.length ? found : 0;
+      method = LEADERBOARD.includes(route.fmethod) ? route.fmethod : defaultMethod;
+      overlay = !route.overlay ? defaultOverlay : route.overlay.split(",").filter((name) => LEADERBOARD.includes(name));
+      pairChoice.value = String(pairIndex);
+      methodChoice.value = method;
+      for (const option of overlayChoice.options) option.selected = overlay.includes(option.value);
+      other = LEADERBOARD.includes(route.fother) ? route.fother : otherDefault();
+      otherChoice.value = other;
+      redraw();
+    }
     darkScheme.addEventListener("change", redraw);
+    report.figures = { load };
     panel.append(
       h(
         "div",
         { class: "controls" },
-        labelled("pair", choice("figure-pair", PAIRS.map((pair, index) => ({ value: String(index), label: pairName(pair) })), "0", (value) => {
-          pairIndex = Number(value);
-          redraw();
-        })),
-        labelled("method", choice("figure-method", LEADERBOARD.map((name) => ({ value: name, label: methodLabel(name) })), method, (value) => {
-          method = value;
-          redraw();
-        })),
+        labelled("pair", pairChoice),
+        labelled("method", methodChoice),
         labelled("risk–coverage also of", overlayChoice),
       ),
       h("div", { class: "chart-row" }, reliabilityBox, riskBox, histogramBox),
+      h("h3", null, "Two methods, one question"),
+      h("div", { class: "controls" }, labelled("the method above against", otherChoice)),
+      disagreementBox,
       h(
         "p",
         { class: "note" },
@@ -825,7 +946,7 @@
           "0.05. Hover a chart for its values.",
       ),
     );
-    redraw();
+    load(route);
   }
 
   // ------------------------------------------------------------------------------------------- traces on demand
@@ -844,10 +965,127 @@
     return traceStore.get(pairIndex);
   }
 
-  async function inflate(base64) {
-    const bytes = Uint8Array.from(atob(base64), (character) => character.charCodeAt(0));
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return new Uint8Array(await new Response(stream).arrayBuffer());
+  // One trace's gzip member (RFC 1952) inflated here (RFC 1951, after zlib's puff.c): the browser's
+  // DecompressionStream costs over a millisecond a call, which a search through 1,500 traces paid 1,500 times.
+  const LENGTH_BASE = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258];
+  const LENGTH_EXTRA = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0];
+  const DISTANCE_BASE = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577];
+  const DISTANCE_EXTRA = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13];
+  const CODE_LENGTH_ORDER = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
+  // A canonical Huffman code from its code lengths: how many codes of each length, and the symbols in code order.
+  function huffman(lengths) {
+    const counts = new Uint16Array(16);
+    for (const length of lengths) counts[length]++;
+    counts[0] = 0;
+    const offsets = new Uint16Array(16);
+    for (let length = 1; length < 16; length++) offsets[length] = offsets[length - 1] + counts[length - 1];
+    const symbols = new Uint16Array(lengths.length);
+    lengths.forEach((length, symbol) => {
+      if (length) symbols[offsets[length]++] = symbol;
+    });
+    return { counts, symbols };
+  }
+  const FIXED_CODES = [
+    huffman(Uint8Array.from({ length: 288 }, (_, symbol) => (symbol < 144 ? 8 : symbol < 256 ? 9 : symbol < 280 ? 7 : 8))),
+    huffman(new Uint8Array(30).fill(5)),
+  ];
+  function gunzip(input) {
+    const flags = input[3];
+    let at = 10;
+    if (input[0] !== 0x1f || input[1] !== 0x8b || input[2] !== 8) throw new Error("not a gzip member");
+    if (flags & 4) at += 2 + (input[at] | (input[at + 1] << 8)); // extra field
+    if (flags & 8) while (input[at++]); // file name
+    if (flags & 16) while (input[at++]); // comment
+    if (flags & 2) at += 2; // header CRC
+    let bitBuffer = 0;
+    let bitCount = 0;
+    let out = new Uint8Array(Math.max(1024, input.length * 4));
+    let size = 0;
+    const bits = (count) => {
+      while (bitCount < count) {
+        if (at >= input.length) throw new Error("gzip data cut short");
+        bitBuffer |= input[at++] << bitCount;
+        bitCount += 8;
+      }
+      const value = bitBuffer & ((1 << count) - 1);
+      bitBuffer >>>= count;
+      bitCount -= count;
+      return value;
+    };
+    const room = (count) => {
+      if (size + count <= out.length) return;
+      const larger = new Uint8Array(Math.max(2 * out.length, size + count));
+      larger.set(out.subarray(0, size));
+      out = larger;
+    };
+    const decode = ({ counts, symbols }) => {
+      let code = 0;
+      let first = 0;
+      let index = 0;
+      for (let length = 1; length < 16; length++) {
+        code |= bits(1);
+        const count = counts[length];
+        if (code - count < first) return symbols[index + code - first];
+        index += count;
+        first = (first + count) << 1;
+        code <<= 1;
+      }
+      throw new Error("bad Huffman code");
+    };
+    const dynamicCodes = () => {
+      const literals = bits(5) + 257;
+      const distances = bits(5) + 1;
+      const codeLengths = new Uint8Array(19);
+      for (let i = 0, n = bits(4) + 4; i < n; i++) codeLengths[CODE_LENGTH_ORDER[i]] = bits(3);
+      const lengthCode = huffman(codeLengths);
+      const lengths = new Uint8Array(literals + distances);
+      for (let i = 0; i < lengths.length; ) {
+        const symbol = decode(lengthCode);
+        if (symbol < 16) {
+          lengths[i++] = symbol;
+          continue;
+        }
+        const [value, repeat] = symbol === 16 ? [lengths[i - 1], 3 + bits(2)] : symbol === 17 ? [0, 3 + bits(3)] : [0, 11 + bits(7)];
+        lengths.fill(value, i, i + repeat);
+        i += repeat;
+      }
+      return [huffman(lengths.subarray(0, literals)), huffman(lengths.subarray(literals))];
+    };
+    for (let last = 0; !last; ) {
+      last = bits(1);
+      const type = bits(2);
+      if (type === 0) {
+        bitBuffer = bitCount = 0; // a stored block starts at the next byte
+        const length = input[at] | (input[at + 1] << 8);
+        room(length);
+        out.set(input.subarray(at + 4, at + 4 + length), size);
+        size += length;
+        at += 4 + length;
+        continue;
+      }
+      if (type === 3) throw new Error("bad block type");
+      const [literal, distance] = type === 1 ? FIXED_CODES : dynamicCodes();
+      for (let symbol = decode(literal); symbol !== 256; symbol = decode(literal)) {
+        if (symbol < 256) {
+          room(1);
+          out[size++] = symbol;
+          continue;
+        }
+        const length = LENGTH_BASE[symbol - 257] + bits(LENGTH_EXTRA[symbol - 257]);
+        const code = decode(distance);
+        const back = DISTANCE_BASE[code] + bits(DISTANCE_EXTRA[code]);
+        room(length);
+        for (let end = size + length; size < end; size++) out[size] = out[size - back];
+      }
+    }
+    return out.subarray(0, size);
+  }
+
+  function inflate(base64) {
+    const binary = atob(base64);
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    return gunzip(bytes);
   }
 
   async function loadTrace(pairIndex, question) {
@@ -855,11 +1093,11 @@
     const store = traceLines(pairIndex);
     const line = store.lines[question + 1];
     if (!line) return null;
-    const bytes = await inflate(line);
-    const length = new DataView(bytes.buffer).getUint32(0, true);
+    const bytes = inflate(line);
+    const length = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
     const trace = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + length)));
     if (PAIRS[pairIndex].traces.mode !== "tokens") return trace;
-    if (store.pieces === null) store.pieces = JSON.parse(new TextDecoder().decode(await inflate(store.lines[0])));
+    store.pieces ??= JSON.parse(new TextDecoder().decode(inflate(store.lines[0]))); // the pair's pieces, inflated once
     let offset = 4 + length;
     const indexBytes = bytes.slice(offset, offset + trace.n * trace.index_bytes);
     offset += trace.n * trace.index_bytes;
@@ -1103,7 +1341,36 @@
     };
   }
 
-  async function renderQuestion(container, pairIndex, question, offerComparison = true) {
+  // A prompt's chat messages ({role, text}), read from the chat template's markers it holds (ChatML's <|im_start|>role
+  // … <|im_end|>, Llama 3's <|start_header_id|>role<|end_header_id|> … <|eot_id|>); none when it holds none.
+  const CHAT_FORMATS = [
+    /<\|im_start\|>([^\n<]*)\n?([\s\S]*?)(?=<\|im_end\|>|<\|im_start\|>|$)/g,
+    /<\|start_header_id\|>([^<]*)<\|end_header_id\|>\n*([\s\S]*?)(?=<\|eot_id\|>|<\|start_header_id\|>|$)/g,
+  ];
+  function chatMessages(prompt) {
+    for (const format of CHAT_FORMATS) {
+      const messages = [...prompt.matchAll(format)].map((found) => ({ role: found[1].trim(), text: found[2].trim() }));
+      if (messages.length) return messages;
+    }
+    return [];
+  }
+
+  // The question as its user wrote it: the prompt's user message(s), or the whole prompt when it holds no chat
+  // template, the search's hits marked; the prompt as the model saw it (the template's markers, the other roles' messages)
+  // one click away.
+  function promptView(prompt, search) {
+    if (missing(prompt)) return h("p", { class: "note", text: "Prompt not stored: run lm_eval with --log_samples to keep it." });
+    const users = chatMessages(prompt).filter((message) => message.role === "user");
+    if (!users.length) return h("pre", { class: "prompt" }, ...marked(prompt, search));
+    return h(
+      "div",
+      null,
+      ...users.map((message) => h("pre", { class: "prompt" }, ...marked(message.text, search))),
+      h("details", { class: "raw-prompt" }, h("summary", null, "the prompt as the model saw it (chat template)"), h("pre", { class: "raw-prompt" }, ...marked(prompt, search))),
+    );
+  }
+
+  async function renderQuestion(container, pairIndex, question, offerComparison = true, search = null) {
     const pair = PAIRS[pairIndex];
     const data = DATA.questions[pairIndex];
     const key = `${pairIndex}:${question}`;
@@ -1120,8 +1387,12 @@
         h("span", { class: `badge ${correct ? "ok" : "no"}`, text: correct ? "correct" : "wrong" }),
         h("span", { class: `badge ${agree === 0 ? "no" : agree === 1 ? "ok" : ""}`, text: agree === 1 ? "probe agrees" : agree === 0 ? "probe disagrees" : "agreement undefined" }),
         pair.decoding ? h("span", { class: "badge", text: pair.decoding }) : null,
-        offerComparison && PAIRS.some((other, index) => index !== pairIndex && other.task === pair.task)
-          ? h("button", { type: "button", class: "compare-button", text: "compare side by side", onclick: () => { openTab("compare"); report.compare(pair.task, data.doc[question], pairIndex); } })
+        offerComparison && comparable().includes(pair.task)
+          ? h("button", { type: "button", class: "compare-button", text: "compare side by side", onclick: () => {
+                Object.assign(route, { ctask: pair.task, left: String(pairIndex), right: "", cdis: "", cdoc: data.doc[question] });
+                openTab("compare");
+                if (report.compare) report.compare.load(route);
+              } })
           : null,
         offerComparison ? h("button", { type: "button", class: "copy-link", text: "copy link", onclick: (event) => copyText(event.currentTarget, location.href, "link copied", "link to this question") }) : null,
         h("button", {
@@ -1135,7 +1406,7 @@
     const metadata = Object.entries(data.metadata[question] || {});
     if (metadata.length) node.append(h("dl", { class: "metadata" }, ...metadata.flatMap(([name, value]) => [h("dt", { text: name }), h("dd", { text: typeof value === "string" ? value : JSON.stringify(value) })])));
     const prompt = data.prompt[question];
-    const promptBox = h("div", { class: "prompt-box" }, missing(prompt) ? h("p", { class: "note", text: "Prompt not stored: run lm_eval with --log_samples to keep it." }) : h("pre", { class: "prompt", text: prompt }));
+    const promptBox = h("div", { class: "prompt-box" }, promptView(prompt, search));
     node.append(h("h4", null, "Question"), promptBox);
     const show = (value) => (missing(value) ? "(no answer)" : value);
     const traceBox = h("div", { class: "trace-box" }, h("p", { class: "note", text: "Loading…" }));
@@ -1202,33 +1473,45 @@
     return deciles.get(key);
   }
 
-  // A prompt as one line of text: the chat template's markers and role names dropped, white space folded.
-  const promptText = (prompt) =>
-    missing(prompt) ? "" : prompt.replace(/<\|[^|>]*\|>(system|user|assistant)?/g, " ").replace(/\s+/g, " ").trim();
+  // What the question column reads of a prompt: its user message(s) (chatMessages), or, where it names none, the whole
+  // prompt with the chat template's markers and role names dropped; its lines kept.
+  function questionSource(prompt) {
+    if (missing(prompt)) return "";
+    const users = chatMessages(prompt).filter((message) => message.role === "user");
+    return users.length ? users.map((message) => message.text).join("\n") : prompt.replace(/<\|[^|>]*\|>(system|user|assistant)?/g, " ").trim();
+  }
+  const oneLine = (text) => text.replace(/\s+/g, " ").trim();
 
+  // What the search reads: a text with its lower-cased copy, made once (a plain search compares lower-cased texts, a
+  // regular expression reads the text itself).
+  const searchable = (text) => ({ text, lower: text.toLowerCase() });
   // What the search box reads of a question: its prompt, reference, answers and probe answer (and, once loaded, its
-  // trace), lower-cased for a case-insensitive search.
+  // trace).
   const haystacks = new Map();
   function haystack(pairIndex, question) {
     const key = `${pairIndex}:${question}`;
     if (!haystacks.has(key)) {
       const data = DATA.questions[pairIndex];
       const parts = [data.prompt[question], data.reference[question], data.answer[question], data.probe[question], ...data.answers[question]];
-      haystacks.set(key, parts.filter((part) => !missing(part)).join("\n"));
+      haystacks.set(key, searchable(parts.filter((part) => !missing(part)).join("\n")));
     }
     return haystacks.get(key);
   }
+  // Each primary trace's text, for a search in traces: a pair's traces are unpacked once (gunzip), however often the
+  // search changes meanwhile.
   const traceTexts = new Map();
-  async function loadTraceTexts(pairIndices) {
+  const traceLoads = new Map();
+  const traceText = (trace) => (!trace ? "" : trace.indices ? Array.from(trace.indices, (i) => trace.pieces[i]).join("") : trace.text || "");
+  function loadTraceTexts(pairIndices) {
     for (const pairIndex of pairIndices) {
-      const data = DATA.questions[pairIndex];
-      for (let question = 0; question < data.doc.length; question++) {
-        const key = `${pairIndex}:${question}`;
-        if (traceTexts.has(key)) continue;
-        const trace = await loadTrace(pairIndex, question);
-        traceTexts.set(key, !trace ? "" : trace.indices ? Array.from(trace.indices, (i) => trace.pieces[i]).join("") : trace.text || "");
-      }
+      if (traceLoads.has(pairIndex)) continue;
+      traceLoads.set(pairIndex, (async () => {
+        for (let question = 0; question < DATA.questions[pairIndex].doc.length; question++) {
+          traceTexts.set(`${pairIndex}:${question}`, searchable(traceText(await loadTrace(pairIndex, question))));
+        }
+      })());
     }
+    return Promise.all(pairIndices.map((pairIndex) => traceLoads.get(pairIndex)));
   }
 
   // The search: plain text (case-insensitive), or a regular expression written /like this/ (flags after the last /).
@@ -1246,22 +1529,72 @@
       try {
         const flags = regex[2].replace(/[gy]/g, "");
         const pattern = new RegExp(regex[1], flags.includes("i") ? flags : flags + "i");
-        return { test: (value) => pattern.test(value) };
+        return { test: (value) => pattern.test(value.text), pattern };
       } catch (error) {
         return { error: `not a regular expression: ${error.message}`, test: () => false };
       }
     }
     const needle = text.toLowerCase();
-    return { test: (value) => value.toLowerCase().includes(needle) };
+    return { test: (value) => value.lower.includes(needle), pattern: new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi") };
+  }
+
+  // `text` with the search's hits marked (<mark>), at most MAX_MARKS of them: the nodes to append.
+  const MAX_MARKS = 50;
+  function marked(text, search) {
+    if (!search || !search.pattern || !text) return [text];
+    const pattern = new RegExp(search.pattern.source, search.pattern.flags.includes("g") ? search.pattern.flags : search.pattern.flags + "g");
+    const nodes = [];
+    let at = 0;
+    for (let found = pattern.exec(text); found && nodes.length < 2 * MAX_MARKS; found = pattern.exec(text)) {
+      if (!found[0]) {
+        pattern.lastIndex += 1; // an empty match marks nothing
+        continue;
+      }
+      nodes.push(text.slice(at, found.index), h("mark", { text: found[0] }));
+      at = found.index + found[0].length;
+    }
+    nodes.push(text.slice(at));
+    return nodes;
   }
 
   // The question list shows this many rows at a time: a filter or sort builds one page of rows, however many listed.
   const PAGE_SIZE = 100;
+  // The instruction every stored prompt of a pair begins with (questionSource), cut after its last line break (else
+  // its last whole word); "" when fewer than two prompts are stored or they share fewer than MIN_SHARED characters.
+  // The question column shows each question without it, as one line; the list says it once above.
+  const MIN_SHARED = 20;
+  const sharedPrefixes = new Map();
+  function sharedPrefix(pairIndex) {
+    if (!sharedPrefixes.has(pairIndex)) {
+      const texts = DATA.questions[pairIndex].prompt.filter((prompt) => !missing(prompt)).map(questionSource);
+      let prefix = texts.length > 1 ? texts[0] : "";
+      for (const text of texts) {
+        let i = 0;
+        while (i < prefix.length && prefix[i] === text[i]) i++;
+        prefix = prefix.slice(0, i);
+      }
+      const lineEnd = prefix.lastIndexOf("\n");
+      prefix = prefix.slice(0, (lineEnd >= 0 ? lineEnd : prefix.search(/\s\S*$/)) + 1);
+      sharedPrefixes.set(pairIndex, prefix.trim().length >= MIN_SHARED ? prefix : "");
+    }
+    return sharedPrefixes.get(pairIndex);
+  }
   const promptTexts = new Map();
   function questionText(pairIndex, question) {
     const key = `${pairIndex}:${question}`;
-    if (!promptTexts.has(key)) promptTexts.set(key, promptText(DATA.questions[pairIndex].prompt[question]));
+    if (!promptTexts.has(key)) promptTexts.set(key, oneLine(questionSource(DATA.questions[pairIndex].prompt[question]).slice(sharedPrefix(pairIndex).length)));
     return promptTexts.get(key);
+  }
+  // The shared instructions of the listed pairs, each once, with the pairs that share it.
+  function sharedInstructions(pairIndices) {
+    const byPrefix = new Map();
+    for (const pairIndex of pairIndices) {
+      const prefix = sharedPrefix(pairIndex);
+      if (prefix) byPrefix.set(prefix, [...(byPrefix.get(prefix) || []), pairName(PAIRS[pairIndex])]);
+    }
+    return [...byPrefix].map(([prefix, names]) =>
+      h("p", { class: "shared-instruction" }, h("span", { class: "note", text: `Every question of ${names.join(", ")} begins (left out of the question column): ` }), h("q", { text: oneLine(prefix) })),
+    );
   }
 
   // Every metadata field of the questions with its values as text (a field's values listed while there are few).
@@ -1281,6 +1614,24 @@
     return fields;
   }
 
+  // Why "confidently wrong" lists no question: the method scores none of the listed pairs' questions, every answer in
+  // the top decile of its confidence is correct, or the other filters leave none of its confidently wrong answers.
+  function confidentlyWrongNone(pairIndices, method) {
+    const label = methodLabel(method);
+    let top = 0;
+    let wrong = 0;
+    for (const pairIndex of pairIndices) {
+      const data = DATA.questions[pairIndex];
+      for (const question of topDecile(pairIndex, method)) {
+        top += 1;
+        wrong += data.correct[question] !== 1;
+      }
+    }
+    if (!top) return `${label} scores none of the listed questions, so none is confident under it.`;
+    if (!wrong) return `None: all ${top} answers in the top decile of ${label}'s confidence (within each listed pair) are correct; no wrong answer is that confident.`;
+    return `${label} is confidently wrong on ${wrong} of the listed pairs' questions, but the other filters leave none of them.`;
+  }
+
   function questionsPanel(panel) {
     const defaultMethod = METHODS.has("trac") ? "trac" : DATA.methods[0].name;
     const fields = metadataFields();
@@ -1291,6 +1642,9 @@
     const view = h("div", { id: "question-view", tabindex: "-1" });
     const placeholder = () => view.replaceChildren(h("p", { class: "note", text: "Open a question: click its row, or focus the list and press Enter; j / k or ↓ / ↑ step, Esc closes." }));
     const count = h("span", { id: "question-count", role: "status" });
+    const cwNote = h("p", { id: "confidently-wrong-note", class: "note" });
+    const sharedBox = h("div", { id: "shared-instructions" });
+    let currentSearch = null; // the search the list was drawn with: an opened question marks its hits
     const searchNote = h("span", { id: "search-note", class: "note warning" });
     const controls = {
       task: choice("filter-task", [{ value: "", label: "all" }, ...unique(PAIRS.map((pair) => pair.task)).map((task) => ({ value: task, label: task }))], "", (value) => change("task", value)),
@@ -1387,7 +1741,7 @@
       const [pairIndex, question] = key.split(":").map(Number);
       if (view.dataset.key !== key) {
         view.dataset.key = key;
-        renderQuestion(view, pairIndex, question);
+        renderQuestion(view, pairIndex, question, true, currentSearch);
       }
     }
     // Open a row's question: a new history entry, so Back returns to the one before.
@@ -1420,8 +1774,10 @@
       const byThreshold = state.pop && state.pt !== "" && Number.isFinite(threshold);
       const rows = [];
       let pending = false;
+      const listedPairs = PAIRS.map((_, index) => index).filter((index) => (!state.task || PAIRS[index].task === state.task) && (!state.model || PAIRS[index].model === state.model));
+      sharedBox.replaceChildren(...sharedInstructions(listedPairs));
       PAIRS.forEach((pair, pairIndex) => {
-        if ((state.task && pair.task !== state.task) || (state.model && pair.model !== state.model)) return;
+        if (!listedPairs.includes(pairIndex)) return;
         const data = DATA.questions[pairIndex];
         const decile = topDecile(pairIndex, state.by);
         const scores = data.scores[scoring()] || [];
@@ -1455,7 +1811,7 @@
               model: { text: modelName(pair.model), value: pair.model, node: () => modelCell(pair.model).node },
               task: { text: pair.task, value: pair.task },
               doc: { text: doc, value: /^\d+$/.test(doc) ? Number(doc) : doc },
-              prompt: { text, value: text, cls: "question-text", node: () => h("span", { title: text || null, text: text || "(not stored)" }) },
+              prompt: { text, value: text, cls: "question-text", node: () => h("span", { title: text || null }, ...(text ? marked(text, search) : ["(not stored)"])) },
               label: { text: correct ? "✓" : "✗", value: correct ? 1 : 0, cls: correct ? "ok" : "no" },
               answer: { text: missing(data.answer[question]) ? "(none)" : data.answer[question], value: data.answer[question] },
               probe: { text: (missing(data.probe[question]) ? "(none)" : data.probe[question]) + (data.agree[question] === 0 ? " ≠" : ""), value: data.probe[question] },
@@ -1465,10 +1821,9 @@
         });
       });
       count.textContent = `${rows.length} question(s)` + (pending ? " (searching the traces…)" : "");
-      if (pending) {
-        const wanted = PAIRS.map((_, index) => index).filter((index) => (!state.task || PAIRS[index].task === state.task) && (!state.model || PAIRS[index].model === state.model));
-        loadTraceTexts(wanted).then(redraw);
-      }
+      cwNote.textContent = state.cw === "1" && !rows.length ? confidentlyWrongNone(listedPairs, state.by) : "";
+      if (pending) loadTraceTexts(listedPairs).then(redraw);
+      currentSearch = search;
       const columns = [
         { key: "model", label: "model" },
         { key: "task", label: "task" },
@@ -1571,6 +1926,8 @@
         count,
       ),
       h("p", { class: "note", text: "Search: words of the question, the reference, the answers or the probe's answer (case-insensitive); /…/ for a regular expression; tick \"in traces too\" to search the primary traces (each is unpacked once). Method: the one whose confidence defines “confidently wrong” (a wrong answer in the top decile of its confidence within its pair: its score at least the ⌈n/10⌉-th largest) and whose score orders the list, unless “sort by the score of” names another. Probe disagrees: the probe's re-stated answer is not equivalent to the primary answer. Metadata: the questions whose field has that value (the whole value, case-insensitive). P(correct): the method's probability of correctness against the threshold." }),
+      sharedBox,
+      cwNote,
       h("div", { class: "explorer" }, h("div", { class: "list-column" }, pagerBox, listBox), view),
     );
     report.questions = { load };
@@ -1579,36 +1936,82 @@
 
   // ------------------------------------------------------------------------------------------- side by side
 
+  // Two runs' accuracy on the documents both answered, with their intervals, the difference left − right, the exact
+  // McNemar p and the disagreements by direction (DATA.comparisons: trac_metrics/reporting/model/model_comparison.py,
+  // stored once for each two runs, read here either way round).
+  function accuracyComparison(left, right) {
+    const found = DATA.comparisons.find((entry) => (entry.left === left && entry.right === right) || (entry.left === right && entry.right === left));
+    if (!found) return h("p", { class: "note", text: "The two runs share no document." });
+    const [mine, theirs] = found.left === left ? [0, 1] : [1, 0];
+    const sign = found.left === left ? 1 : -1;
+    const difference = sign * found.difference;
+    const bounds = [sign * found.difference_interval[sign > 0 ? 0 : 1], sign * found.difference_interval[sign > 0 ? 1 : 0]];
+    const row = (label, cls, value, text) => h("tr", null, h("th", { scope: "row", text: label }), h("td", { class: `num ${cls}`, dataset: { value: String(value) }, text }));
+    return h(
+      "table",
+      { id: "compare-accuracy" },
+      h("caption", { class: "note", text: `On the ${found.shared} documents both answered: accuracy with its ${LEVEL}% bootstrap interval over them, and the exact McNemar test of equal accuracy (two-sided).` }),
+      h(
+        "tbody",
+        null,
+        row(`accuracy, left (${pairName(PAIRS[left])})`, "accuracy-left", found.accuracy[mine], `${fmt(found.accuracy[mine])} ${interval(found.intervals[mine])}`),
+        row(`accuracy, right (${pairName(PAIRS[right])})`, "accuracy-right", found.accuracy[theirs], `${fmt(found.accuracy[theirs])} ${interval(found.intervals[theirs])}`),
+        row("left − right", "difference", difference, `${signed(difference)} ${interval(bounds)}`),
+        row("McNemar p", "p", found.p, found.p < 0.001 ? "p < 0.001" : `p = ${found.p.toFixed(3)}`),
+        row("only the left correct", "only-left", found.only[mine], String(found.only[mine])),
+        row("only the right correct", "only-right", found.only[theirs], String(found.only[theirs])),
+      ),
+    );
+  }
+
+  // The tasks two or more runs answer (two models, or one model under two decodings): the ones side by side can show.
+  const comparable = () => unique(PAIRS.map((pair) => pair.task)).filter((task) => PAIRS.filter((pair) => pair.task === task).length > 1);
+  // Its state lives in the link: ctask, left and right (pair positions), cdis (only where the two disagree), cdoc.
   function comparePanel(panel) {
-    const tasks = unique(PAIRS.map((pair) => pair.task));
-    const state = { task: tasks[0], doc: null, left: null, right: null, disagree: false };
+    const tasks = comparable();
+    panel.append(h("h2", { class: "visually-hidden" }, "Side by side"));
+    if (!tasks.length) {
+      panel.append(h("p", { id: "compare-none", class: "note", text: "Side by side puts two runs of one task next to each other (two models, or one model under two decodings); every task of this report has one run, so there is nothing to put beside it." }));
+      report.compare = { load: () => {} };
+      return;
+    }
+    const state = {};
     const controls = h("div", { class: "controls" });
     const leftView = h("div", { id: "compare-left-view" });
     const rightView = h("div", { id: "compare-right-view" });
+    const accuracyBox = h("div", { class: "table-wrap" });
     const pairsOf = (task) => PAIRS.map((pair, index) => index).filter((index) => PAIRS[index].task === task);
     const correctOf = (index, doc) => DATA.questions[index].correct[DATA.questions[index].doc.indexOf(doc)];
+    const position = (value) => (/^\d+$/.test(value || "") ? Number(value) : null);
     // The task's documents both sides have; with "disagree", those one side answers correctly and the other not.
     function documents() {
       const right = new Set(DATA.questions[state.right].doc);
       const shared = DATA.questions[state.left].doc.filter((doc) => right.has(doc));
       return { shared, shown: state.disagree ? shared.filter((doc) => correctOf(state.left, doc) !== correctOf(state.right, doc)) : shared };
     }
+    function change(values) {
+      Object.assign(state, values);
+      redraw();
+    }
     function redraw() {
       const candidates = pairsOf(state.task);
       if (!candidates.includes(state.left)) state.left = candidates[0];
-      if (!candidates.includes(state.right)) state.right = candidates.find((index) => index !== state.left) ?? candidates[0];
+      if (!candidates.includes(state.right) || state.right === state.left) state.right = candidates.find((index) => index !== state.left);
       const { shared, shown } = documents();
       if (!shown.includes(state.doc)) state.doc = shown[0] ?? null;
+      Object.assign(route, { ctask: state.task === tasks[0] ? "" : state.task, left: String(state.left), right: String(state.right), cdis: state.disagree ? "1" : "", cdoc: state.doc ?? "" });
+      writeRoute(false);
       const pairOptions = candidates.map((index) => ({ value: String(index), label: pairName(PAIRS[index]) }));
-      const disagree = h("input", { type: "checkbox", id: "compare-disagree", checked: state.disagree, onchange: (event) => { state.disagree = event.target.checked; redraw(); } });
+      const disagree = h("input", { type: "checkbox", id: "compare-disagree", checked: state.disagree, onchange: (event) => change({ disagree: event.target.checked }) });
       controls.replaceChildren(
-        labelled("task", choice("compare-task", tasks.map((task) => ({ value: task, label: task })), state.task, (value) => { state.task = value; redraw(); })),
-        labelled("left", choice("compare-left", pairOptions, String(state.left), (value) => { state.left = Number(value); redraw(); })),
-        labelled("right", choice("compare-right", pairOptions, String(state.right), (value) => { state.right = Number(value); redraw(); })),
+        labelled("task", choice("compare-task", tasks.map((task) => ({ value: task, label: task })), state.task, (value) => change({ task: value }))),
+        labelled("left", choice("compare-left", pairOptions, String(state.left), (value) => change({ left: Number(value) }))),
+        labelled("right", choice("compare-right", pairOptions.filter((option) => option.value !== String(state.left)), String(state.right), (value) => change({ right: Number(value) }))),
         labelled("only where the two disagree (one correct, one wrong)", disagree),
-        labelled("document", choice("compare-doc", shown.map((doc) => ({ value: doc, label: doc })), state.doc ?? "", (value) => { state.doc = value; redraw(); })),
+        labelled("document", choice("compare-doc", shown.map((doc) => ({ value: doc, label: doc })), state.doc ?? "", (value) => change({ doc: value }))),
         h("span", { id: "compare-count", role: "status", text: state.disagree ? `${shown.length} of ${shared.length} documents disagree` : `${shared.length} documents` }),
       );
+      accuracyBox.replaceChildren(accuracyComparison(state.left, state.right));
       if (state.doc === null) {
         leftView.replaceChildren(h("p", { class: "note", text: "The two agree on every document: each is correct on the same ones." }));
         rightView.replaceChildren();
@@ -1618,18 +2021,20 @@
         renderQuestion(view, index, DATA.questions[index].doc.indexOf(state.doc), false);
       }
     }
-    panel.append(h("h2", { class: "visually-hidden" }, "Side by side"), controls, h("div", { class: "side-by-side" }, leftView, rightView));
-    report.compare = (task, doc, left) => {
-      Object.assign(state, { task, doc, left, right: null, disagree: false });
-      redraw();
-    };
-    redraw();
+    // The panel's state from the link (what it does not name: the first task, its first two runs, every document).
+    function load(route) {
+      change({ task: tasks.includes(route.ctask) ? route.ctask : tasks[0], left: position(route.left), right: position(route.right), disagree: route.cdis === "1", doc: route.cdoc || null });
+    }
+    panel.append(controls, accuracyBox, h("div", { class: "side-by-side" }, leftView, rightView));
+    report.compare = { load };
+    load(route);
   }
 
   // ------------------------------------------------------------------------------------------- tabs, start
 
-  // The state of the page lives in the URL's hash (tab, the question list's filters, sort, search and open
-  // question), so a copied link reopens it; opening a question or a tab adds a history entry (Back / Forward).
+  // The state of the page lives in the URL's hash (tab, the ranked summary's metric and reference, the figures' pair
+  // and methods, side by side's runs and document, the question list's filters, sort, search and open question), so
+  // a copied link reopens it; opening a question or a tab adds a history entry (Back / Forward).
   function readRoute() {
     return Object.fromEntries(new URLSearchParams(location.hash.slice(1)));
   }
@@ -1682,7 +2087,7 @@
     for (const key of Object.keys(route)) delete route[key];
     Object.assign(route, readRoute());
     openTab(route.tab || "leaderboard", false);
-    if (report.questions) report.questions.load(route);
+    for (const panel of [report.questions, report.figures, report.compare]) if (panel) panel.load(route);
   });
   const settings = DATA.settings;
   document.getElementById("report-summary").textContent =
