@@ -27,16 +27,16 @@ task's own per-sample score and ``label_source`` its results key (``exact_match,
 the relation that labels the record's answers when it is not trac-eval's checker: ``math-verify`` for a task run
 with the ``labels: math-verify`` switch (docs/method.md#labels); a record without it is labelled by the checker.
 
-Run-level fields (optional, so older records still read): ``num_samples`` (K, the responses of the question:
-a reader knows a question is complete without reading the whole file), ``decoding`` (``temperature`` and
-``top_p`` of the primary generation, ``probe_temperature``) and ``timing`` (engine seconds attributed to this
-response: ``generation_seconds``, ``p_true_seconds``; each probe has its own ``seconds``), ``marker`` (the
-end-of-thinking marker the run used, ``""`` for none) and ``generated_text`` (the whole decoded generation, kept
-only when lm-eval's post-processing, e.g. its ``think_end_token`` stripping, made ``text`` differ from it).
-``prefix_probes`` (written only when the ``prefix_probes`` switch ran them, docs/method.md#prefix-probes) holds the
-answer probes after the trace cut at fractions of its reasoning: probe objects of variant ``prefix``, each with its
-``fraction`` and the ``trace_tokens`` it kept, in increasing order of fraction. ``reasoning_tokens`` is R, how
-many leading generated tokens are the response's reasoning: those before its last end-of-thinking marker, all of
+Run-level fields (optional, so older records still read): ``num_samples`` (K, the responses of the question: a reader
+knows a question is complete without reading the whole file), ``decoding`` (``temperature`` and ``top_p`` of the
+primary generation, its sampling ``top_k`` when one limited it, ``probe_temperature``) and ``timing`` (engine seconds
+attributed to this response: ``generation_seconds``, ``p_true_seconds``; each probe has its own ``seconds``),
+``marker`` (the end-of-thinking marker the run used, ``""`` for none) and ``generated_text`` (the whole decoded
+generation, kept only when lm-eval's post-processing, e.g. its ``think_end_token`` stripping, made ``text`` differ
+from it). ``prefix_probes`` (written only when the ``prefix_probes`` switch ran them, docs/method.md#prefix-probes)
+holds the answer probes after the trace cut at fractions of its reasoning: probe objects of variant ``prefix``, each
+with its ``fraction`` and the ``trace_tokens`` it kept, in increasing order of fraction. ``reasoning_tokens`` is R,
+how many leading generated tokens are the response's reasoning: those before its last end-of-thinking marker, all of
 its tokens but a closing end-of-sequence token when it has no marker (trace length, docs/method.md#trace-length).
 
 Reading (:func:`iter_records`) checks every field against this schema, so a malformed record fails with
@@ -298,10 +298,16 @@ _BOOL = _Expected("true or false", lambda value: isinstance(value, bool))
 _WRITTEN_WHEN_SET = ("label", "label_source", "labeller", "reasoning_tokens")
 """Fields written only when set (task-scored records, runs labelled by Math-Verify), so other records stay byte for
 byte as before."""
-_NUMBERS = _Expected(
-    "a JSON object of finite numbers",
+DECODING_TOP_K = "top_k"
+"""The key of ``decoding`` that holds the primary generation's sampling top-k (a positive integer): written only when
+the primary sampled with a top-k that limits it, so a record without it, older ones included, sampled from every
+token (docs/architecture.md#response-fields)."""
+_DECODING = _Expected(
+    f"a JSON object of finite numbers, its {DECODING_TOP_K!r} a positive integer",
     lambda value: (
-        isinstance(value, Mapping) and all(_is_number(item) and math.isfinite(float(item)) for item in value.values())
+        isinstance(value, Mapping)
+        and all(_is_number(item) and math.isfinite(float(item)) for item in value.values())
+        and (DECODING_TOP_K not in value or _POSITIVE.accepts(value[DECODING_TOP_K]))
     ),
 )
 MAX_DOC_ID_CHARS = 1000
@@ -375,7 +381,7 @@ _RESPONSE_FIELDS = {
     ),
     "metadata": _OBJECT,
     "num_samples": _POSITIVE.or_null(),
-    "decoding": _NUMBERS,
+    "decoding": _DECODING,
     "marker": _STRING.or_null(),
     "generated_text": _STRING.or_null(),
     "label": _BOOL.or_null(),

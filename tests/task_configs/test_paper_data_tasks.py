@@ -27,7 +27,7 @@ def rows(name: str) -> list[dict]:
 
 
 def test_the_committed_per_subtask_yamls_are_the_generated_ones():
-    committed = {path.name: path.read_text(encoding="utf-8") for path in bbh_subtask_tasks.FOLDER.glob("*.yaml")}
+    committed = {path: path.read_text(encoding="utf-8") for path in bbh_subtask_tasks.FOLDER.glob("*.yaml")}
     assert committed == bbh_subtask_tasks.generated()
     assert len(committed) == 28  # 27 subtasks and their group
 

@@ -456,7 +456,15 @@ MALFORMED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     ),
     "NaN temperature": (
         lambda r: set_path(r, "decoding.temperature", float("nan")),
-        "'decoding' must be a JSON object of finite numbers, got {\"temperature\": NaN",
+        "'decoding' must be a JSON object of finite numbers, its 'top_k' a positive integer, got {\"temperature\": NaN",
+    ),
+    "sampling top_k 0": (
+        lambda r: set_path(r, "decoding.top_k", 0),
+        "'decoding' must be a JSON object of finite numbers, its 'top_k' a positive integer, got {",
+    ),
+    "fractional sampling top_k": (
+        lambda r: set_path(r, "decoding.top_k", 2.5),
+        "'decoding' must be a JSON object of finite numbers, its 'top_k' a positive integer, got {",
     ),
     "doc_id of 5,000 characters": (
         lambda r: set_path(r, "doc_id", "7" * 5000),
@@ -644,13 +652,16 @@ def records(draw: st.DrawFn) -> ResponseRecord:
         timing=draw(st.dictionaries(st.sampled_from(["generation_seconds", "p_true_seconds"]), seconds, max_size=2)),
         metadata=draw(st.dictionaries(st.text(max_size=6), json_values, max_size=3)),
         num_samples=draw(st.none() | st.integers(1, 16)),
-        decoding=draw(
-            st.dictionaries(
-                st.sampled_from(["temperature", "top_p", "probe_temperature"]),
-                st.floats(0, 2) | st.integers(0, 2),
-                max_size=3,
-            )
-        ),
+        decoding={
+            **draw(
+                st.dictionaries(
+                    st.sampled_from(["temperature", "top_p", "probe_temperature"]),
+                    st.floats(0, 2) | st.integers(0, 2),
+                    max_size=3,
+                )
+            ),
+            **draw(st.just({}) | st.builds(lambda top_k: {"top_k": top_k}, st.integers(1, 1000))),
+        },
     )
 
 

@@ -156,7 +156,9 @@ def _as_assignment_list(form: MathForm) -> MathForm:
     if names is None or values is None or len(names) != len(values) or len(names) < 2:
         return form
     pairs = sorted(zip(names, values, strict=True))
-    return MathForm(",".join(value for _, value in pairs), ",".join(name for name, _ in pairs), by_name=True)
+    return form._replace(
+        value=",".join(value for _, value in pairs), name=",".join(name for name, _ in pairs), by_name=True
+    )
 
 
 def _named_math_equivalent(a: str | None, b: str | None) -> bool:
@@ -172,6 +174,8 @@ def _named_math_equivalent(a: str | None, b: str | None) -> bool:
     first, second = math_form(a), math_form(b)
     if first.value is None or second.value is None:
         return False
+    if None not in (first.denomination, second.denomination) and first.denomination != second.denomination:
+        return False  # \$18 is not 18 cents
     if first.by_name != second.by_name:  # (m, n) = (5, 7) against m = 5, n = 7: name by name
         first, second = _as_assignment_list(first), _as_assignment_list(second)
     if first.name is not None and second.name is not None:

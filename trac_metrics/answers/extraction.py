@@ -27,6 +27,9 @@ _BOX_JOINER_RE = re.compile(rf"{_GAP}(?:(?:{_COUNTED_WORD}{_GAP})?{_LIST_JOINER}
 _MAX_JOINER_CHARS = 200
 """Boxes further apart than this are never one answer set (and the joiner check stays linear)."""
 _GROUP_JOINER_RE = re.compile(rf"\s*(?:,\s*(?:and|or)\b|{_LIST_JOINER})\s*")
+_QUOTED_RE = re.compile(r"""(?:\\?"|“|``)([^"\n“”]+?)(?:\\?"|”|'')(?=[ \t]*(?:[.!;,]|$))""", re.MULTILINE)
+"""An answer in quotes that ends its statement (``The final answer is \\"$12$ and $13$\\".``, “…”, ````…''``):
+the quoted text is the answer."""
 _SENTENCE_VERB_RE = re.compile(r"\s(?:is|are|equals|=)\s+|:\s+")
 _REASON_RE = re.compile(r",?\s+(?:because|since|as|given|due to|which|so that)\b", re.IGNORECASE)
 _REASON_IN_WORDS_RE = re.compile(rf"{_REASON_RE.pattern}|,\s+(?!(?:and|or)\b)(?=[a-z]{{3,}})", re.IGNORECASE)
@@ -256,6 +259,9 @@ def _clip_answer_span(rest: str, in_words: bool) -> str | None:
     rest = rest.lstrip()
     if rest.startswith("**") and rest[2:3].isspace():
         rest = rest[2:].lstrip()
+    quoted = _QUOTED_RE.match(rest)
+    if quoted is not None:
+        rest = quoted.group(1)
     group = _math_group_run(rest)
     if group is not None:
         return group

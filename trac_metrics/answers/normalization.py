@@ -59,7 +59,12 @@ dropped like ``\\%`` (``15 percent`` → ``15``)."""
 _WHOLE_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _UNICODE_MATH = {"−": "-", "π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "±": "\\pm "}
 _LEFT_RIGHT_RE = re.compile(r"\\(?:left|right)(?:\.|(?![A-Za-z]))")
-_SPACING_RE = re.compile(r"(\\\\)|\\[,;: ]|\\q?quad(?![A-Za-z])|~|\\displaystyle(?![A-Za-z])")  # 1: row break
+_LT_GT_RE = re.compile(r"(?<!\\)\\([lg])t(?![A-Za-z])")
+"""``\\lt`` and ``\\gt`` (MathJax's names for ``<`` and ``>``): the signs themselves."""
+_SPACING_RE = re.compile(
+    r"(\\\\)|\\[,;: ]|\\q?quad(?![A-Za-z]{2})|~|\\displaystyle(?![A-Za-z])"  # 1: row break
+)
+"""Spacing commands; ``\\quad`` also when one letter follows it unspaced (``\\quadx_{2}``: no command is named so)."""
 _DEGREE_RE = re.compile(
     r"(?:\^\s*\{?\s*\\circ\s*\}?|\\degree(?![A-Za-z])|°)"
     r"(?:\s*(?:\\(?:text|mathrm)\s*\{\s*[CF]\s*\}|[CF](?![A-Za-z])))?"
@@ -73,8 +78,10 @@ _LESS = r"(?:<=|\\leq?(?![A-Za-z])|\\leqslant|≤|<)"
 _GREATER = r"(?:>=|\\geq?(?![A-Za-z])|\\geqslant|≥|>)"
 _BOUND = r"((?:[^<>=≤≥\\]|\\(?!(?:le|ge)(?:q|qslant)?(?![A-Za-z]))[A-Za-z]++|\\[^A-Za-z])*+)"
 """A side of an inequality: anything but a comparison (each command read whole, so matching stays linear)."""
-_INEQUALITY_RE = re.compile(rf"\s*({NAME})\s*({_LESS}|{_GREATER})\s*{_BOUND}\s*")
-_REVERSED_INEQUALITY_RE = re.compile(rf"\s*{_BOUND}\s*({_LESS}|{_GREATER})\s*({NAME})\s*")
+_BOUNDED_QUANTITY = rf"{NAME}(?:\([^()<>=≤≥]*\))?"
+"""What an inequality bounds: a variable, or a function's value (``0 < f(x) < 1``)."""
+_INEQUALITY_RE = re.compile(rf"\s*({_BOUNDED_QUANTITY})\s*({_LESS}|{_GREATER})\s*{_BOUND}\s*")
+_REVERSED_INEQUALITY_RE = re.compile(rf"\s*{_BOUND}\s*({_LESS}|{_GREATER})\s*({_BOUNDED_QUANTITY})\s*")
 _NEGATED_INEQUALITY_RE = re.compile(rf"\s*-\s*({NAME})\s*({_LESS}|{_GREATER})\s*{_BOUND}\s*")
 _NEGATED_REVERSED_INEQUALITY_RE = re.compile(rf"\s*{_BOUND}\s*({_LESS}|{_GREATER})\s*-\s*({NAME})\s*")
 """A negated variable (``-x > -1``): the same inequality as ``x < 1``."""
@@ -87,7 +94,7 @@ _SET_BUILDER_RE = re.compile(
 """``\\{x \\mid x > 3\\}``, ``\\{x : x \\geq 2\\}``, ``\\{n \\in \\mathbb{Z} \\mid n^2 < 5\\}``: a set-builder form,
 its variable, its domain (optional) and its condition."""
 _REAL_DOMAIN_RE = re.compile(r"\\mathbb\s*\{?\s*R\s*\}?")
-_BOUNDED_RE = re.compile(rf"\s*{_BOUND}\s*({_LESS})\s*({NAME})\s*({_LESS})\s*{_BOUND}\s*")
+_BOUNDED_RE = re.compile(rf"\s*{_BOUND}\s*({_LESS})\s*({_BOUNDED_QUANTITY})\s*({_LESS})\s*{_BOUND}\s*")
 _ANGLE_MEASURE_RE = re.compile(r"(?<![A-Za-z])m(?=\\angle)")
 _ONE_TOKEN_SUBSCRIPT_RE = re.compile(r"_\{([A-Za-z0-9])\}")
 _COMMAND_RE = re.compile(r"\\[A-Za-z]+")
@@ -183,6 +190,22 @@ def has_free_letters(text: str) -> bool:
     return bool(_FREE_LETTER_RE.search(_COMMAND_RE.sub("", text)))
 
 
+_MAJOR_CURRENCY_RE = re.compile(
+    r"(?:\\\$|[€£])\s*\d|\d\s*(?:\\text\s*\{\s*)?(?:dollars?|euros?|USD|EUR)(?![A-Za-z])", re.IGNORECASE
+)
+_MINOR_CURRENCY_RE = re.compile(r"¢|\d\s*(?:\\text\s*\{\s*)?(?:cents?|pennies|penny|pence)(?![A-Za-z])", re.IGNORECASE)
+
+
+def denomination(answer: str) -> str | None:
+    """The denomination an amount of money is written in (docs/method.md#answer-normalization): ``"major"`` for a
+    currency sign before the number or a currency's name after it (``\\$18``, ``€5``, ``18 dollars``), ``"minor"``
+    for a hundredth's name after it (``18 cents``, ``18¢``, ``5 pence``); None for neither or both. The unit itself is
+    dropped as any unit is (``18 cents`` ≡ ``18``), but two amounts in different denominations differ (``\\$18`` ≢
+    ``18 cents``)."""
+    major, minor = bool(_MAJOR_CURRENCY_RE.search(answer)), bool(_MINOR_CURRENCY_RE.search(answer))
+    return None if major == minor else "major" if major else "minor"
+
+
 class MathForm(NamedTuple):
     """A normalized math answer: its canonical string, and the canonical name an assignment of a value gives that
     value to (``y = 4`` → ``4`` named ``y``; ``x \\in [0, 1)`` → ``[0,1)`` named ``x``; a list of assignments
@@ -192,6 +215,9 @@ class MathForm(NamedTuple):
     value: str | None
     name: str | None = None
     by_name: bool = False
+    denomination: str | None = None
+    """``"major"`` for an amount of money in a currency's main unit (``\\$18``, ``18 dollars``), ``"minor"`` in its
+    hundredth (``18 cents``, ``18¢``), None when the answer names neither or both (:func:`denomination`)."""
 
 
 def canonical_name(left: str) -> str:
@@ -346,6 +372,7 @@ def math_form(answer: str) -> MathForm:
     for symbol, latex in _UNICODE_MATH.items():
         text = text.replace(symbol, latex)
     text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    text = _LT_GT_RE.sub(lambda match: "<" if match.group(1) == "l" else ">", text)
     text = _LEFT_RIGHT_RE.sub("", _TIGHT_COMMA_RE.sub(",", text)).replace("\\!", "")
     text = _SPACING_RE.sub(lambda match: match.group(1) or " ", text)
     text = _DEGREE_RE.sub("", upright_constants(text))
@@ -372,7 +399,7 @@ def math_form(answer: str) -> MathForm:
     value = canonical_decimal(text) or None
     if value is None:
         return MathForm(None)
-    return MathForm(value, name, assignments is not None)
+    return MathForm(value, name, assignments is not None, denomination(answer))
 
 
 def _plain_text(answer: str) -> str:

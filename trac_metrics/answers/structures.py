@@ -15,6 +15,11 @@ MAX_SYMBOLIC_ELEMENTS = 16
 and number only, so a comparison stays within its work budget."""
 
 _MATRIX_RE = re.compile(r"\\begin\{([pb]?matrix)\}((?:(?!\\(?:begin|end)\{).)*)\\end\{\1\}", re.DOTALL)
+_ARRAY_RE = re.compile(
+    r"([(\[]?)\\begin\{array\}\{[lcr|\s]*\}((?:(?!\\(?:begin|end)\{).)*)\\end\{array\}([)\]]?)", re.DOTALL
+)
+"""A matrix written as an array in brackets (``\\left[\\begin{array}{cc}1 & 2 \\\\ 3 & 4\\end{array}\\right]``)."""
+_PAIRED_BRACKETS = {("", ""), ("(", ")"), ("[", "]")}
 _PLUS_MINUS_RE = re.compile(r"\\(?:pm|mp)(?![A-Za-z])")
 
 
@@ -53,19 +58,23 @@ def _plus_minus(text: str) -> Structure | None:
 
 
 def structure(text: str) -> Structure | None:
-    """The structure of a normalized answer (``pmatrix``, ``bmatrix`` and ``matrix`` alike: the delimiters only
-    typeset it; the kind holds the shape), or None for anything else. Tuples and intervals need two elements."""
+    """The structure of a normalized answer (``pmatrix``, ``bmatrix``, ``matrix`` and an ``array`` in brackets alike:
+    the delimiters only typeset it; the kind holds the shape), or None for anything else. A TeX group in plain braces
+    (``{1,3}``, typeset as ``1,3``) is a bare list. Tuples and intervals need two elements."""
     matrix = _MATRIX_RE.fullmatch(text)
     if matrix is not None:
         return _matrix(matrix.group(2))
+    array = _ARRAY_RE.fullmatch(text)
+    if array is not None and (array.group(1), array.group(3)) in _PAIRED_BRACKETS:
+        return _matrix(array.group(2))
     plus_minus = _plus_minus(text)
     if plus_minus is not None:
         return plus_minus
     kind, minimum, parts = "list", 2, None
     if text.startswith("\\{") and text.endswith("\\}"):
         kind, minimum, parts = "set", 1, top_level_split(text[2:-2])
-    elif len(text) >= 2 and text[0] == "{" and text[-1] == "}":
-        kind, parts = "set", top_level_split(text[1:-1])
+    elif len(text) >= 2 and text[0] == "{" and text[-1] == "}":  # a TeX group, typeset without braces: "1,3"
+        parts = top_level_split(text[1:-1])
     elif len(text) >= 2 and text[0] in "([" and text[-1] in ")]":
         kind, parts = text[0] + text[-1], top_level_split(text[1:-1])
     if parts is None:  # no outer delimiters, or "(a,b),(c,d)" whose first and last brackets do not pair up

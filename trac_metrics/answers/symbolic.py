@@ -19,6 +19,8 @@ so they are switched off and the work is bounded here instead, by rules that giv
   bounded by the input caps, and kept low by two-stage parsing (:mod:`trac_metrics.answers._two_stage_parsing`),
   running untraced and the once-per-process set-up (:func:`warm_up_math_verify`). Nor does a count depend on the
   comparisons made before: each starts from sympy's empty cache and gets every cached parse as new (:func:`_as_new`);
+  nor, but for about 1 %, on the process: within a comparison sympy checks the facts of an assumption in sorted
+  order, not shuffled (:func:`_assumptions_in_sorted_order`);
 - a CPU-time safety net of ``SYMBOLIC_CPU_LIMIT_S`` seconds, far above what the budget takes, for a call that is
   slow by itself; it also counts as not equivalent, with a warning that this verdict may depend on the machine.
 """
@@ -28,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import importlib
 import logging
 import random
 import re
@@ -37,6 +40,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
+import mpmath
 from math_verify import LatexExtractionConfig, parse, verify
 from sympy import (
     Abs,
@@ -106,7 +110,9 @@ _MAX_LOGARITHM_PAIR_DIGITS = 6
 _EVALUATION_DIGITS = 40
 _MAX_WORKING_DIGITS = 1000
 """Working precision a constant's evaluation may climb to (``\\sin(2^{999})`` needs about 340 digits)."""
-_AGREEING_DIGITS_TOLERANCE = Rational(1, 10**30)
+_EVALUATION_BITS = 136
+"""``_EVALUATION_DIGITS`` in binary digits, with a few to spare."""
+_AGREEING_DIGITS_TOLERANCE = mpmath.mpf(10) ** -30
 """Two constants whose 40-digit values agree to 30 significant digits are equal."""
 IDENTITY_SEED = 48
 IDENTITY_SCALES = (1, 4, 16)
@@ -142,6 +148,7 @@ _UNEVALUATED = (Integral, Sum, Product, Derivative, Limit, AppliedUndef)
 _ARITHMETIC = (Add, Mul, Pow, Abs, factorial, binomial)
 
 _SUBSCRIPT_RE = re.compile(r"_\{[^{}]*\}|_[A-Za-z0-9]")
+_ENVIRONMENT_RE = re.compile(r"\\(?:begin|end)\{[A-Za-z]+\}")
 _TEXT_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _BIG_EXPONENT_RE = re.compile(rf"\^\s*\{{?\s*[-+]?\d{{{_MAX_EXPONENT_DIGITS + 1},}}")
 _NESTED_EXPONENT_RE = re.compile(r"\^\s*\{[^{}]*\^|\^\s*\{[^{}]*\{[^{}]*\^|\^[^{\s]\^")
@@ -170,6 +177,28 @@ class _DisabledTimeoutNotice(logging.Filter):
 
 for _logger_name in ("math_verify.parser", "math_verify.grader"):
     logging.getLogger(_logger_name).addFilter(_DisabledTimeoutNotice())
+
+
+_ASSUMPTIONS = importlib.import_module("sympy.core.assumptions")  # the package's name is a function's too
+
+
+@contextlib.contextmanager
+def _assumptions_in_sorted_order() -> Iterator[None]:
+    """Inside one of our comparisons only, sympy checks the facts it may deduce a queried assumption from in sorted
+    order. It shuffles them with a generator seeded anew in each process, from a set of their names whose order follows
+    the process's hash seed, so the work of a comparison, counted against its budget, would differ from one process to
+    the next (the order changes the work, not an answer; docs/method.md#the-symbolic-work-budget). sympy is restored
+    after the comparison, so nothing else the process runs sees the change; a sympy without that generator is left
+    as it is."""
+    shuffle = getattr(_ASSUMPTIONS, "shuffle", None)
+    if shuffle is None:
+        yield
+        return
+    _ASSUMPTIONS.shuffle = list.sort
+    try:
+        yield
+    finally:
+        _ASSUMPTIONS.shuffle = shuffle
 
 
 def nesting_depth(text: str) -> int:
@@ -207,10 +236,11 @@ def exceeds_symbolic_caps(first: str, second: str = "") -> bool:
 
 def too_costly_for_sympy(first: str, second: str) -> bool:
     """Pairs the symbolic step skips: over the input caps (:func:`exceeds_symbolic_caps`), or meaningless to sympy
-    (words read as products of symbols, a subscripted name such as ``A_{PQR}`` being a symbol; numbers side by side,
-    ``2 4``, which its parser would join into one)."""
+    (words read as products of symbols, a subscripted name such as ``A_{PQR}`` being a symbol, an environment's name
+    such as ``pmatrix`` no word; numbers side by side, ``2 4``, which its parser would join into one)."""
     return exceeds_symbolic_caps(first, second) or any(
-        _TEXT_WORD_RE.search(_SUBSCRIPT_RE.sub("", text)) or _NUMBERS_SIDE_BY_SIDE_RE.search(text)
+        _TEXT_WORD_RE.search(_ENVIRONMENT_RE.sub("", _SUBSCRIPT_RE.sub("", text)))
+        or _NUMBERS_SIDE_BY_SIDE_RE.search(text)
         for text in (first, second)
     )
 
@@ -330,9 +360,12 @@ def constant_verdict(first: tuple[object, ...], second: tuple[object, ...]) -> b
 
 
 def _agree(left_value: Expr, right_value: Expr) -> bool:
-    """Two values to 40 significant digits agree to 30, relative to their size."""
-    scale = max(abs(left_value), abs(right_value))
-    return bool(abs(left_value - right_value) <= scale * _AGREEING_DIGITS_TOLERANCE)
+    """Two values to 40 significant digits agree to 30, relative to their size; compared as mpmath numbers at that
+    precision (sympy's ``abs`` of a complex value, ``\\sqrt[3]{x}^2`` at a negative x, simplifies its argument
+    first, many times the cost of the comparison)."""
+    with mpmath.workprec(_EVALUATION_BITS):
+        left, right = left_value._to_mpmath(_EVALUATION_BITS), right_value._to_mpmath(_EVALUATION_BITS)
+        return bool(abs(left - right) <= max(abs(left), abs(right)) * _AGREEING_DIGITS_TOLERANCE)
 
 
 def rational_function_verdict(first: object, second: object) -> bool | None:
@@ -423,6 +456,29 @@ def _point_verdict(pair: tuple[Expr, Expr], values: dict) -> bool | None:
         return constant_verdict((pair[0].subs(values),), (pair[1].subs(values),))
     except (TypeError, ValueError, ArithmeticError):
         return None
+
+
+def _written_form(expression: object) -> str:
+    """The tree of a parsed expression as text, the terms of each sum and the factors of each product in one order
+    (the parser leaves them in the order written): two answers with the same form are the same expression."""
+    if isinstance(expression, MatrixBase):
+        return f"Matrix{expression.shape}({','.join(_written_form(entry) for entry in expression)})"
+    if not isinstance(expression, Basic) or not expression.args:
+        return f"{type(expression).__name__}:{expression}"
+    parts = [_written_form(argument) for argument in expression.args]
+    if isinstance(expression, (Add, Mul)) and expression.is_commutative:
+        parts.sort()
+    return f"{type(expression).__name__}({','.join(parts)})"
+
+
+def _same_expression(first: object, second: object) -> bool:
+    """Two answers the parser reads as the same expression up to the order of terms and factors
+    (``\\sum_{k=0}^{n-1} F_k F_{n-k-1}`` and ``\\sum_{k=0}^{n-1} F_{n-k-1} F_k``): equal, decided without
+    Math-Verify's search (which runs out of work on an unevaluated sum). An expression with no value (``12:00`` read
+    as 12/0) is the same as nothing."""
+    if not isinstance(first, (Basic, MatrixBase)) or first.has(S.ComplexInfinity, S.NaN):
+        return False
+    return _written_form(first) == _written_form(second)
 
 
 def _interval_against_value(first: object, second: object) -> bool:
@@ -517,7 +573,9 @@ def symbolically_equal(first: str, second: str) -> bool:
     first_algebra, second_algebra = algebra(first), algebra(second)
     if not first_algebra or not second_algebra:
         return False
-    verdict = constant_verdict(first_algebra, second_algebra)
+    verdict = True if _same_expression(first_algebra[0], second_algebra[0]) else None
+    if verdict is None:
+        verdict = constant_verdict(first_algebra, second_algebra)
     for exact_step in (rational_function_verdict, identity_verdict):
         if verdict is None:
             verdict = exact_step(first_algebra[0], second_algebra[0])
@@ -595,7 +653,7 @@ def within_budget(compare: Callable[[str, str], bool], first: str, second: str) 
     with uncounted():
         clear_cache()  # every comparison starts from sympy's empty cache (docs/method.md#the-symbolic-work-budget)
     try:
-        with work_limit(SYMBOLIC_WORK_BUDGET, SYMBOLIC_CPU_LIMIT_S):
+        with _assumptions_in_sorted_order(), work_limit(SYMBOLIC_WORK_BUDGET, SYMBOLIC_CPU_LIMIT_S):
             return compare(first, second)
     except CpuLimitExceeded:
         warnings.warn(

@@ -25,13 +25,16 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from scipy.special import expit, log_expit
 
 from trac_metrics._util.files import atomic_write
 from trac_metrics._warnings import TracWarning
+
+if TYPE_CHECKING:  # cross_fitting imports this module
+    from trac_metrics.heads.cross_fitting import Fitter
 
 T = TypeVar("T")
 
@@ -482,8 +485,11 @@ def fit_unchecked(
 # ----------------------------------------------------------------------------------------------- transfer
 
 
-def transfer_scores(X_source: Any, y_source: Any, X_target: Any, feature_names: Sequence[str]) -> np.ndarray:
-    """Scores of the target rows by a head fitted on the source rows only (docs/method.md#transfer-heads).
+def transfer_scores(
+    X_source: Any, y_source: Any, X_target: Any, feature_names: Sequence[str], fit: Fitter | None = None
+) -> np.ndarray:
+    """Scores of the target rows by a head fitted on the source rows only (docs/method.md#transfer-heads): the
+    logistic head, or the head ``fit`` fits (docs/method.md#classifier-capacity).
 
     Imputation means, missingness columns and the standardizer come from the source rows alone, so each target
     score depends on its own row only. A source with fewer than 2 samples of a class gives all-NaN scores and a
@@ -503,4 +509,6 @@ def transfer_scores(X_source: Any, y_source: Any, X_target: Any, feature_names: 
             f"transfer_scores: the source rows have {shortage}; every target score is NaN", TracWarning, stacklevel=2
         )
         return np.full(target.shape[0], np.nan)
+    if fit is not None:
+        return fit(source, labels)(target)
     return fit_head(source, labels, feature_names).predict(target)

@@ -9,12 +9,10 @@ this after adding a method.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from trac_metrics._util.files import atomic_write
+from trac_metrics._util.derived_files import generate_or_check
 from trac_metrics.methods.registry import ACCURACY_KEYS, group_methods
 from trac_metrics.selective import METRIC_NAMES
 
@@ -52,18 +50,15 @@ def group_yaml() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m trac_metrics.methods.group_yaml", description=__doc__)
-    parser.add_argument("path", type=Path, nargs="?", default=GROUP_FILE, help=f"default: {GROUP_FILE}")
-    parser.add_argument("--check", action="store_true", help="only compare; exit status 1 when the file differs")
-    args = parser.parse_args(argv)
-    text = group_yaml()
-    if args.check:
-        current = args.path.read_text(encoding="utf-8") if args.path.is_file() else None
-        if current != text:
-            sys.exit(f"{args.path} differs from the method registry: run python -m trac_metrics.methods.group_yaml")
-        return
-    atomic_write(args.path, text)
-    print(f"wrote {args.path}")
+    """Rewrite the group's YAML, or ``--check`` it (:func:`~trac_metrics._util.derived_files.generate_or_check`)."""
+    generate_or_check(
+        argv,
+        "python -m trac_metrics.methods.group_yaml",
+        __doc__,
+        GROUP_FILE,
+        lambda path: {path: group_yaml()},
+        lambda path: {path: path.read_text(encoding="utf-8")} if path.is_file() else {},
+    )
 
 
 if __name__ == "__main__":

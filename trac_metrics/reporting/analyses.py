@@ -39,7 +39,6 @@ from trac_metrics._warnings import TracWarning
 from trac_metrics.heads import MIN_SAMPLES_PER_CLASS, fit_head, transfer_scores
 from trac_metrics.heads.capacity import CLASSIFIERS, classifier_fitter
 from trac_metrics.heads.cross_fitting import Fitter, cross_fit_many, oof_metric
-from trac_metrics.heads.logistic import class_shortage
 from trac_metrics.methods import get
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.runs import DEFAULT_DECODING, PairRun, decoding_label
@@ -428,26 +427,11 @@ def _transfer_aurocs(
         for number, targets in enumerate(targets_by_fold):
             source = owner != number
             target_rows = np.vstack([matrices[i] for i in targets])
-            if fit is None:
-                scores = transfer_scores(
-                    rows[source], labels[source], target_rows, [f"{method}[{c}]" for c in range(rows.shape[1])]
-                )
-            else:
-                scores = _fitted_scores(fit, rows[source], labels[source], target_rows)
+            names = [f"{method}[{c}]" for c in range(rows.shape[1])]
+            scores = transfer_scores(rows[source], labels[source], target_rows, names, fit)
             for i, part in zip(targets, np.split(scores, np.cumsum([len(matrices[i]) for i in targets])[:-1])):
                 values[i] = _auroc(part, data.evaluations[i].labels)
     return values
-
-
-def _fitted_scores(fit: Fitter, source: np.ndarray, labels: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """``fit``'s scores of the target rows, fitted on the source rows; NaN with a warning when a class is short."""
-    shortage = class_shortage(labels)
-    if shortage is not None:
-        warnings.warn(
-            f"transfer: the source rows have {shortage}; the target scores are NaN", TracWarning, stacklevel=3
-        )
-        return np.full(len(target), math.nan)
-    return fit(source, labels)(target)
 
 
 def _scheme_reason(data: ReportData, scheme: str) -> str | None:
@@ -468,15 +452,8 @@ def transfer_by_target(data: ReportData, numbers: Numbers | None = None) -> Repo
     records = []
     for task in tasks:
         indices = [i for i, pair in enumerate(data.pairs) if pair.task == task]
-        both = [i for i in indices if not (np.isnan(transfer[i]) or np.isnan(in_domain[i]))]
-        records.append(
-            [
-                mean_of_defined(transfer[indices]),
-                mean_of_defined(in_domain[indices]),
-                mean_of_defined(transfer[both] - in_domain[both]),
-                len(both),
-            ]
-        )
+        delta, both = _paired_mean(transfer[indices], in_domain[indices])
+        records.append([mean_of_defined(transfer[indices]), mean_of_defined(in_domain[indices]), delta, both])
     frame = pd.DataFrame(
         records, columns=["Transfer", "In-domain", "Δ", "pairs"], index=pd.Index(tasks, name="held-out task")
     )
@@ -505,9 +482,9 @@ def classifier_capacity(data: ReportData, numbers: Numbers | None = None) -> Rep
     records = [
         [
             mean_of_defined(in_domain[name]),
-            _paired_mean(in_domain[name], in_domain["logistic"]),
+            _paired_mean(in_domain[name], in_domain["logistic"])[0],
             mean_of_defined(lodo[name]),
-            _paired_mean(lodo[name], lodo["logistic"]),
+            _paired_mean(lodo[name], lodo["logistic"])[0],
             int((~np.isnan(in_domain[name])).sum()),
         ]
         for name in CLASSIFIERS
@@ -546,9 +523,10 @@ def _cross_fitted_aurocs(data: ReportData, matrices: Sequence[np.ndarray | None]
     return values
 
 
-def _paired_mean(values: np.ndarray, reference: np.ndarray) -> float:
+def _paired_mean(values: np.ndarray, reference: np.ndarray) -> tuple[float, int]:
+    """The mean of ``values − reference`` over the pairs where both are defined, and how many pairs those are."""
     both = ~(np.isnan(values) | np.isnan(reference))
-    return mean_of_defined(values[both] - reference[both])
+    return mean_of_defined(values[both] - reference[both]), int(both.sum())
 
 
 def transfer_representations(data: ReportData) -> ReportTable:

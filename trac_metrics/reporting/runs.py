@@ -36,12 +36,13 @@ import numpy as np
 from trac_metrics._util.parallel import Progress, parallel_map
 from trac_metrics._warnings import TracWarning
 from trac_metrics.features.cache_share import ProbeCacheCounts, probe_cache_counts
+from trac_metrics.features.cross_model import Judgement, judgements_beside
 from trac_metrics.features.evidence import DEFAULT_OPTIONS, EvidenceOptions, question_evidence, undecided_total
 from trac_metrics.features.probe_agreement import ProbeAgreement, probe_agreement, reads_answer
 from trac_metrics.heads.calibration_maps import DEFAULT_CALIBRATION_MAP
 from trac_metrics.heads.evaluate import TaskEvaluation, evaluate_task
 from trac_metrics.methods import FeatureRow, get, head_features
-from trac_metrics.records import BUILT_IN_LABELLER, ResponseRecord, iter_records
+from trac_metrics.records import BUILT_IN_LABELLER, DECODING_TOP_K, ResponseRecord, iter_records
 from trac_metrics.reporting.wall_clock import QuestionWallClock, measured_latency, question_wall_clock
 from trac_metrics.selective import DEFAULT_ECE_BINS
 
@@ -143,7 +144,8 @@ DEFAULT_DECODING: Mapping[str, float] = {"temperature": 0.7, "top_p": 0.95, "pro
 
 def decoding_label(decoding: Mapping[str, float]) -> str:
     """``T=0.7→greedy`` style label of a primary → probe decoding (``?`` for what the records did not store); a
-    sampled primary's top-p is named when it is not the default 0.95, so distinct decodings get distinct labels."""
+    sampled primary's top-p is named when it is not the default 0.95, and its top-k when one limited it
+    (``T=0.7,top-k=20→greedy``), so distinct decodings get distinct labels."""
 
     def temperature(value: float | None) -> str:
         if value is None:
@@ -154,6 +156,8 @@ def decoding_label(decoding: Mapping[str, float]) -> str:
     top_p = decoding.get("top_p")
     if decoding.get("temperature") and top_p is not None and top_p != DEFAULT_DECODING["top_p"]:
         primary += f",top-p={top_p:g}"
+    if decoding.get("temperature") and DECODING_TOP_K in decoding:
+        primary += f",top-k={decoding[DECODING_TOP_K]:g}"
     return f"{primary}→{temperature(decoding.get('probe_temperature'))}"
 
 
@@ -227,18 +231,19 @@ class _PairAccumulator:
             if probe.seconds is not None:
                 self.seconds[f"probe_{probe.variant}"] += float(probe.seconds)
 
-    def add_question(self, records: list[ResponseRecord], path: Path) -> None:
-        """Add one complete question: its evidence, its details (when asked for), the engine seconds of its
-        responses and their trace probes' token counts."""
+    def add_question(self, records: list[ResponseRecord], path: Path, judgement: Judgement | None = None) -> None:
+        """Add one complete question: its evidence (with a judge's ``judgement`` of its primary, when there is one),
+        its details (when asked for), the engine seconds of its responses and their trace probes' token counts."""
         doc_id = str(records[0].doc_id)
-        evidence = question_evidence(records, self.options)
+        evidence = question_evidence(records, self.options, judgement)
         self._add(doc_id, evidence, path)
         if self.keep is not None:
             self.details[doc_id] = self.keep(records)
         self.probe_cache += probe_cache_counts(records)
         if (wall_clock := question_wall_clock(records)) is not None:
             self.wall_clock.append(wall_clock)
-        self.without_reasoning_count += min(records, key=lambda record: record.repeat).reasoning_tokens is None
+        primary = next(record for record in records if record.repeat == 0)  # question_evidence checked 0..K-1
+        self.without_reasoning_count += primary.reasoning_tokens is None
         for record in records:
             self._add_timing(record)
 
@@ -314,17 +319,18 @@ def _read_file(path: Path, options: EvidenceOptions, details: Details | None = N
     incomplete questions are dropped with a warning (see :func:`load_pairs`)."""
     pairs: dict[PairKey, _PairAccumulator] = {}
     pending: dict[tuple[PairKey, str], list[ResponseRecord]] = {}
+    judged = judgements_beside(path)
     for record in iter_records(path):
         key = _pair_key(record)
         pairs.setdefault(key, _PairAccumulator(key, options, details))
         question = (key, str(record.doc_id))
         pending.setdefault(question, []).append(record)
         if record.num_samples is not None and len(pending[question]) == record.num_samples:
-            pairs[key].add_question(pending.pop(question), path)
+            pairs[key].add_question(pending.pop(question), path, judged.get((key[1], key[0], question[1])))
     incomplete = []
     for (key, doc_id), records in pending.items():
         if records[0].num_samples is None:
-            pairs[key].add_question(records, path)
+            pairs[key].add_question(records, path, judged.get((key[1], key[0], doc_id)))
         else:
             incomplete.append(f"{key[0]} / {key[1]} question {doc_id} ({len(records)} of {records[0].num_samples})")
     if incomplete:

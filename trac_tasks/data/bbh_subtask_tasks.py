@@ -9,11 +9,10 @@ and exits with status 1 when a file differs. The YAMLs are derived files, as lm-
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from trac_metrics._util.derived_files import generate_or_check
 from trac_tasks.data.dataset_loaders import BBH_SUBTASKS
 
 FOLDER = Path(__file__).resolve().parents[2] / "task_configs" / "trac_bbh_subtasks"
@@ -37,26 +36,22 @@ def group_yaml() -> str:
     return f"{_HEADER}group: {GROUP}\ntask:\n{tasks}metadata:\n  version: 1.0\n"
 
 
-def generated() -> dict[str, str]:
-    """File name → text of every file of the folder."""
-    return {f"_{GROUP}.yaml": group_yaml(), **{f"trac_bbh_{name}.yaml": subtask_yaml(name) for name in BBH_SUBTASKS}}
+def generated(folder: Path = FOLDER) -> dict[Path, str]:
+    """Path → text of every file of the folder."""
+    files = {f"_{GROUP}.yaml": group_yaml(), **{f"trac_bbh_{name}.yaml": subtask_yaml(name) for name in BBH_SUBTASKS}}
+    return {folder / name: text for name, text in files.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m trac_tasks.data.bbh_subtask_tasks", description=__doc__)
-    parser.add_argument("folder", type=Path, nargs="?", default=FOLDER, help=f"default: {FOLDER}")
-    parser.add_argument("--check", action="store_true", help="only compare; exit status 1 when a file differs")
-    args = parser.parse_args(argv)
-    files = generated()
-    if args.check:
-        present = {path.name: path.read_text(encoding="utf-8") for path in args.folder.glob("*.yaml")}
-        if present != files:
-            sys.exit(f"{args.folder} differs from the generator: run python -m trac_tasks.data.bbh_subtask_tasks")
-        return
-    args.folder.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (args.folder / name).write_text(text, encoding="utf-8")
-    print(f"wrote {len(files)} files to {args.folder}")
+    """Rewrite the folder, or ``--check`` it (:func:`~trac_metrics._util.derived_files.generate_or_check`)."""
+    generate_or_check(
+        argv,
+        "python -m trac_tasks.data.bbh_subtask_tasks",
+        __doc__,
+        FOLDER,
+        generated,
+        lambda folder: {path: path.read_text(encoding="utf-8") for path in folder.glob("*.yaml")},
+    )
 
 
 if __name__ == "__main__":

@@ -279,15 +279,37 @@ NEAR_GREEDY_TEMPERATURE = 0.05
 """Below this temperature K samples are nearly identical (docs/guide/reliability.md#lm-eval-flags)."""
 
 
+def sampling_top_k(gen_kwargs: Mapping[str, Any]) -> int | None:
+    """The number of candidate tokens generation kwargs limit sampling to (``top_k``, a whole number ≥ 1, stored as
+    the record's ``decoding.top_k``, docs/architecture.md#response-fields); None without a limit: no ``top_k``, or
+    the engines' "every token" (0, -1)."""
+    top_k = gen_kwargs.get("top_k")
+    if not is_finite_number(top_k) or top_k < 1 or top_k != int(top_k):
+        return None
+    return int(top_k)
+
+
 def near_greedy_reason(gen_kwargs: Mapping[str, Any]) -> str | None:
     """Why sampled generation kwargs would still give K (nearly) identical samples: ``top_k`` 1 (one candidate token
     a step) or a temperature above 0 but below :data:`NEAR_GREEDY_TEMPERATURE`; None when they sample."""
-    top_k = gen_kwargs.get("top_k")
-    if top_k is not None and not isinstance(top_k, bool) and float(top_k) == 1:
+    if sampling_top_k(gen_kwargs) == 1:
         return "top_k = 1 keeps one candidate token a step"
     if "temperature" in gen_kwargs and 0 < float(gen_kwargs["temperature"]) < NEAR_GREEDY_TEMPERATURE:
         return f"temperature {gen_kwargs['temperature']} is below {NEAR_GREEDY_TEMPERATURE}"
     return None
+
+
+def refuse_alike_samples(task_name: str, repeats: int, gen_kwargs: Mapping[str, Any], remedy: str) -> None:
+    """Refuse K > 1 samples that would be identical (greedy decoding, :func:`decodes_greedily`) or nearly so
+    (:func:`near_greedy_reason`): every sampling@K method would be reported on one response. The ValueError names the
+    task, K, the reason and ``remedy``, how to ask for distinct samples on the path that set them
+    (docs/guide/reliability.md#lm-eval-flags)."""
+    if repeats <= 1:
+        return
+    if decodes_greedily(gen_kwargs):
+        raise ValueError(f"task {task_name}: K = {repeats} greedy samples would be identical: give {remedy}")
+    if (reason := near_greedy_reason(gen_kwargs)) is not None:
+        raise ValueError(f"task {task_name}: K = {repeats} samples would be nearly identical ({reason}): give {remedy}")
 
 
 @functools.lru_cache(maxsize=256)

@@ -35,6 +35,7 @@ from trac_metrics.records import (
     AFTER_ANSWER,
     CUE_VARIANTS,
     CUT_BEFORE_ANSWER,
+    DECODING_TOP_K,
     PREFIX_CONTEXT,
     PREFIX_VARIANT,
     QUESTION_CONTEXT,
@@ -53,7 +54,7 @@ from trac_tasks.generation.capture import (
     token_summaries,
 )
 from trac_tasks.generation.chunk import ChunkState, ProbeJob
-from trac_tasks.generation.config import PROBE_MAX_TOKENS, TRAC_KEY, TracConfig
+from trac_tasks.generation.config import PROBE_MAX_TOKENS, TRAC_KEY, TracConfig, sampling_top_k
 from trac_tasks.generation.probe import ParsedProbe, answer_statement_cut, parse_probe, prefix_cut
 from trac_tasks.generation.progress import LOGGER, RunProgress, TaskSummary
 from trac_tasks.generation.thinking import AUTO, ThinkingMarker, detect_marker
@@ -126,12 +127,16 @@ class Trace:
 
     @property
     def decoding(self) -> dict[str, float]:
-        """Primary → probe decoding as stored in the record (docs/method.md#probe-decoding-and-cutting)."""
-        return {
+        """Primary → probe decoding as stored in the record (docs/method.md#probe-decoding-and-cutting), with the
+        primary's sampling top-k when one limited it (:func:`~trac_tasks.generation.config.sampling_top_k` of the
+        request's generation kwargs; none for a greedy primary)."""
+        decoding = {
             "temperature": self.temperature,
             "top_p": self.top_p,
             "probe_temperature": float(self.config.probe_temperature),
         }
+        top_k = sampling_top_k(self.request.args[1]) if self.temperature > 0 else None
+        return decoding if top_k is None else {**decoding, DECODING_TOP_K: top_k}
 
     @property
     def probe_sampling(self) -> tuple[float, float]:

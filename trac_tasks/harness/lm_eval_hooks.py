@@ -303,21 +303,16 @@ def refuse_greedy_samples(task_dict: Any) -> None:
     (``top_k=1``, a temperature below 0.05: :func:`~trac_tasks.generation.config.near_greedy_reason`). The
     ``--metadata`` switch follows the same rule (:func:`trac_tasks.harness.task_scoring.enable_trac_on_tasks`;
     docs/guide/reliability.md#lm-eval-flags)."""
-    from trac_tasks.generation.config import TRAC_KEY, decodes_greedily, near_greedy_reason
+    from trac_tasks.generation.config import TRAC_KEY, refuse_alike_samples
 
     for task in _trac_tasks_of(task_dict):
         kwargs = task.config.generation_kwargs or {}
-        if TRAC_KEY not in kwargs or int(task.config.repeats or 1) == 1:
-            continue
-        if decodes_greedily(kwargs):
-            raise ValueError(
-                f"task {task.config.task}: K = {task.config.repeats} greedy samples would be identical: give a "
-                "temperature > 0 (--gen_kwargs temperature=0.7) or one sample (--gen_kwargs repeats=1)"
-            )
-        if (reason := near_greedy_reason(kwargs)) is not None:
-            raise ValueError(
-                f"task {task.config.task}: K = {task.config.repeats} samples would be nearly identical ({reason}): "
-                "give --gen_kwargs temperature=0.7 (no top_k), or one sample (--gen_kwargs repeats=1)"
+        if TRAC_KEY in kwargs:
+            refuse_alike_samples(
+                task.config.task,
+                int(task.config.repeats or 1),
+                kwargs,
+                "--gen_kwargs temperature=0.7 (no top_k), or one sample (--gen_kwargs repeats=1)",
             )
 
 

@@ -36,8 +36,8 @@ from trac_tasks.generation.config import (
     TracConfig,
     decodes_greedily,
     is_finite_number,
-    near_greedy_reason,
     reference_of_aliases,
+    refuse_alike_samples,
 )
 from trac_tasks.harness.compat import LOGGER
 from trac_tasks.harness.task_functions import AllSamples, aggregate_trac, keep_all_samples
@@ -330,12 +330,7 @@ def _apply_decoding(task: Any, switch: TaskSwitch) -> None:
     for name in ("temperature", "top_p", "max_gen_toks"):
         if getattr(switch, name) is not None:
             kwargs[name] = getattr(switch, name)
-    if int(config.repeats or 1) > 1 and decodes_greedily(kwargs):
-        if switch.temperature == 0:
-            raise ValueError(
-                f"task {config.task}: K = {config.repeats} greedy samples would be identical: give "
-                "--metadata trac.temperature > 0, or repeats 1"
-            )
+    if int(config.repeats or 1) > 1 and decodes_greedily(kwargs) and switch.temperature != 0:
         for name, value in SAMPLING_DEFAULTS.items():
             kwargs[name] = value if getattr(switch, name) is None else getattr(switch, name)
         LOGGER.warning(
@@ -347,11 +342,9 @@ def _apply_decoding(task: Any, switch: TaskSwitch) -> None:
             kwargs["temperature"],
             kwargs["top_p"],
         )
-    if int(config.repeats or 1) > 1 and (reason := near_greedy_reason(kwargs)) is not None:
-        raise ValueError(
-            f"task {config.task}: K = {config.repeats} samples would be nearly identical ({reason}): give "
-            "--metadata trac.temperature 0.7 (and no top_k), or repeats 1"
-        )
+    refuse_alike_samples(
+        config.task, int(config.repeats or 1), kwargs, "--metadata trac.temperature 0.7 (and no top_k), or repeats 1"
+    )
     if "temperature" in kwargs and float(kwargs["temperature"]) > 0:
         kwargs["do_sample"] = True
     config.generation_kwargs = kwargs

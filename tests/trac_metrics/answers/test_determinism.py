@@ -1,15 +1,22 @@
 """A verdict is a function of the two answers only (docs/method.md#the-symbolic-work-budget): the same whether the
 comparison runs in a fresh state (every cache empty) or after other comparisons have filled sympy's cache and the
-checker's, on a few hundred pairs drawn with a fixed seed (identities and near-misses: polynomials, trigonometric
-and exponential identities, rationals, non-smooth functions, surds)."""
+checker's, and the same in processes with different hash seeds (whose sets iterate in different orders), on a few
+hundred pairs drawn with a fixed seed (identities and near-misses: polynomials, trigonometric and exponential
+identities, rationals, non-smooth functions, surds)."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Callable
 from math import factorial
+from pathlib import Path
 from typing import NamedTuple
 
+from call_count import calls_made
 from sympy.core.cache import clear_cache
 
 from trac_metrics.answers import counting_undecided, equivalence, equivalent, symbolic
@@ -143,3 +150,64 @@ def test_a_verdict_does_not_depend_on_what_was_compared_before() -> None:
     assert not changed, changed
     wrong = [(pair, verdict) for pair, (verdict, _) in zip(pairs, fresh, strict=True) if verdict != pair.expected]
     assert not wrong, wrong
+
+
+HASH_SEEDS = ("0", "1")
+WORK_SPREAD = 0.02
+"""How far the work of one comparison may differ between processes (relative): sympy's sets of names iterate in the
+order of the process's hash seed, which the checker's fixed order of assumption facts leaves a trace of (about 1 %)."""
+
+
+def fresh_verdicts_and_work() -> list[tuple[bool, int, int]]:
+    """Each drawn pair's verdict, undecided count and the Python calls its comparison makes from a fresh state."""
+    symbolic.warm_up_math_verify()
+    found = []
+    for pair in drawn_pairs():
+        empty_every_cache()
+        with counting_undecided() as undecided:
+            verdict, calls = calls_made(lambda pair=pair: equivalent(pair.first, pair.second))
+        found.append((verdict, undecided.comparisons, calls))
+    return found
+
+
+def _in_process_with_hash_seed(seed: str) -> list[tuple[bool, int, int]]:
+    """:func:`fresh_verdicts_and_work` in a new Python process whose hash seed is ``seed``."""
+    here = Path(__file__).resolve().parent
+    code = (
+        f"import json, sys; sys.path[:0] = [{str(here)!r}, {str(here.parents[1] / 'support')!r}]; "
+        "from test_determinism import fresh_verdicts_and_work; print(json.dumps(fresh_verdicts_and_work()))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONHASHSEED": seed},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return [tuple(item) for item in json.loads(done.stdout.splitlines()[-1])]
+
+
+def test_a_verdict_does_not_depend_on_the_process_hash_seed() -> None:
+    """Two processes with different hash seeds give every drawn pair the same verdict and undecided count, and
+    count nearly the same work for it (within ``WORK_SPREAD``), so no verdict near the budget flips between them."""
+    first, second = (_in_process_with_hash_seed(seed) for seed in HASH_SEEDS)
+    assert len(first) == len(second) == len(drawn_pairs()) >= 300
+    differing = [(pair, a, b) for pair, a, b in zip(drawn_pairs(), first, second, strict=True) if a[:2] != b[:2]]
+    assert not differing, differing
+    spread = max(abs(a[2] - b[2]) / max(a[2], b[2]) for a, b in zip(first, second, strict=True))
+    assert spread <= WORK_SPREAD, spread
+
+
+def test_sympy_checks_assumptions_in_sorted_order_only_inside_a_comparison() -> None:
+    """The sorted order is ours alone: after a comparison sympy shuffles as it did, for whatever else the process
+    runs (the user's own sympy code, lm-eval's tasks)."""
+    import importlib
+
+    from trac_metrics.answers.equivalence import equivalent
+
+    assumptions = importlib.import_module("sympy.core.assumptions")  # ``sympy.core.assumptions`` is also a function
+    shuffle = assumptions.shuffle  # sympy's own seeded generator's
+    assert shuffle is not list.sort
+    assert equivalent(r"\sin^2 x + \cos^2 x", "1")
+    assert assumptions.shuffle is shuffle

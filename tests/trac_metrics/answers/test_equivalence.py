@@ -203,6 +203,42 @@ EQUIVALENCE = [
     (r"x\leq 1", r"-x\geq -1", "math", True),
     ("-x>-1", "x>1", "math", False),
     (r"-x \geq \frac{1}{2}", r"x \leq -\frac{1}{2}", "math", True),
+    ("0<f(x)<1", "(0,1)", "math", True),  # a function's value bounded: the interval, named f(x)
+    ("0<f(x)<1", "0<g(x)<1", "math", False),
+    (r"x \lt 3", "x < 3", "math", True),  # MathJax's names of the signs
+    (r"x \gt 5", "x < 5", "math", False),
+    (r"\$18", "18 cents", "math", False),  # money keeps its denomination
+    (r"\$18", r"18\text{ cents}", "math", False),
+    ("18 dollars", "18¢", "math", False),
+    ("€5", "5 pence", "math", False),
+    ("18 cents", "18", "math", True),  # the unit alone is dropped
+    (r"\$18", "18 dollars", "math", True),
+    (r"\sum_{k=0}^{n-1} F_k F_{n-k-1}", r"\sum_{k=0}^{n-1} F_{n-k-1} F_k", "math", True),  # factors swapped
+    (r"\sum_{k=0}^{n-1} F_k F_{n-k-1}", r"\sum_{k=0}^{n-2} F_k F_{n-k-2}", "math", False),
+    ("12:00", "1:00", "math", False),  # both read as 12/0 and 1/0: no value is equal to nothing
+    ("{1,3}", "(1,3)", "math", True),  # a TeX group is typeset without its braces: a bare list
+    ("{1,3}", "[1,3]", "math", False),
+    (r"\left[\begin{array}{cc}1 & 2 \\ 3 & 4\end{array}\right]", r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", "math", True),
+    (
+        r"\left[\begin{array}{cc}1 & 2 \\ 3 & 4\end{array}\right]",
+        r"\begin{pmatrix}1&2\\4&3\end{pmatrix}",
+        "math",
+        False,
+    ),
+    (
+        r"\begin{pmatrix}1&2\\3&4\end{pmatrix}+\begin{pmatrix}5&6\\7&8\end{pmatrix}",
+        r"\begin{pmatrix}6&8\\10&12\end{pmatrix}",
+        "math",
+        True,
+    ),
+    (
+        r"\begin{pmatrix}1&2\\3&4\end{pmatrix}+\begin{pmatrix}5&6\\7&8\end{pmatrix}",
+        r"\begin{pmatrix}6&8\\10&13\end{pmatrix}",
+        "math",
+        False,
+    ),
+    (r"\frac{1}{3\sqrt[3]{x}^2}", r"\frac{1}{3x^{2/3}}", "math", True),  # complex values at negative x compared cheaply
+    (r"x_{1}=\frac{1}{2},\quadx_{2}=3", r"3, \frac{1}{2}", "math", True),  # \quad written against the next name
     ("True", "true", "text", True),
     ("Yes", "yes", "text", True),
     ("Yes.", '"yes"', "text", True),

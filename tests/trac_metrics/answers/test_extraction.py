@@ -59,6 +59,9 @@ MATH_EXTRACTION = [
     # a phrase's answer: a run of math groups, or the answer expression of a sentence in words
     ("The answers are $3$ and $7$.", None, "3, 7"),
     ("Final Answer: The largest $n$ is 34.", None, "34"),
+    ('Final Answer: The final answer is \\"$12$ and $13$\\". I hope it is correct.', None, "12, 13"),  # quoted
+    ("The answer is “x = 3”.", None, "x = 3"),
+    ('The answer is "yes" for 3, so 5.', None, '"yes" for 3, so 5'),  # a quote that does not end the statement
     (r"Final Answer: the value of $x$ is $\frac{1}{2}$.", None, r"$\frac{1}{2}$"),
     ("The final answer is 18 dollars.", None, "18 dollars"),
     # the answer of a sentence ends where its justification begins

@@ -389,15 +389,16 @@ def test_blind_spot_without_votes(tmp_path):
     assert table.frame.empty and "K = 1" in table.note and "m1 / t1" in table.note
 
 
-def test_decodings_that_differ_only_in_top_p_get_distinct_labels():
+def test_decodings_that_differ_only_in_top_p_or_top_k_get_distinct_labels():
     default = {"temperature": 0.7, "top_p": 0.95, "probe_temperature": 0.0}
     labels = {
         decoding_label(default),
         decoding_label({**default, "top_p": 0.9}),
+        decoding_label({**default, "top_k": 20}),
         decoding_label({**default, "temperature": 0.0, "top_p": 1.0}),
         decoding_label({}),
     }
-    assert labels == {"T=0.7→greedy", "T=0.7,top-p=0.9→greedy", "greedy→greedy", "?→?"}
+    assert labels == {"T=0.7→greedy", "T=0.7,top-p=0.9→greedy", "T=0.7,top-k=20→greedy", "greedy→greedy", "?→?"}
 
 
 def test_retention_over_a_zero_full_label_auroc_is_nan_with_a_warning(six_task_report, monkeypatch):
@@ -454,7 +455,7 @@ def test_transfer_fits_at_most_ten_heads_and_never_shows_a_target_its_key(six_ta
     tagged = [np.column_stack([matrix, np.full(len(matrix), j)]) for j, matrix in enumerate(matrices)]
     fits = []
 
-    def recording(source_rows, source_labels, target_rows, names):
+    def recording(source_rows, source_labels, target_rows, names, fit=None):
         fits.append(({int(j) for j in source_rows[:, -1]}, {int(j) for j in target_rows[:, -1]}))
         return np.zeros(len(target_rows))
 

@@ -5,10 +5,12 @@ field fails on is named. The prefix probes' jobs and records through the runner'
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
 
+from trac_metrics.records import ResponseRecord
 from trac_tasks.generation.chunk import ChunkState
 from trac_tasks.generation.config import DEFAULT_CUE, TracConfig
 from trac_tasks.generation.probe import prefix_cut
@@ -57,15 +59,19 @@ class _Runner(TracRunner):
         raise NotImplementedError
 
 
-def _flow(tokenizer, marker: str, prompt_ids, body_ids, raw_text, **switches):
-    """One response (K = 1) with prefix probes at 0.25, 0.5 and 0.75 (or the ``switches`` given) through the runner:
-    its trace, then its jobs' outputs in reverse order (each probe re-states 4); returns the runner's jobs and the
+def _flow(tokenizer, marker: str, prompt_ids, body_ids, raw_text, sampling=None, temperature=0.7, **switches):
+    """One response (K = 1) with prefix probes at 0.25, 0.5 and 0.75 (or the ``switches`` given) through the runner,
+    its request's generation kwargs holding ``sampling`` besides the trac block, generated at ``temperature``: its
+    trace, then its jobs' outputs in reverse order (each probe re-states 4); returns the runner's jobs and the
     written record."""
     switches = switches or {"prefix_probes": [0.25, 0.5, 0.75]}
-    config = TracConfig.from_gen_kwargs(
-        {"trac": {"answer_kind": "math", "reference": "{{answer}}", "marker": marker, **switches}}, "t"
-    )
-    request = SimpleNamespace(task_name="t", doc_id=0, doc={"answer": "4"}, repeats=1)
+    gen_kwargs = {
+        "trac": {"answer_kind": "math", "reference": "{{answer}}", "marker": marker, **switches},
+        "temperature": temperature,
+        **(sampling or {}),
+    }
+    config = TracConfig.from_gen_kwargs(gen_kwargs, "t")
+    request = SimpleNamespace(task_name="t", doc_id=0, doc={"answer": "4"}, repeats=1, args=("", gen_kwargs))
     runner = _Runner(SimpleNamespace(think_end_token=None), tokenizer, "tiny", 4096, sink=_Sink())
     runner.progress, runner.summaries = RunProgress(1, disable=True), {}
     chunk = ChunkState([request], [0], [config])
@@ -82,7 +88,7 @@ def _flow(tokenizer, marker: str, prompt_ids, body_ids, raw_text, **switches):
         [-0.5] * len(body_ids),
         [[-0.5]] * len(body_ids),
         1.0,
-        0.7,
+        temperature,
         0.95,
     )
     jobs = runner.trace_finished(chunk, 0, trace)
@@ -122,6 +128,24 @@ def test_every_fraction_gets_a_probe_of_the_trace_cut_before_it_stored_in_fracti
     cached = sum(min(32, len(job.prompt_ids)) for job in prefix_jobs)  # each output says 32 cached tokens (at most all)
     share = 100 * cached / sum(len(job.prompt_ids) for job in prefix_jobs)
     assert f"(prefix probes {share:.1f} %)" in runner.summaries["t"].line()
+
+
+@pytest.mark.parametrize(
+    ("sampling", "temperature", "recorded"),
+    [({"top_k": 20}, 0.7, 20), ({"top_k": 20.0}, 0.7, 20), ({"top_k": -1}, 0.7, None), ({}, 0.7, None)]
+    + [({"top_k": 20}, 0.0, None)],
+)
+def test_a_sampling_top_k_that_limits_the_primary_generation_is_recorded(
+    tiny_tokenizer, sampling, temperature, recorded
+):
+    """docs/architecture.md#response-fields: ``decoding.top_k`` beside temperature and top-p, only when it limited the
+    sampling (not vLLM's -1 for every token, nor a greedy generation), and the record reads back with it."""
+    text = "So the answer is \\boxed{4}"
+    encode = lambda text: tiny_tokenizer(text, add_special_tokens=False).input_ids  # noqa: E731
+    _, _, record = _flow(tiny_tokenizer, "", encode("What is 2 + 2?"), encode(text), text, sampling, temperature)
+    assert record.decoding.get("top_k") == recorded
+    assert {"temperature", "top_p", "probe_temperature"} <= set(record.decoding)
+    assert ResponseRecord.from_dict(json.loads(json.dumps(record.to_dict()))).decoding == record.decoding
 
 
 def test_a_closed_thinking_section_is_cut_in_its_reasoning_and_the_cut_gets_the_marker(tiny_tokenizer):
@@ -263,7 +287,9 @@ def test_the_shuffled_trace_probe_reads_another_questions_reasoning_not_its_answ
         {"trac": {"answer_kind": "math", "reference": "{{answer}}", "probe_variants": ["trace", "shuffled_trace"]}},
         "t",
     )
-    requests = [SimpleNamespace(task_name="t", doc_id=doc, doc={"answer": "4"}, repeats=1) for doc in (0, 1)]
+    requests = [
+        SimpleNamespace(task_name="t", doc_id=doc, doc={"answer": "4"}, repeats=1, args=("", {})) for doc in (0, 1)
+    ]
     runner = _Runner(SimpleNamespace(think_end_token=None), thinking_tokenizer, "tiny", 4096, sink=_Sink())
     runner.progress, runner.summaries = RunProgress(2, disable=True), {}
     chunk = ChunkState(requests, [0, 0], [config, config])
