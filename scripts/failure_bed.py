@@ -14,7 +14,8 @@ Outputs under ``--out``: ``models/<setting>-s<seed>/`` (the reasoners), ``runs/<
 folders with ``trac_records/``), ``reports/<setting>/`` (``trac report`` over the setting's seeds as its pairs, with
 ``--by invites``: the hierarchical bootstrap resamples seeds, then questions) and ``table.md``: one row per setting,
 error type and method, built from those reports, then each setting's error profile (how many wrong answers every
-sample shares, how often the probe re-states a wrong answer unchanged).
+sample shares, how often the probe re-states a wrong answer unchanged), then each method's AUROC by the error the
+primary actually made (drift, slip, a wrong rule or a followed distractor, format).
 """
 
 from __future__ import annotations
@@ -25,13 +26,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from trac_metrics.records import ResponseRecord, iter_records  # noqa: E402
+from trac_metrics.reporting.report_data import build_report_data  # noqa: E402
 from trac_metrics.reporting.runs import load_pairs  # noqa: E402
+from trac_metrics.reporting.subsets import metrics_on  # noqa: E402
 from trac_tasks.data import tiny_reasoner  # noqa: E402
+from trac_tasks.data.arithmetic_problems import grade  # noqa: E402
 from trac_tasks.data.failure_modes import (  # noqa: E402
     PREREGISTERED_SETTINGS,
     Setting,
@@ -133,6 +139,61 @@ def error_profile(runs: dict[str, list[Path]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def made_error(record: ResponseRecord) -> str:
+    """What went wrong in a primary reply to a test-bed question (``trac_tasks.data.arithmetic_problems.grade``):
+    ``format`` (not the model's format), ``drift`` (the boxed answer is not the value the trace reached), ``slip`` (an
+    operation of the trace is miscomputed) or ``rule`` (every operation computed right, the answer still wrong: a wrong
+    rule, a followed distractor); ``none`` for a right answer."""
+    verdict = grade(int(str(record.reference)), record.generated_text or record.text)
+    if verdict.correct:
+        return "none"
+    if not verdict.well_formed:
+        return "format"
+    if not verdict.answer_from_trace:
+        return "drift"
+    return "slip" if verdict.first_slip is not None else "rule"
+
+
+def error_causes(runs: dict[str, list[Path]], resamples: int) -> str:
+    """Per setting and error the primary made (:func:`made_error`): each method's AUROC on the right answers and the
+    wrong ones of that cause only, with its interval and the difference to SC@8 (modal): which method sees which
+    error, whatever the question invited."""
+    lines = [
+        "| setting | error made | wrong | method | AUROC [95 % CI] | − SC@8 modal [95 % CI] |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, folders in runs.items():
+        data = build_report_data(load_pairs(folders, jobs=1), n_resamples=resamples, seed=0, jobs=1)
+        made = []
+        for pair in data.pairs:
+            primaries = {
+                str(record.doc_id): made_error(record)
+                for path in pair.sources
+                for record in iter_records(path)
+                if record.repeat == 0
+            }
+            made.append([primaries[str(evidence["doc_id"])] for evidence in pair.evidences])
+        methods = [method for method in TABLE_METHODS if method in data.common_methods]
+        for cause in ("drift", "slip", "rule", "format"):
+            masks = [np.asarray([m in ("none", cause) for m in pair], dtype=bool) for pair in made]
+            wrong = sum(pair.count(cause) for pair in made)
+            if not wrong:
+                continue
+            rows = metrics_on(data, masks, methods, "sc_modal" if "sc_modal" in methods else None, 0.95)
+            for method, row in rows.items():
+                lines.append(f"| {name} | {cause} | {wrong} | {method} | {_auroc_cells(row)}")
+    return "\n".join(lines) + "\n"
+
+
+def _auroc_cells(row: dict) -> str:
+    difference = (
+        f"{row['auroc_minus_reference']:+.3f} [{row['diff_lo']:+.3f}, {row['diff_hi']:+.3f}]"
+        if pd.notna(row.get("auroc_minus_reference", float("nan")))
+        else ""
+    )
+    return f"{row['auroc']:.3f} [{row['auroc_lo']:.3f}, {row['auroc_hi']:.3f}] | {difference} |"
+
+
 def _share(count: int, total: int) -> str:
     return f"{count / total:.1%} ({count} of {total})" if total else "—"
 
@@ -147,14 +208,9 @@ def table(reports: dict[str, Path]) -> str:
     for name, folder in reports.items():
         frame = pd.read_csv(folder / "by_invites.csv")
         for _, row in frame[frame["method"].isin(TABLE_METHODS)].iterrows():
-            difference = (
-                f"{row['auroc_minus_reference']:+.3f} [{row['diff_lo']:+.3f}, {row['diff_hi']:+.3f}]"
-                if "auroc_minus_reference" in row and pd.notna(row.get("auroc_minus_reference"))
-                else ""
-            )
             lines.append(
                 f"| {name} | {row['invites']} | {row['questions']} | {row['wrong']} | {row['method']} | "
-                f"{row['auroc']:.3f} [{row['auroc_lo']:.3f}, {row['auroc_hi']:.3f}] | {difference} |"
+                + _auroc_cells(row.to_dict())
             )
     return "\n".join(lines) + "\n"
 
@@ -193,7 +249,7 @@ def main(argv: list[str] | None = None) -> None:
         all_runs[setting.name] = runs
         reports[setting.name] = args.out / "reports" / setting.name.replace(":", "-")
         report(runs, reports[setting.name], args.resamples)
-    text = table(reports) + "\n" + error_profile(all_runs)
+    text = table(reports) + "\n" + error_profile(all_runs) + "\n" + error_causes(all_runs, args.resamples)
     (args.out / "table.md").write_text(text, encoding="utf-8")
     print(args.out / "table.md")
 

@@ -32,9 +32,9 @@ def judge_context(record: ResponseRecord, prompt: str) -> str | None:
     """What the judge reads before the primary answer: the question's rendered ``prompt``, the part of the response
     the record's trace probe read (its reasoning before the last end-of-thinking marker, the response cut before its
     answer statement, or the whole response: docs/method.md#probe-prompt), then what that probe appended (the marker
-    and the cue). None when the record has no trace probe or no answer to score."""
+    and the cue). None when the record has no trace probe."""
     probe = record.probes.get("trace")
-    if probe is None or record.answer is None:
+    if probe is None:
         return None
     text = record.generated_text if record.generated_text is not None else record.text
     if probe.context == REASONING and record.marker and record.marker in text:
@@ -52,9 +52,10 @@ def judge_context(record: ResponseRecord, prompt: str) -> str | None:
 @dataclass(frozen=True)
 class Judgement:
     """One primary response as a judge saw it: ``answer_logprob`` is ℓ_judge, the mean log-probability of the
-    ``answer_tokens`` tokens of the primary answer under the judge after :func:`judge_context`; ``restated`` the
-    judge's greedy re-statement (cut at the cue's closing brace) and ``agrees`` whether it equals the primary answer;
-    ``seconds`` the judge's time for this response."""
+    ``answer_tokens`` tokens of the primary answer under the judge after :func:`judge_context` (a primary without an
+    answer: ``answer_tokens`` 0 and the log-probability of the closing brace right after the cue, the empty answer);
+    ``restated`` the judge's greedy re-statement (cut at the cue's closing brace) and ``agrees`` whether it equals the
+    primary answer (never, for a primary without one); ``seconds`` the judge's time for this response."""
 
     task: str
     model: str
@@ -69,8 +70,10 @@ class Judgement:
     def __post_init__(self) -> None:
         if not JUDGE_NAME.fullmatch(self.judge):
             raise RecordFormatError(f"judge name {self.judge!r}: letters, digits, '.', '_' and '-' only")
-        if not (isinstance(self.answer_tokens, int) and self.answer_tokens >= 1):
-            raise RecordFormatError(f"answer_tokens must be a positive integer, got {self.answer_tokens!r}")
+        if not (
+            isinstance(self.answer_tokens, int) and not isinstance(self.answer_tokens, bool) and self.answer_tokens >= 0
+        ):
+            raise RecordFormatError(f"answer_tokens must be an integer >= 0, got {self.answer_tokens!r}")
         if (
             not (isinstance(self.answer_logprob, float) and math.isfinite(self.answer_logprob))
             or self.answer_logprob > 0

@@ -70,6 +70,45 @@ def _sort_key(value: str) -> tuple[int, float, str]:
         return (1 if value != MISSING else 2, math.nan, value)
 
 
+def metrics_on(
+    data: ReportData, masks: Sequence[np.ndarray], methods: Sequence[str], reference: str | None, level: float
+) -> dict[str, dict[str, float]]:
+    """Per method, the row of :func:`metrics_by_field` on the questions ``masks[i]`` of each pair i (boolean masks in
+    the order of the pair's questions; a pair whose mask is empty is left out): questions, wrong answers, accuracy,
+    AUROC and AURC with their intervals, and the paired AUROC difference to ``reference``."""
+    chosen = [i for i, mask in enumerate(masks) if mask.any()]
+    pairs = [data.pairs[i] for i in chosen]
+    evaluations = [_restricted(data.evaluations[i], masks[i]) for i in chosen]
+    labels = np.concatenate([evaluation.labels for evaluation in evaluations])
+    with warnings.catch_warnings():
+        # questions all right (or all wrong) have no AUROC: their NaN row says so in the table's note
+        warnings.filterwarnings("ignore", category=TracWarning)
+        results = bootstrap(pairs, evaluations, methods, BOOTSTRAP_METRICS, data.n_resamples, data.seed, 1)
+    auroc, aurc = results["auroc"], results["aurc"]
+    rows = {}
+    for method in methods:
+        row = {
+            "questions": int(labels.size),
+            "wrong": int((labels == 0).sum()),
+            "accuracy": float(labels.mean()),
+            "auroc": auroc.point[method],
+            "auroc_lo": auroc.ci(method, level)[0],
+            "auroc_hi": auroc.ci(method, level)[1],
+            "aurc": aurc.point[method],
+            "aurc_lo": aurc.ci(method, level)[0],
+            "aurc_hi": aurc.ci(method, level)[1],
+        }
+        if reference is not None and reference in methods and method != reference:
+            difference = auroc.paired_difference(method, reference, level)
+            row |= {
+                "auroc_minus_reference": difference["point"],
+                "diff_lo": difference["lo"],
+                "diff_hi": difference["hi"],
+            }
+        rows[method] = row
+    return rows
+
+
 def metrics_by_field(
     data: ReportData, field: str, methods: Sequence[str], reference: str | None = None, level: float = 0.95
 ) -> ReportTable:
@@ -79,34 +118,7 @@ def metrics_by_field(
     rows, index = [], []
     for value in sorted({v for pair in values for v in pair}, key=_sort_key):
         masks = [np.asarray([v == value for v in pair], dtype=bool) for pair in values]
-        chosen = [i for i, mask in enumerate(masks) if mask.any()]
-        pairs = [data.pairs[i] for i in chosen]
-        evaluations = [_restricted(data.evaluations[i], masks[i]) for i in chosen]
-        labels = np.concatenate([evaluation.labels for evaluation in evaluations])
-        with warnings.catch_warnings():
-            # a value whose questions are all right (or all wrong) has no AUROC: its NaN row says so in the note
-            warnings.filterwarnings("ignore", category=TracWarning)
-            results = bootstrap(pairs, evaluations, methods, BOOTSTRAP_METRICS, data.n_resamples, data.seed, 1)
-        for method in methods:
-            auroc, aurc = results["auroc"], results["aurc"]
-            row = {
-                "questions": int(labels.size),
-                "wrong": int((labels == 0).sum()),
-                "accuracy": float(labels.mean()),
-                "auroc": auroc.point[method],
-                "auroc_lo": auroc.ci(method, level)[0],
-                "auroc_hi": auroc.ci(method, level)[1],
-                "aurc": aurc.point[method],
-                "aurc_lo": aurc.ci(method, level)[0],
-                "aurc_hi": aurc.ci(method, level)[1],
-            }
-            if reference is not None and reference in methods and method != reference:
-                difference = auroc.paired_difference(method, reference, level)
-                row |= {
-                    "auroc_minus_reference": difference["point"],
-                    "diff_lo": difference["lo"],
-                    "diff_hi": difference["hi"],
-                }
+        for method, row in metrics_on(data, masks, methods, reference, level).items():
             rows.append(row)
             index.append((value, method))
     frame = pd.DataFrame(rows, index=pd.MultiIndex.from_tuples(index, names=[field, "method"]))

@@ -6,7 +6,7 @@ primary response's question and reasoning as TrAC's trace probe did and scores t
 For every run folder (an lm-eval ``--output_path`` with ``trac_records/`` and, from ``--log_samples``, the samples
 files that hold each question's rendered prompt) it writes ``trac_judgements/<task>.<NAME>.jsonl`` beside
 ``trac_records/``; ``trac report`` / ``trac evaluate`` then show the method ``cross_model``. A question without a
-stored prompt, a trace probe or an answer is skipped (counted in a warning); an existing judgements file is refused.
+stored prompt or a trace probe is skipped (counted in a warning); an existing judgements file is refused.
 The judge reads the prompt as the run rendered it (the first model's chat template): pair models that share one, or
 accept that the judge reads another's.
 """
@@ -43,12 +43,12 @@ class _Item:
     doc_id: int | str
     kind: str
     context: str
-    answer: str
+    answer: str | None
 
 
 def judge_items(folders: Sequence[Path]) -> tuple[list[_Item], int]:
     """The primary responses under ``folders`` the judge can score, and how many it cannot (no prompt stored, no
-    trace probe, no answer)."""
+    trace probe)."""
     items, skipped = [], 0
     for pair in load_pairs(folders, jobs=1):
         prompts = question_prompts(pair)
@@ -106,7 +106,8 @@ def score(items: Sequence[_Item], judge: Judge, name: str, batch: int = 16) -> l
         chunk = items[start : start + batch]
         began = time.perf_counter()
         contexts = [tokenizer(item.context, add_special_tokens=False)["input_ids"] for item in chunk]
-        answers = [tokenizer(item.answer, add_special_tokens=False)["input_ids"] for item in chunk]
+        # a primary without an answer: the empty answer, the closing brace right after the cue
+        answers = [tokenizer(item.answer or CLOSING, add_special_tokens=False)["input_ids"] for item in chunk]
         with torch.no_grad():
             logprobs = _answer_logprobs(model, contexts, answers, pad, device)
             restated = _restatements(model, tokenizer, contexts, pad, device)
@@ -119,9 +120,9 @@ def score(items: Sequence[_Item], judge: Judge, name: str, batch: int = 16) -> l
                     item.doc_id,
                     name,
                     min(0.0, float(value)),
-                    len(answer_ids),
+                    len(answer_ids) if item.answer is not None else 0,
                     text,
-                    equivalent(text, item.answer, item.kind),
+                    item.answer is not None and equivalent(text, item.answer, item.kind),
                     seconds,
                 )
             )
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     items, skipped = judge_items(args.runs)
     if skipped:
         warnings.warn(
-            f"{skipped} primary response(s) without a stored prompt, a trace probe or an answer are not judged",
+            f"{skipped} primary response(s) without a stored prompt or a trace probe are not judged",
             TracWarning,
             stacklevel=1,
         )

@@ -49,7 +49,10 @@ def test_the_judge_reads_what_the_trace_probe_read_then_what_it_appended():
         PROMPT + "<think>\nTom has</think>X{"
     )
     assert judge_context(dataclasses.replace(_primary("reasoning"), probes={}), PROMPT) is None
-    assert judge_context(dataclasses.replace(_primary("reasoning"), answer=None), PROMPT) is None
+    # a primary without an answer is read alike (the judge scores the empty answer)
+    assert judge_context(dataclasses.replace(_primary("reasoning"), answer=None), PROMPT) == judge_context(
+        _primary("reasoning"), PROMPT
+    )
 
 
 def _judgement(doc_id=1, logprob=-0.5, **changes) -> Judgement:
@@ -75,7 +78,8 @@ def test_judgements_are_read_back_as_written_and_a_bad_one_is_refused_by_file_an
     assert list(read_judgements(path)) == [_judgement(1), _judgement("aime:3", -2.0, restated=None, agrees=False)]
     with pytest.raises(FileExistsError):
         write_judgements(path, [_judgement(2)])
-    for bad in ({"answer_logprob": 0.5}, {"answer_logprob": float("nan")}, {"answer_tokens": 0}, {"judge": "a/b"}):
+    assert _judgement(answer_tokens=0, restated=None, agrees=False).answer_tokens == 0  # the empty answer
+    for bad in ({"answer_logprob": 0.5}, {"answer_logprob": float("nan")}, {"answer_tokens": -1}, {"judge": "a/b"}):
         with pytest.raises(RecordFormatError):
             _judgement(**bad)
     line = json.loads(_judgement().to_json()) | {"seconds": -1}

@@ -25,20 +25,21 @@ CUE = "\n\nThe final answer is \\boxed{"
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """Six questions of the tiny reasoner's kind: the primary's answer is the trace's value (doc 0-2) or another."""
+    """Seven questions of the tiny reasoner's kind: the primary's answer is the trace's value (doc 0-2), another
+    (3-5), or none (6)."""
     from transformers import AutoTokenizer
 
     folder = tmp_path_factory.mktemp("judged")
     tokenizer = AutoTokenizer.from_pretrained(reasoner_path())
-    problems = [make_problem(random.Random(seed), Difficulty(2, 1, 0)) for seed in range(6)]
+    problems = [make_problem(random.Random(seed), Difficulty(2, 1, 0)) for seed in range(7)]
     prompts = chat_prompts(tokenizer, [problem.question for problem in problems])
     writer = RecordWriter(folder / "trac_records" / f"{TASK}.2026-01-01T00-00-00.jsonl")
     samples = []
     for doc_id, (problem, prompt) in enumerate(zip(problems, prompts, strict=True)):
-        answer = str(problem.answer if doc_id < 3 else problem.answer + 7)
+        answer = None if doc_id == 6 else str(problem.answer if doc_id < 3 else problem.answer + 7)
         (record,) = synthetic_question(np.random.default_rng(doc_id), doc_id, True, k=1, task=TASK, model=MODEL)
         probe = dataclasses.replace(record.probes["trace"], context="reasoning", appended_text="</think>" + CUE)
-        text = f"<think>\n{problem.trace}\n</think>{CUE}{answer}}}."
+        text = f"<think>\n{problem.trace}\n</think>{CUE}{answer or ''}"
         writer.write_batch(
             [dataclasses.replace(record, text=text, answer=answer, marker="</think>", probes={"trace": probe})]
         )
@@ -57,12 +58,12 @@ def test_the_judge_scores_each_answer_as_an_unbatched_forward_pass_and_restates_
 
     folder, problems, prompts = run
     judgements = list(read_judgements(judgements_file(folder, TASK, "tiny")))
-    assert [judgement.doc_id for judgement in judgements] == list(range(6))
+    assert [judgement.doc_id for judgement in judgements] == list(range(7))
     tokenizer = AutoTokenizer.from_pretrained(reasoner_path())
     model = AutoModelForCausalLM.from_pretrained(reasoner_path(), dtype=torch.float32).eval()
     for judgement, problem, prompt in zip(judgements, problems, prompts, strict=True):
         context = f"{prompt}<think>\n{problem.trace}\n</think>{CUE}"
-        answer = str(problem.answer if judgement.doc_id < 3 else problem.answer + 7)
+        answer = "}" if judgement.doc_id == 6 else str(problem.answer if judgement.doc_id < 3 else problem.answer + 7)
         context_ids = tokenizer(context, add_special_tokens=False)["input_ids"]
         answer_ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
         with torch.no_grad():
@@ -70,11 +71,13 @@ def test_the_judge_scores_each_answer_as_an_unbatched_forward_pass_and_restates_
         logprobs = torch.log_softmax(logits, dim=-1)
         expected = np.mean([float(logprobs[len(context_ids) - 1 + i, token]) for i, token in enumerate(answer_ids)])
         assert judgement.answer_logprob == pytest.approx(expected, abs=1e-4)
-        assert judgement.answer_tokens == len(answer_ids) and judgement.judge == "tiny"
+        assert (
+            judgement.answer_tokens == (0 if judgement.doc_id == 6 else len(answer_ids)) and judgement.judge == "tiny"
+        )
         assert judgement.agrees == (judgement.doc_id < 3)  # it re-states the trace's value
     right = [j.answer_logprob for j in judgements if j.doc_id < 3]
-    wrong = [j.answer_logprob for j in judgements if j.doc_id >= 3]
-    assert max(wrong) < min(right)
+    wrong = [j.answer_logprob for j in judgements if 3 <= j.doc_id < 6]
+    assert judgements[6].answer_logprob < min(wrong) and max(wrong) < min(right)  # no answer: least confident
 
 
 def test_the_judge_reads_the_trace_probes_context(run):
