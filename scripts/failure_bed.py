@@ -49,6 +49,8 @@ TABLE_METHODS = (
     "pce",
     "tup",
     "sequence_only",
+    "answer_token",
+    "answer_confidence",
     "mean_logprob",
     "deepconf_bottom",
     "cross_model",
@@ -57,8 +59,9 @@ TABLE_METHODS = (
     "sc4_modal",
     "sc2_modal",
 )
-"""The rows of ``table.md``: TrAC, its probe alone, the heads without the probe (TUP, sequence-only), token
-confidence, the cross-model score, and self-consistency at the cost-matched K = 2, 4 and 8."""
+"""The rows of ``table.md``: TrAC, its probe alone, the heads without the probe (TUP, sequence-only, the answer
+tokens' log-probability alone and with the mean), token confidence, the cross-model score, and self-consistency at
+the cost-matched K = 2, 4 and 8."""
 ENGINE_ARGS = (
     "dtype=float32,max_model_len=1024,enable_prefix_caching=True,block_size=32,enforce_eager=True,"
     "distributed_executor_backend=uni,seed=1234"

@@ -38,6 +38,8 @@ holds the answer probes after the trace cut at fractions of its reasoning: probe
 with its ``fraction`` and the ``trace_tokens`` it kept, in increasing order of fraction. ``reasoning_tokens`` is R,
 how many leading generated tokens are the response's reasoning: those before its last end-of-thinking marker, all of
 its tokens but a closing end-of-sequence token when it has no marker (trace length, docs/method.md#trace-length).
+``answer_tokens`` (written when set) is [start, end) of the generated tokens that spell the extracted answer
+(docs/method.md#answer-token-log-probability).
 
 Reading (:func:`iter_records`) checks every field against this schema, so a malformed record fails with
 :class:`RecordFormatError` naming the file, line and field, never deeper in a computation; a last line cut off by
@@ -295,7 +297,7 @@ _NUMBER = _Expected("a number", _is_number)
 _SECONDS = _Expected(f"a number of seconds in [0, {MAX_SECONDS:g}]", _is_seconds)
 _OBJECT = _Expected("a JSON object", lambda value: isinstance(value, Mapping))
 _BOOL = _Expected("true or false", lambda value: isinstance(value, bool))
-_WRITTEN_WHEN_SET = ("label", "label_source", "labeller", "reasoning_tokens")
+_WRITTEN_WHEN_SET = ("label", "label_source", "labeller", "reasoning_tokens", "answer_tokens")
 """Fields written only when set (task-scored records, runs labelled by Math-Verify), so other records stay byte for
 byte as before."""
 DECODING_TOP_K = "top_k"
@@ -389,6 +391,10 @@ _RESPONSE_FIELDS = {
     "labeller": _Expected(f"one of {LABELLERS}", lambda value: value in LABELLERS).or_null(),
     "prefix_probes": _Expected("a list of probe objects", lambda value: isinstance(value, list)),
     "reasoning_tokens": _COUNT.or_null(),
+    "answer_tokens": _Expected(
+        "a [start, end] pair of token indices",
+        lambda value: isinstance(value, list) and len(value) == 2 and all(_COUNT.accepts(item) for item in value),
+    ).or_null(),
 }
 """The schema of the scalar and mapping fields (the arrays are :data:`_RESPONSE_ARRAYS`, :data:`_PROBE_ARRAYS`)."""
 
@@ -577,6 +583,7 @@ class ResponseRecord:
     labeller: str | None = None
     prefix_probes: tuple[ProbeRecord, ...] = ()
     reasoning_tokens: int | None = None
+    answer_tokens: tuple[int, int] | None = None
     vocabulary_mean_logprob: np.ndarray | None = None
     """Per generated token, the mean log-probability over the whole vocabulary (float32[T]), where the engine had the
     full distribution (the HF backend): the input of the full-vocabulary self-certainty (docs/method.md#self-certainty).
@@ -612,6 +619,14 @@ class ResponseRecord:
                 f"record {self.task}/{self.doc_id}: reasoning_tokens {self.reasoning_tokens} exceeds its "
                 f"{len(self.token_ids)} generated tokens"
             )
+        if self.answer_tokens is not None:
+            start, end = self.answer_tokens
+            object.__setattr__(self, "answer_tokens", (int(start), int(end)))
+            if not 0 <= start < end <= len(self.token_ids):
+                raise RecordFormatError(
+                    f"record {self.task}/{self.doc_id}: answer_tokens {[start, end]} is not a span of its "
+                    f"{len(self.token_ids)} generated tokens"
+                )
         for name, probe in self.probes.items():
             if name != probe.variant or name == PREFIX_VARIANT:
                 raise RecordFormatError(f"probe stored under {name!r} has variant {probe.variant!r}")

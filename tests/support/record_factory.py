@@ -83,8 +83,9 @@ def with_every_input(records: list[ResponseRecord], rng: np.random.Generator) ->
     """The question's records with what the optional methods read added to the primary: P(True) (and its seconds),
     the question-only, shuffled-trace, teacher-forced and after-the-answer probes (docs/method.md#probe-variants), the
     cue variants (docs/method.md#cue-variants),
-    prefix probes at 0.25, 0.5 and 0.75 of its trace (docs/method.md#prefix-probes) and the full-vocabulary means
-    of an HF run (docs/method.md#self-certainty)."""
+    prefix probes at 0.25, 0.5 and 0.75 of its trace (docs/method.md#prefix-probes), the full-vocabulary means
+    of an HF run (docs/method.md#self-certainty) and where its answer's tokens are (its last two,
+    docs/method.md#answer-token-log-probability)."""
     primary, *others = records
     trace = primary.probes["trace"]
     probes = dict(primary.probes)
@@ -123,6 +124,7 @@ def with_every_input(records: list[ResponseRecord], rng: np.random.Generator) ->
         probes=probes,
         prefix_probes=prefix_probes,
         vocabulary_mean_logprob=np.minimum(primary.token_logprobs - rng.uniform(5, 8), -5.0),
+        answer_tokens=(primary.num_tokens - 2, primary.num_tokens),
         p_true=float(rng.uniform(0.05, 0.95)),
         timing={**primary.timing, "p_true_seconds": 0.004 * (1 + rng.random())},
     )

@@ -111,6 +111,22 @@ def test_the_labeller_is_written_only_when_set_and_read_back():
         ResponseRecord.from_dict({**labelled.to_dict(), "labeller": "module:function"})
 
 
+def test_the_answers_token_span_is_written_only_when_set_and_a_span_outside_the_tokens_is_refused():
+    plain = make_record(n_tokens=7)
+    assert "answer_tokens" not in plain.to_dict() and ResponseRecord.from_dict(plain.to_dict()).answer_tokens is None
+    spanned = replace(plain, answer_tokens=(5, 7))
+    back = ResponseRecord.from_dict(json.loads(json.dumps(spanned.to_dict())))
+    assert back.answer_tokens == (5, 7) and question_evidence([back])["answer_token_logprob"] == pytest.approx(
+        float(np.mean(back.token_logprobs[5:7]))
+    )
+    assert math.isnan(question_evidence([plain])["answer_token_logprob"])
+    for bad in ([3, 3], [6, 8], [-1, 2]):
+        with pytest.raises(RecordFormatError, match="answer_tokens"):
+            ResponseRecord.from_dict({**spanned.to_dict(), "answer_tokens": bad})
+    with pytest.raises(RecordFormatError, match="answer_tokens"):
+        ResponseRecord.from_dict({**spanned.to_dict(), "answer_tokens": [1, 2, 3]})
+
+
 def test_prefix_probes_round_trip_and_records_without_them_are_stored_as_before():
     """docs/method.md#prefix-probes: a record's prefix probes come back with their fraction and kept trace tokens;
     a record without them (every record written before the switch existed) has neither the field nor, in its other

@@ -333,11 +333,22 @@ def _evidence(
         "answers": answers,
         "answer_classes": classes,
         "agree": None if features["pce"] is None else features["pce"][0],
+        "answer_token_logprob": answer_token_logprob(primary),
         "features": features,
         "baselines": baseline_scores(ordered, kind, judgement),
         "metadata": dict(primary.metadata),
         "labeller": labeller,
     }
+
+
+def answer_token_logprob(record: ResponseRecord) -> float:
+    """The mean log-probability of the tokens that spell the record's answer (its ``answer_tokens``,
+    docs/method.md#answer-token-log-probability); NaN where the record locates none (no answer, an answer the extraction
+    rewrote, a record written before the field): the heads that read it add a missingness indicator."""
+    if record.answer_tokens is None:
+        return float("nan")
+    start, end = record.answer_tokens
+    return float(np.mean(record.token_logprobs[start:end].astype(np.float64)))
 
 
 def baseline_scores(

@@ -218,6 +218,17 @@ def _sequence_only(evidence: Mapping[str, Any]) -> list[float]:
     return [evidence["baselines"]["mean_logprob"]]
 
 
+def _answer_token(evidence: Mapping[str, Any]) -> list[float]:
+    """The mean log-probability of the answer's own tokens (docs/method.md#answer-token-log-probability)."""
+    return [evidence["answer_token_logprob"]]
+
+
+def _answer_confidence(evidence: Mapping[str, Any]) -> list[float]:
+    """The response's mean token log-probability and its answer tokens'
+    (docs/method.md#answer-token-log-probability)."""
+    return [evidence["baselines"]["mean_logprob"], evidence["answer_token_logprob"]]
+
+
 def _convergence_final(evidence: Mapping[str, Any]) -> list[float] | None:
     """The prefix probes' answer convergence and agreement and the completed trace's agreement e
     (docs/method.md#label-efficiency: "convergence + final")."""
@@ -621,6 +632,29 @@ BUILTIN_METHODS = (
         requires=("mean_logprob",),
         summary="A logistic head on the response's mean token log-probability alone",
         doc="docs/method.md#label-efficiency",
+    ),
+    Method(
+        "answer_token",
+        "Answer-token log-prob",
+        HEAD,
+        ONE_GENERATION,
+        features=_answer_token,
+        leaderboard_row=None,
+        scope=Scope.REPORT,
+        summary="A logistic head on the mean log-probability of the tokens that spell the answer",
+        doc="docs/method.md#answer-token-log-probability",
+    ),
+    Method(
+        "answer_confidence",
+        "Sequence + answer tokens",
+        HEAD,
+        ONE_GENERATION,
+        features=_answer_confidence,
+        leaderboard_row=None,
+        scope=Scope.REPORT,
+        requires=("mean_logprob",),
+        summary="A logistic head on the response's mean token log-probability and its answer tokens'",
+        doc="docs/method.md#answer-token-log-probability",
     ),
     Method(
         "convergence_final",

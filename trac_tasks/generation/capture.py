@@ -138,6 +138,7 @@ def build_record(
     probes: Mapping[str, ProbeRecord],
     prefix_probes: Sequence[ProbeRecord] = (),
     reasoning_tokens: int | None = None,
+    answer_tokens: tuple[int, int] | None = None,
     p_true: float | None,
     label: bool | None,
     num_samples: int,
@@ -151,6 +152,8 @@ def build_record(
     marker in force, ``answer``: the answer read after it, :mod:`trac_tasks.generation.thinking`; ``prefix_probes``:
     its prefix probes in any order, stored in increasing order of fraction, docs/method.md#prefix-probes;
     ``reasoning_tokens``: how many leading generated tokens are its reasoning, docs/method.md#trace-length;
+    ``answer_tokens``: [start, end) of the generated tokens that spell its answer,
+    docs/method.md#answer-token-log-probability;
     ``vocabulary_mean_logprob``: where the engine has the full distribution, the mean logprob over the vocabulary at
     each position, docs/method.md#self-certainty)."""
     doc = request.doc
@@ -171,6 +174,7 @@ def build_record(
         probes=dict(probes),
         prefix_probes=tuple(sorted(prefix_probes, key=lambda probe: probe.fraction)),
         reasoning_tokens=reasoning_tokens,
+        answer_tokens=answer_tokens,
         p_true=p_true,
         timing=dict(timing),
         metadata=config.metadata_of(doc),

@@ -54,6 +54,28 @@ def answer_statement_cut(
     return None if start is None else tokens_within(ids, start, decode)
 
 
+def answer_token_span(
+    ids: Sequence[int], decode: Callable[[Sequence[int]], str], answer: str | None, kind: str, marker: str | None
+) -> tuple[int, int] | None:
+    """The ids that spell the response's final answer (docs/method.md#answer-token-log-probability): [start, end) of
+    the tokens covering the last occurrence of ``answer`` (the extracted answer) at or after the line that states it
+    (:func:`~trac_metrics.answers.extraction.answer_statement_start`, after the end-of-thinking ``marker``); a token
+    that straddles either end is included. None when there is no answer or its text does not occur there as written
+    (an answer the extraction rewrote)."""
+    if not answer:
+        return None
+    text = decode(ids)
+    line = answer_statement_start(text, kind, marker or None)
+    position = -1 if line is None else text.rfind(answer, line)
+    if position < 0:
+        return None
+    end_character = position + len(answer)
+    end = tokens_within(ids, end_character, decode)
+    if len(decode(ids[:end])) < end_character:
+        end += 1
+    return tokens_within(ids, position, decode), end
+
+
 STEP_BOUNDARY = re.compile(r"\n|[.!?](?=\s)")
 """A character that ends a reasoning step: a newline, or a sentence end (``.``, ``!``, ``?``) followed by whitespace
 (so the point of ``3.14`` ends nothing)."""

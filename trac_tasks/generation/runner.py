@@ -55,7 +55,7 @@ from trac_tasks.generation.capture import (
 )
 from trac_tasks.generation.chunk import ChunkState, ProbeJob
 from trac_tasks.generation.config import PROBE_MAX_TOKENS, TRAC_KEY, TracConfig, sampling_top_k
-from trac_tasks.generation.probe import ParsedProbe, answer_statement_cut, parse_probe, prefix_cut
+from trac_tasks.generation.probe import ParsedProbe, answer_statement_cut, answer_token_span, parse_probe, prefix_cut
 from trac_tasks.generation.progress import LOGGER, RunProgress, TaskSummary
 from trac_tasks.generation.thinking import AUTO, ThinkingMarker, detect_marker
 from trac_tasks.harness.compat import require_trac_hooks
@@ -357,6 +357,9 @@ class TracRunner(ABC):
             probes=chunk.probes[index],
             prefix_probes=chunk.prefix_probes[index],
             reasoning_tokens=self.marker_for(trace.config).reasoning_length(trace.body_ids, self.decode),
+            answer_tokens=answer_token_span(
+                trace.body_ids, self.decode, chunk.answers[index], trace.kind, self.marker_for(trace.config).text
+            ),
             p_true=p_true,
             label=label,
             num_samples=int(trace.request.repeats or 1),

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trac_tasks.generation.config import DEFAULT_CUE, TracConfig
-from trac_tasks.generation.probe import parse_probe, prefix_cut, trace_body
+from trac_tasks.generation.probe import answer_token_span, parse_probe, prefix_cut, trace_body
 
 
 def encode(tokenizer, text: str) -> list[int]:
@@ -143,3 +143,25 @@ def test_a_real_tokenizers_cut_ends_a_step(tiny_tokenizer):
     for fraction, step_end in ((0.6, "to get 6.\n"), (0.9, "we double it.")):
         kept = prefix_cut(ids, fraction, decode)
         assert kept <= int(fraction * len(ids)) and decode(ids[:kept]).endswith(step_end)
+
+
+def _pieces_decoder(pieces):
+    return lambda ids: "".join(pieces[i] for i in ids)
+
+
+def test_the_answer_span_covers_the_tokens_of_the_last_statement_straddling_ones_included():
+    pieces = ["<think>x = 42</think>", " So ", "\\boxed{4", "2}", "."]
+    decode = _pieces_decoder(pieces)
+    ids = list(range(len(pieces)))
+    # the 42 of the reasoning is not the answer's statement; the box's straddles tokens 2 and 3
+    assert answer_token_span(ids, decode, "42", "math", "</think>") == (2, 4)
+    assert answer_token_span(ids, decode, None, "math", "</think>") is None
+    assert answer_token_span(ids, decode, "42.0", "math", "</think>") is None  # not written so: no span
+
+
+def test_a_real_tokenizers_answer_span_spells_the_boxed_answer_not_the_summary_line(tiny_tokenizer):
+    text = "Tom has 13 pens in the end.\nThe final answer is \\boxed{13}."
+    ids = tiny_tokenizer(text, add_special_tokens=False)["input_ids"]
+    decode = lambda chosen: tiny_tokenizer.decode(chosen)  # noqa: E731
+    start, end = answer_token_span(ids, decode, "13", "math", None)
+    assert decode(ids[start:end]).strip() == "13" and decode(ids[:start]).endswith("\\boxed{")
