@@ -133,3 +133,20 @@ def test_the_probe_agrees_on_correct_answers_and_summary_prints_the_row(demo_run
     assert f"probe agreement with the primary answer: {format_agreement(agreement.share_correct)} of correct" in printed
     assert "(paper: 87.6 % / 24.7 %)" in printed
     assert "probe agreement with the primary answer" in demo_run.log, "the end-of-task line"
+
+
+def test_each_answers_tokens_spell_it_and_feed_its_log_probability(records):
+    """docs/method.md#answer-token-log-probability: the record's answer_tokens, located on the engine's token ids,
+    decode to the extracted answer with the model's own tokenizer."""
+    from transformers import AutoTokenizer
+
+    from trac_tasks.data.tiny_reasoner import reasoner_path
+
+    tokenizer = AutoTokenizer.from_pretrained(reasoner_path())
+    answered = [record for record in records if record.answer is not None]
+    assert answered and all(record.answer_tokens is not None for record in answered)
+    for record in answered:
+        start, end = record.answer_tokens
+        assert tokenizer.decode(record.token_ids[start:end].tolist()).strip() == record.answer
+        if record.repeat == 0:
+            assert question_evidence([record])["answer_token_logprob"] <= 0
