@@ -10,9 +10,9 @@ import warnings
 from collections.abc import Iterator
 
 import pytest
-from html_browser import launched, loaded, opened
+from html_browser import loaded, opened
 from html_report_runs import MARKER, STAMP, confidently_wrong_from_records, rewrite_records, write_tokenized_runs
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import BrowserContext, Page, expect
 
 from trac_metrics._warnings import TracWarning
 from trac_metrics.cli import main
@@ -67,18 +67,6 @@ def one_run(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer) -> dict:
     (path,) = runs.glob("model-a/trac_records/*.jsonl")
     primaries = {record.doc_id: record for record in iter_records(path) if record.repeat == 0}
     return {"html": html, "runs": runs, "primaries": primaries}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    yield from launched()
-
-
-@pytest.fixture(scope="module")
-def context(browser: Browser) -> Iterator[BrowserContext]:
-    context = browser.new_context(offline=True, viewport={"width": 1440, "height": 960})
-    yield context
-    context.close()
 
 
 def open_document(context: BrowserContext, one_run: dict, doc: int) -> Iterator[Page]:

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from html_browser import launched, loaded, opened
+from html_browser import loaded, opened
 from html_report_runs import (
     MARKER,
     SUBJECTS,
@@ -86,18 +86,6 @@ def written(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer, tiny_model
         pairs = load_pairs([runs], jobs=1)
         evaluations = evaluate_pairs(pairs, jobs=1)
     return {"runs": runs, "tables": root / "tables", "html": html, "pairs": pairs, "evaluations": evaluations}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    yield from launched()
-
-
-@pytest.fixture(scope="module")
-def context(browser: Browser) -> Iterator[BrowserContext]:
-    context = browser.new_context(offline=True, viewport={"width": 1440, "height": 960})
-    yield context
-    context.close()
 
 
 @pytest.fixture
