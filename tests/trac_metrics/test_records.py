@@ -119,7 +119,7 @@ def test_the_answers_token_span_is_written_only_when_set_and_a_span_outside_the_
     assert back.answer_tokens == (5, 7) and question_evidence([back])["answer_token_logprob"] == pytest.approx(
         float(np.mean(back.token_logprobs[5:7]))
     )
-    assert math.isnan(question_evidence([plain])["answer_token_logprob"])
+    assert question_evidence([plain])["answer_token_logprob"] is None
     for bad in ([3, 3], [6, 8], [-1, 2]):
         with pytest.raises(RecordFormatError, match="answer_tokens"):
             ResponseRecord.from_dict({**spanned.to_dict(), "answer_tokens": bad})

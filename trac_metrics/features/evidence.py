@@ -341,12 +341,13 @@ def _evidence(
     }
 
 
-def answer_token_logprob(record: ResponseRecord) -> float:
+def answer_token_logprob(record: ResponseRecord) -> float | None:
     """The mean log-probability of the tokens that spell the record's answer (its ``answer_tokens``,
-    docs/method.md#answer-token-log-probability); NaN where the record locates none (no answer, an answer the extraction
-    rewrote, a record written before the field): the heads that read it add a missingness indicator."""
+    docs/method.md#answer-token-log-probability); None where the record locates none (no answer, an answer the
+    extraction rewrote, a record written before the field): the heads that read it see NaN and add a missingness
+    indicator."""
     if record.answer_tokens is None:
-        return float("nan")
+        return None
     start, end = record.answer_tokens
     return float(np.mean(record.token_logprobs[start:end].astype(np.float64)))
 

@@ -220,13 +220,18 @@ def _sequence_only(evidence: Mapping[str, Any]) -> list[float]:
 
 def _answer_token(evidence: Mapping[str, Any]) -> list[float]:
     """The mean log-probability of the answer's own tokens (docs/method.md#answer-token-log-probability)."""
-    return [evidence["answer_token_logprob"]]
+    return [_or_nan(evidence["answer_token_logprob"])]
 
 
 def _answer_confidence(evidence: Mapping[str, Any]) -> list[float]:
     """The response's mean token log-probability and its answer tokens'
     (docs/method.md#answer-token-log-probability)."""
-    return [evidence["baselines"]["mean_logprob"], evidence["answer_token_logprob"]]
+    return [evidence["baselines"]["mean_logprob"], _or_nan(evidence["answer_token_logprob"])]
+
+
+def _or_nan(value: float | None) -> float:
+    """A feature the evidence may lack (None), as the heads read it: NaN, given a missingness indicator."""
+    return float("nan") if value is None else value
 
 
 def _convergence_final(evidence: Mapping[str, Any]) -> list[float] | None:
