@@ -12,10 +12,12 @@ registered (docs/guide/extending.md) is in every report: register it, rerun, rea
 
 Outputs under ``--out``: ``models/<setting>-s<seed>/`` (the reasoners), ``runs/<setting>-s<seed>/`` (lm-eval output
 folders with ``trac_records/``), ``reports/<setting>/`` (``trac report`` over the setting's seeds as its pairs, with
-``--by invites``: the hierarchical bootstrap resamples seeds, then questions) and ``table.md``: one row per setting,
-error type and method, built from those reports, then each setting's error profile (how many wrong answers every
-sample shares, how often the probe re-states a wrong answer unchanged), then each method's AUROC by the error the
-primary actually made (drift, slip, a wrong rule or a followed distractor, format).
+``--by invites``: the hierarchical bootstrap resamples seeds, then questions; ``report.html``, its page, with the
+cost-matched figure: SC@2/4/8 and TrAC at their cost) and ``table.md``: the seeds measured per setting, then one
+row per setting, error type and method, built from those reports, then each setting's error profile (how many wrong
+answers every sample shares, how often the probe re-states a wrong answer unchanged), then each method's AUROC by the
+error the primary actually made (drift, slip, a wrong rule or a followed distractor, format). ``--trained-only``
+trains nothing and reports each setting over the seeds whose model is there.
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ def judge(folder: Path) -> None:
 def report(runs: list[Path], out: Path, resamples: int) -> None:
     run(
         [sys.executable, "-m", "trac_metrics.cli", "report", *map(str, runs), "--out", str(out), "--by", "invites"]
-        + ["--resamples", str(resamples)]
+        + ["--resamples", str(resamples), "--html", str(out / "report.html")]
     )
 
 
@@ -235,24 +237,44 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, help="questions per run (default: all 200)")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads per training (default 1)")
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of the reports")
+    parser.add_argument(
+        "--trained-only",
+        action="store_true",
+        help="train nothing: each setting over its seeds whose model is there (a setting with none is left out)",
+    )
     args = parser.parse_args(argv)
-    reports, all_runs = {}, {}
+    reports, all_runs, measured = {}, {}, []
     for setting in args.settings:
-        runs = []
+        runs, seeds = [], []
         for seed in args.seeds or preregistered_seeds(setting):
             name = folder_name(setting, seed)
             if setting.kind == "slips" and seed == tiny_reasoner.TRAINING_SEED and not args.steps:
                 model = tiny_reasoner.reasoner_path()  # the shipped weights are this setting at this seed
             else:
                 model = args.out / "models" / name
+                if args.trained_only and not (model / "model.safetensors").is_file():
+                    continue
                 train(setting, seed, model, args.steps, args.threads)
             generate(setting, model, args.out / "runs" / name, args.limit)
             judge(args.out / "runs" / name)
             runs.append(args.out / "runs" / name)
+            seeds.append(str(seed))
+        if not runs:
+            continue
         all_runs[setting.name] = runs
+        measured.append(f"{setting.name} (seeds {', '.join(seeds)})")
         reports[setting.name] = args.out / "reports" / setting.name.replace(":", "-")
         report(runs, reports[setting.name], args.resamples)
-    text = table(reports) + "\n" + error_profile(all_runs) + "\n" + error_causes(all_runs, args.resamples)
+    if not all_runs:
+        parser.error("no setting has a trained model (--trained-only)")
+    text = (
+        f"Measured: {'; '.join(measured)}.\n\n"
+        + table(reports)
+        + "\n"
+        + error_profile(all_runs)
+        + "\n"
+        + error_causes(all_runs, args.resamples)
+    )
     (args.out / "table.md").write_text(text, encoding="utf-8")
     print(args.out / "table.md")
 

@@ -42,7 +42,15 @@ def test_one_setting_trains_generates_and_reports_by_the_error_it_invites(tmp_pa
     (profile,) = [line for line in lines if line.startswith("| drift:0.15 | drift | 20 |") and "%" in line]
     assert int(profile.split("|")[4]) == table["wrong"].iloc[0]  # the error profile counts the report's wrong answers
     assert "| error made |" in "\n".join(lines)  # and the AUROC by the error each primary made
+    assert lines[0] == "Measured: drift:0.15 (seeds 1)."
+    assert (out / "reports" / "drift-0.15" / "report.html").stat().st_size > 10_000  # the setting's page
     # a second run resumes: nothing is trained or generated again, the reports are rewritten
     again = subprocess.run(command, capture_output=True, text=True, timeout=900, env=engine_env(), cwd=REPO)
     assert again.returncode == 0 and "train_tiny_reasoner" not in again.stdout and "lm_eval" not in again.stdout
     assert "engines.judge" not in again.stdout
+    # --trained-only: the seeds whose model is there, nothing trained for the others
+    only = [*command[: command.index("--seeds")], "--seeds", "1", "2", *command[command.index("--steps") :]]
+    only.append("--trained-only")
+    again = subprocess.run(only, capture_output=True, text=True, timeout=900, env=engine_env(), cwd=REPO)
+    assert again.returncode == 0 and "train_tiny_reasoner" not in again.stdout, again.stderr[-3000:]
+    assert (out / "table.md").read_text(encoding="utf-8").startswith("Measured: drift:0.15 (seeds 1).")

@@ -3,15 +3,18 @@
 
 Its accuracy lies in the band the model card states, its replies are in the thinking format with ``</think>`` read
 as a special token from the token ids, its wrong answers come from a slip in the trace, the probe is served from the
-prefix cache, and TrAC's metrics are finite."""
+prefix cache, TrAC's metrics are finite, and the run's page shades its traces and fits a phone."""
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
+from html_browser import check_ranked_claims, launched, loaded, opened
 from lm_eval_runs import LmEvalRun, reasoner_vllm_args, run_lm_eval
 
+from trac_metrics._warnings import TracWarning
 from trac_metrics.answers.equivalence import matches_reference
 from trac_metrics.cli import main
 from trac_metrics.features.cache_share import probe_cache_counts
@@ -150,3 +153,38 @@ def test_each_answers_tokens_spell_it_and_feed_its_log_probability(records):
         assert tokenizer.decode(record.token_ids[start:end].tolist()).strip() == record.answer
         if record.repeat == 0:
             assert question_evidence([record])["answer_token_logprob"] <= 0
+
+
+def test_the_demo_page_shades_its_traces_fits_a_phone_and_claims_only_what_its_data_supports(
+    demo_run, reasoner_model, reasoner_tokenizer, records, tmp_path
+):
+    """Issue 47 on the demo's own page, written as ``scripts/demo.sh`` writes it (``--tokenizer`` the model's folder):
+    an opened trace is shaded token by token with its end-of-thinking badge, no tab is wider than a 390 px phone, and
+    the ranked summary's claims hold under every metric (``check_ranked_claims``: intervals contain their values, no
+    constant score first on calibration, "best" only where the paired differences to the leader exclude 0)."""
+    html = tmp_path / "report.html"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracWarning)
+        arguments = ["report", str(demo_run.out), "--out", str(tmp_path / "report"), "--html", str(html)]
+        main([*arguments, "--tokenizer", str(reasoner_model), "--resamples", "200"])
+    first = min((record for record in records if record.repeat == 0), key=lambda record: int(record.doc_id))
+    for browser in launched():
+        desktop = browser.new_context(offline=True, viewport={"width": 1440, "height": 960})
+        with opened(desktop, html.as_uri(), html) as page:
+            assert {"auroc", "ece"} <= set(check_ranked_claims(page))
+        with opened(desktop, f"{html.as_uri()}#tab=questions&open=0:0", html) as page:
+            page.wait_for_selector(loaded("#question-view"), state="attached")
+            shown = page.eval_on_selector(
+                "#question-view .trace", "box => [...box.querySelectorAll('span[data-i]')].map(s => s.textContent)"
+            )
+            assert "".join(shown) == reasoner_tokenizer.decode(first.token_ids, skip_special_tokens=False)
+            assert len(shown) == first.num_tokens  # one shaded piece per token
+            assert page.eval_on_selector_all("#question-view .trace span[class^=s]", "spans => spans.length") > 0
+            assert page.locator("#question-view .trace .eot").count() == 1
+        desktop.close()
+        phone = browser.new_context(offline=True, viewport={"width": 390, "height": 844})
+        with opened(phone, html.as_uri(), html) as page:
+            for tab in ("leaderboard", "figures", "analyses", "questions", "compare"):
+                page.click(f"button[data-tab={tab}]")
+                assert page.evaluate("document.documentElement.scrollWidth") <= 390, tab
+        phone.close()

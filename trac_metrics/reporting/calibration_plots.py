@@ -19,15 +19,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from trac_metrics.reporting.model.methods import method_label
-from trac_metrics.reporting.plots import (
-    COVERAGE_GRID,
-    RISK_COVERAGE_METHODS,
-    macro_risk_coverage,
-    macro_value,
-    save_png,
-)
+from trac_metrics.reporting.plots import RISK_COVERAGE_METHODS, macro_value, save_png
 from trac_metrics.reporting.report_data import ReportData
-from trac_metrics.selective import ece, reliability_bins, risk_coverage_curve
+from trac_metrics.selective import ece, reliability_bins
 
 if TYPE_CHECKING:
     from trac_metrics.reporting.report_model import ReportModel
@@ -89,20 +83,6 @@ def reliability_plot(model: ReportModel, path: str | os.PathLike[str]) -> Path:
     return save_png(figure, path)
 
 
-def _macro_reference_risk(data: ReportData, oracle: bool) -> np.ndarray:
-    """Mean over pairs of the oracle's risk curve (every correct answer first) or a random order's (the error rate at
-    every coverage), on :data:`~trac_metrics.reporting.plots.COVERAGE_GRID`."""
-    curves = []
-    for evaluation in data.evaluations:
-        labels = evaluation.labels
-        if oracle:
-            coverage, risk = risk_coverage_curve(labels.astype(np.float64), labels)
-            curves.append(np.interp(COVERAGE_GRID, coverage, risk))
-        else:
-            curves.append(np.full(COVERAGE_GRID.shape, 1.0 - labels.mean()))
-    return np.mean(curves, axis=0)
-
-
 def rejection_curve_plot(model: ReportModel, path: str | os.PathLike[str]) -> Path:
     """Macro accuracy of the kept answers against the share rejected for :data:`RELIABILITY_METHODS` (the report
     model's macro PRR in the legend), with the oracle and random orders averaged over the same pairs."""
@@ -110,16 +90,18 @@ def rejection_curve_plot(model: ReportModel, path: str | os.PathLike[str]) -> Pa
     figure = Figure(figsize=(5.5, 4.0))
     axes = figure.add_subplot()
     k = model.statistics.k
-    rejected = 1.0 - COVERAGE_GRID
+    pooled = model.pooled
+    rejected = 1.0 - np.asarray(pooled.grid)
     for method in RELIABILITY_METHODS:
-        curve, n_pairs = macro_risk_coverage(data, method)
+        n_pairs = pooled.pairs.get(method, 0)
         if n_pairs:
+            curve = np.asarray(pooled.risk[method])
             share = "" if n_pairs == len(data.pairs) else f", {n_pairs} of {len(data.pairs)} pairs"
             prr = macro_value(model, method, "prr")
             shown = "nan" if math.isnan(prr) else f"{prr:.3f}"
             axes.plot(rejected, 1.0 - curve, label=f"{method_label(method, k)} (PRR {shown}{share})")
-    axes.plot(rejected, 1.0 - _macro_reference_risk(data, oracle=True), linestyle="--", color="0.3", label="oracle")
-    axes.plot(rejected, 1.0 - _macro_reference_risk(data, oracle=False), linestyle=":", color="0.5", label="random")
+    axes.plot(rejected, 1.0 - np.asarray(pooled.oracle), linestyle="--", color="0.3", label="oracle")
+    axes.axhline(1.0 - pooled.random, linestyle=":", color="0.5", label="random")
     axes.set_xlabel("share of answers rejected (least confident first)")
     axes.set_ylabel("accuracy of the answers kept")
     axes.set_xlim(0.0, 1.0)

@@ -1,7 +1,7 @@
 """The two figures of ``trac report`` (docs/method.md#figures), drawn with matplotlib's Agg canvas.
 
-- :func:`risk_coverage_plot`: macro risk–coverage curves: each pair's expected selective risk
-  (:func:`trac_metrics.selective.risk_coverage_curve`) interpolated on a common coverage grid, averaged over pairs.
+- :func:`risk_coverage_plot`: the report model's macro risk–coverage curves (:mod:`trac_metrics.reporting.model
+  .pooled`): each pair's expected selective risk interpolated on a common coverage grid, averaged over pairs.
 - :func:`cost_quality_plot`: measured relative latency (log scale) against macro AUROC, one labelled point per method.
 
 No pyplot and no display: figures are built on ``FigureCanvasAgg`` and written as PNG without the ``Software``
@@ -17,15 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from trac_metrics._util.files import atomic_write
 from trac_metrics.reporting.model.methods import method_label
-from trac_metrics.reporting.report_data import ReportData
-from trac_metrics.selective import risk_coverage_curve
 
 if TYPE_CHECKING:
     from trac_metrics.reporting.report_model import ReportModel
@@ -33,27 +30,7 @@ if TYPE_CHECKING:
 RISK_COVERAGE_METHODS = ("trac", "sc_modal", "p_true", "mean_logprob")
 """Curves of the risk–coverage figure (docs/method.md#figures); P(True) only when the runs recorded it."""
 
-COVERAGE_GRID = np.linspace(0.01, 1.0, 100)
 _DPI = 120
-
-
-def macro_risk_coverage(data: ReportData, method: str, grid: np.ndarray = COVERAGE_GRID) -> tuple[np.ndarray, int]:
-    """Mean over pairs of each pair's risk–coverage curve, linearly interpolated at ``grid`` coverages.
-
-    A pair's curve is known at coverages k/N (k = 1..N); below 1/N it is held at the risk of the top answer.
-    Pairs without the method, or whose scores are NaN (a head not cross-fitted), are left out; returns the curve
-    and how many pairs it averages (NaN curve and 0 when none).
-    """
-    curves = []
-    for evaluation in data.evaluations:
-        scores = evaluation.scores.get(method)
-        if scores is None or np.isnan(scores).any():
-            continue
-        coverage, risk = risk_coverage_curve(scores, evaluation.labels)
-        curves.append(np.interp(grid, coverage, risk))
-    if not curves:
-        return np.full(grid.shape, math.nan), 0
-    return np.mean(curves, axis=0), len(curves)
 
 
 def save_png(figure: Figure, path: str | os.PathLike[str]) -> Path:
@@ -78,10 +55,10 @@ def risk_coverage_plot(model: ReportModel, path: str | os.PathLike[str]) -> Path
     axes = figure.add_subplot()
     k = model.statistics.k
     for method in RISK_COVERAGE_METHODS:
-        curve, n_pairs = macro_risk_coverage(data, method)
+        n_pairs = model.pooled.pairs.get(method, 0)
         if n_pairs:
             share = "" if n_pairs == len(data.pairs) else f" ({n_pairs} of {len(data.pairs)} pairs)"
-            axes.plot(COVERAGE_GRID, curve, label=method_label(method, k) + share)
+            axes.plot(model.pooled.grid, model.pooled.risk[method], label=method_label(method, k) + share)
     axes.set_xlabel("coverage")
     axes.set_ylabel("selective risk (error rate)")
     axes.set_xlim(0.0, 1.0)

@@ -8,7 +8,8 @@ numbers (:mod:`~trac_metrics.reporting.model.statistics`: per-pair values, macro
 ranked summaries), the leaderboard tables laid out from them (:func:`~trac_metrics.reporting.leaderboard
 .leaderboard_tables`, with the report's notes), the paper's analysis tables (:func:`~trac_metrics.reporting.analyses
 .all_analyses`, docs/method.md#report-analyses) and each pair's own intervals, figure points and question rows
-(:mod:`~trac_metrics.reporting.model.pairs`).
+(:mod:`~trac_metrics.reporting.model.pairs`) and the macro risk–coverage curves over all pairs
+(:mod:`~trac_metrics.reporting.model.pooled`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from trac_metrics.reporting.analyses import all_analyses
 from trac_metrics.reporting.leaderboard import leaderboard_tables
 from trac_metrics.reporting.model.methods import ShownMethod, shown_methods
 from trac_metrics.reporting.model.pairs import PairDetails, pair_details
+from trac_metrics.reporting.model.pooled import PooledCurves, pooled_curves
 from trac_metrics.reporting.model.statistics import ReportStatistics, StatisticsFirst, report_statistics
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.subsets import metrics_by_field
@@ -34,7 +36,8 @@ class ReportModel:
     """What ``trac report`` and its page show: the report's ``data``, the interval ``level``, the ``methods`` scored
     on some pair (registry order), the leaderboard's ``statistics``, the leaderboard ``tables`` (report order, the
     report's notes under each), the ``analyses`` tables (the paper's order, the notes under each) and each pair's
-    ``pairs`` details (same order as ``data.pairs``; empty when built without them)."""
+    ``pairs`` details (same order as ``data.pairs``; empty when built without them) and the macro risk–coverage
+    curves over all pairs (``pooled``) of every method shown."""
 
     data: ReportData
     level: float
@@ -43,6 +46,7 @@ class ReportModel:
     tables: tuple[ReportTable, ...]
     analyses: tuple[ReportTable, ...]
     pairs: tuple[PairDetails, ...]
+    pooled: PooledCurves
 
 
 def build_report_model(
@@ -65,11 +69,13 @@ def build_report_model(
     )
     tables = tuple(with_notes(leaderboard_tables(statistics), data.notes))
     reference = statistics.ranked["auroc"].reference
-    common = [method.name for method in shown_methods(data) if method.name in data.common_methods]
+    methods = shown_methods(data)
+    common = [method.name for method in methods if method.name in data.common_methods]
     by_field = [metrics_by_field(data, name, common, reference, level) for name in by_fields]
     analyses = all_analyses(data, StatisticsFirst(statistics), classifier_capacity)
     analyses = tuple(with_notes([*analyses, *by_field], data.notes))
-    return ReportModel(data, level, shown_methods(data), statistics, tables, analyses, pairs)
+    pooled = pooled_curves(data, [method.name for method in methods])
+    return ReportModel(data, level, methods, statistics, tables, analyses, pairs, pooled)
 
 
 def report_model(report: ReportData | ReportModel, with_pairs: bool = True) -> ReportModel:

@@ -11,13 +11,8 @@ from matplotlib.image import imread
 from run_factory import pair_specs, write_runs
 
 from trac_metrics.reporting.calibration_plots import rejection_curve_plot, reliability_plot
-from trac_metrics.reporting.plots import (
-    COVERAGE_GRID,
-    cost_quality_plot,
-    macro_risk_coverage,
-    risk_coverage_plot,
-    spread_labels,
-)
+from trac_metrics.reporting.model.pooled import COVERAGE_GRID, macro_risk_coverage
+from trac_metrics.reporting.plots import cost_quality_plot, risk_coverage_plot, spread_labels
 from trac_metrics.reporting.report_data import build_report_data
 from trac_metrics.reporting.report_model import build_report_model
 from trac_metrics.reporting.runs import load_pairs

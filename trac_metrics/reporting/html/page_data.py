@@ -21,7 +21,11 @@ number for number; nothing is computed here, and the page's script only lays the
   (docs/method.md#risk-coverage-curve-and-aurc), the reliability bins of its probability of correctness
   (docs/method.md#figures) and the histogram of that probability over the correct and over the wrong answers; per
   pair the oracle's risk curve (every correct answer first) and a random order's risk (the error rate at every
-  coverage), the references of docs/method.md#prediction-rejection-ratio;
+  coverage), the references of docs/method.md#prediction-rejection-ratio; ``pooled``: over all pairs, each
+  leaderboard method's macro risk–coverage curve on the common coverage grid with the number of pairs it averages,
+  and the macro oracle and random references (:mod:`~trac_metrics.reporting.model.pooled`, the points of
+  ``risk_coverage.png``); ``cost``: each leaderboard method's relative latency and measured latency
+  (docs/method.md#relative-latency, #measured-latency), the x of the cost–quality figure;
 - ``comparisons``: every two pairs of one task, question by question on the documents both answered: each one's
   accuracy with its bootstrap interval, the difference with its interval, the exact McNemar p and the disagreements
   split by direction (:func:`~trac_metrics.reporting.model.model_comparison.compare_accuracy`), for side by side;
@@ -43,7 +47,8 @@ from trac_metrics.features.cache_share import low_share_warning
 from trac_metrics.features.probe_agreement import UNINFORMATIVE_NOTE
 from trac_metrics.reporting.leaderboard import ranked_verdict
 from trac_metrics.reporting.model.model_comparison import compare_accuracy
-from trac_metrics.reporting.model.pairs import PairFigures, QuestionRows
+from trac_metrics.reporting.model.pairs import CURVE_DECIMALS, PairFigures, QuestionRows
+from trac_metrics.reporting.model.pooled import PooledCurves
 from trac_metrics.reporting.model.statistics import RankedSummary, ReportStatistics
 from trac_metrics.reporting.report_data import ReportData
 from trac_metrics.reporting.report_model import ReportModel, report_model
@@ -270,6 +275,22 @@ def _figures(figures: PairFigures) -> dict[str, Any]:
     }
 
 
+def _points(values: Sequence[float]) -> list[float | None]:
+    """Curve points rounded as a pair's figure points (a NaN point as None)."""
+    return [number(round(value, CURVE_DECIMALS)) for value in values]
+
+
+def _pooled(pooled: PooledCurves, methods: Sequence[str]) -> dict[str, Any]:
+    """The macro risk–coverage curves of the leaderboard's ``methods`` over all pairs."""
+    return {
+        "grid": _points(pooled.grid),
+        "risk": {method: _points(pooled.risk[method]) for method in methods if method in pooled.risk},
+        "pairs": {method: pooled.pairs[method] for method in methods if method in pooled.pairs},
+        "oracle": _points(pooled.oracle),
+        "random": number(pooled.random),
+    }
+
+
 def _comparisons(model: ReportModel) -> list[dict[str, Any]]:
     """Every two pairs of one task (``left`` before ``right`` in the report's order) compared question by question
     (:func:`~trac_metrics.reporting.model.model_comparison.compare_accuracy`, with the report's resamples, seed and
@@ -375,6 +396,14 @@ def page_data(
         "ranked": {metric: ranked_data(summary) for metric, summary in statistics.ranked.items()},
         "comparisons": _comparisons(model),
         "figures": [_figures(details.figures) for details in model.pairs],
+        "pooled": _pooled(model.pooled, statistics.methods),
+        "cost": {
+            method: {
+                "relative": number(statistics.latency[method]),
+                "measured": number(statistics.wall_latency.get(method)),
+            }
+            for method in statistics.methods
+        },
         "questions": [
             _questions(details.questions, prompts[index] if index < len(prompts) else {})
             for index, details in enumerate(model.pairs)

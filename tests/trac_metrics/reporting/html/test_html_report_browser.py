@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from html_browser import loaded, opened
+from html_browser import check_ranked_claims, loaded, opened
 from html_report_runs import (
     MARKER,
     SUBJECTS,
@@ -210,27 +210,9 @@ def test_the_ranked_summary_comes_first_and_is_trac_reports_ranked_table(page: P
 
 def test_every_ranked_interval_contains_its_value_and_calibration_shows_the_auroc(page: Page, written: dict) -> None:
     """Issue 47: under every rank-by metric each interval on the summary contains its value, a tied band is barred
-    and badged, a constant score is never first on a calibration metric, and ECE is ranked beside the AUROC."""
-    metrics = page.eval_on_selector_all("#ranked-metric option", "options => options.map(option => option.value)")
-    assert {"auroc", "ece", "brier"} <= set(metrics)
-    for metric in metrics:
-        page.select_option("#ranked-metric", metric)
-        rows = page.eval_on_selector_all(
-            "#ranked-summary tbody tr",
-            """rows => rows.map(row => [...row.querySelectorAll('td.value, td.difference')]
-                .filter(cell => cell.dataset.value).map(cell => [cell.dataset.lo, cell.dataset.value, cell.dataset.hi])
-                .concat([[row.classList.contains('tied'), row.querySelector('.badge.mark')?.textContent ?? '',
-                          !!row.querySelector('.badge.constant')]]))""",
-        )
-        for row in rows:
-            *intervals, (barred, badge, constant) = row
-            for lo, value, hi in intervals:
-                if lo and hi:
-                    # 1e-12: a resampled metric equals the direct one up to rounding (method.md#hierarchical-bootstrap)
-                    assert float(lo) - 1e-12 <= float(value) <= float(hi) + 1e-12, (metric, lo, value, hi)
-            assert barred == (badge == "tied with the best"), metric
-        if metric in ("ece", "brier", "log_loss"):
-            assert not rows[0][-1][2], f"a constant score ranked first on {metric}"
+    and badged, a constant score is never first on a calibration metric, "best" only where the paired differences to
+    the leader exclude 0, and ECE is ranked beside the AUROC."""
+    assert {"auroc", "ece", "brier"} <= set(check_ranked_claims(page))
     expected = pd.read_csv(written["tables"] / "ranked_summary.csv")
     page.select_option("#ranked-metric", "ece")
     head = page.eval_on_selector_all("#ranked-summary thead th", "cells => cells.map(c => c.textContent)")
@@ -923,6 +905,79 @@ def test_the_histogram_splits_the_probability_of_correctness_by_correct_and_wron
     described = page.get_attribute("#histogram-chart[role=figure]", "aria-label")
     assert described.startswith("Histogram of the probability of correctness of Mean log-probability on ")
     assert described.split("per bin: ")[1].count(" / ") == 20
+
+
+def test_the_macro_risk_coverage_averages_every_pairs_curve_and_cost_quality_places_each_method(
+    page: Page, written: dict
+) -> None:
+    """Issue 47: over all pairs, each pair's risk–coverage curve interpolated on the grid 0.01..1 and averaged
+    (risk_coverage.png's points; docs/method.md#figures), with the macro oracle and random; the cost–quality figure
+    puts each method at trac report's relative latency and macro AUROC, cheapest first in its table, and a click on a
+    point makes it the figures' method; the chosen quality metric stays in the link."""
+    page.click("button[data-tab=figures]")
+    page.select_option("#figure-method", "trac")
+    page.select_option("#figure-overlay", ["mean_logprob", "sc_modal"])
+    grid = np.linspace(0.01, 1.0, 100)
+    evaluations = written["evaluations"]
+
+    def macro(curve_of) -> np.ndarray:
+        curves = []
+        for evaluation in evaluations:
+            n = evaluation.labels.size
+            curves.append(np.interp(grid, np.arange(1, n + 1) / n, curve_of(evaluation)))
+        return np.mean(curves, axis=0)
+
+    def risk_of(name: str):
+        return lambda evaluation: risk_coverage_curve(evaluation.scores[name], evaluation.labels)[1]
+
+    def oracle_of(evaluation) -> list[float]:
+        correct = evaluation.labels.sum()
+        return [max(0, k - correct) / k for k in range(1, evaluation.labels.size + 1)]  # every correct answer first
+
+    assert page.get_attribute("#pooled-risk-chart", "data-curves") == "trac,mean_logprob,sc_modal"
+    data = page.evaluate("window.tracReport.charts.pooledRisk.data")
+    np.testing.assert_allclose(data[0], grid, atol=1e-9)
+    for name, values in zip(["trac", "mean_logprob", "sc_modal"], data[1:4], strict=True):
+        np.testing.assert_allclose(values, macro(risk_of(name)), atol=1e-4)
+    np.testing.assert_allclose(data[4], macro(oracle_of), atol=1e-4)
+    error = np.mean([1 - evaluation.labels.mean() for evaluation in evaluations])
+    np.testing.assert_allclose(data[5], np.full(grid.size, error), atol=1e-5)
+    assert data[1][-1] == pytest.approx(error, abs=1e-4)  # every answer kept: the pairs' mean error rate
+    described = page.get_attribute("#pooled-risk-chart", "aria-label")
+    assert described.startswith(f"Macro risk–coverage over {len(evaluations)} pair(s): TrAC, macro AURC ")
+    # cost against quality: trac report's latency and macro AUROC, point by point
+    board = pd.read_csv(written["tables"] / "leaderboard.csv").set_index("method")
+    points = page.eval_on_selector_all(
+        "#cost-quality-chart .cost-point",
+        """points => points.map(point => [point.dataset.method, point.getAttribute('aria-label'),
+            Number(point.querySelector('circle').getAttribute('cx')),
+            Number(point.querySelector('circle').getAttribute('cy'))])""",
+    )
+    label = {name: page.inner_text(f"#figure-method option[value={name}]") for name, *_ in points}
+    assert len(points) == len(board) > 5
+    for name, described, *_ in points:
+        row = board.loc[label[name]]
+        latency, auroc = row["latency ×"], row["macro AUROC"]
+        assert described.startswith(f"{label[name]}: {latency:.3f}× a generation, macro AUROC {auroc:.3f} [")
+    costs = [board.loc[label[name], "latency ×"] for name, *_ in sorted(points, key=lambda point: point[2])]
+    assert costs == sorted(costs) and costs[0] < costs[-1]
+    listed = page.eval_on_selector_all(
+        "#cost-quality-table tbody td:nth-child(2)", "cells => cells.map(cell => Number(cell.dataset.value))"
+    )
+    assert listed == sorted(listed) and len(listed) == len(points)
+    best = min(points, key=lambda point: point[3])[0]  # the highest point: the best macro AUROC
+    assert board.loc[label[best], "macro AUROC"] == board["macro AUROC"].max()
+    page.dispatch_event(f"#cost-quality-chart .cost-point[data-method={best}] circle", "click")
+    assert page.input_value("#figure-method") == best
+    assert page.get_attribute("#pooled-risk-chart", "data-curves").split(",")[0] == best
+    page.click("#cost-quality-table tbody tr[data-method=trac]")  # points of one cost overlap: the row chooses too
+    assert page.input_value("#figure-method") == "trac"
+    page.select_option("#cost-metric", "aurc")
+    assert "fcost=aurc" in page.url
+    with opened(page.context, page.url, written["html"]) as again:
+        again.wait_for_selector("#cost-quality-chart", state="attached")
+        assert again.input_value("#cost-metric") == "aurc"
+        assert "macro AURC" in again.get_attribute("#cost-quality-chart .cost-point", "aria-label")
 
 
 LARGE_QUESTIONS = 550

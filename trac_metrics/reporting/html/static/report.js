@@ -794,6 +794,130 @@
     );
   }
 
+  // Over all pairs: each pair's risk–coverage curve on the common coverage grid, averaged over the pairs
+  // (DATA.pooled, the points of risk_coverage.png), for the method and the methods chosen beside it, with the macro
+  // oracle and random references; a method some pairs lack says over how many it averages.
+  function drawPooledRisk(method, overlay, box) {
+    const pooled = DATA.pooled;
+    box.replaceChildren();
+    const methods = [method, ...overlay.filter((name) => name !== method)].filter((name) => pooled.risk[name]);
+    if (!methods.length) {
+      box.append(h("p", { class: "note", text: `${methodLabel(method)}: no defined score on any pair.` }));
+      return;
+    }
+    const name = (m) => methodLabel(m) + (pooled.pairs[m] < PAIRS.length ? ` (${pooled.pairs[m]} of ${PAIRS.length} pairs)` : "");
+    const aurc = (m) => (DATA.macro.aurc[m] ? fmt(DATA.macro.aurc[m].value) : MISSING);
+    box.dataset.curves = methods.join(",");
+    box.setAttribute(
+      "aria-label",
+      `Macro risk–coverage over ${PAIRS.length} pair(s): ` +
+        methods.map((m) => `${name(m)}, macro AURC ${aurc(m)}, risk ${fmt(pooled.risk[m][pooled.risk[m].length - 1])} at full coverage`).join("; ") +
+        `; oracle and random (risk ${fmt(pooled.random)}) averaged over the same pairs.`,
+    );
+    const colours = palette().curves;
+    report.charts.pooledRisk = new uPlot(
+      {
+        title: `Risk–coverage over all ${PAIRS.length} pair(s) (macro): ${methodLabel(method)}, AURC ${aurc(method)}`,
+        width: chartWidth(box),
+        height: 360,
+        scales: { x: { time: false, range: [0, 1] }, y: { range: (u, min, max) => [0, Math.max(0.05, max)] } },
+        axes: [axis({ label: "coverage (share of each pair's answers kept)" }), axis({ label: "risk, mean over pairs" })],
+        series: [
+          { label: "coverage", value: hovered },
+          ...methods.map((m, i) => ({ label: name(m), stroke: colours[i % colours.length], width: i ? 1.5 : 2.5, value: hovered })),
+          { label: "oracle", stroke: css("--ink"), width: 1.5, dash: [6, 4], value: hovered },
+          { label: "random", stroke: css("--muted"), width: 1.5, dash: [2, 3], value: hovered },
+        ],
+      },
+      [pooled.grid, ...methods.map((m) => pooled.risk[m]), pooled.oracle, pooled.grid.map(() => pooled.random)],
+      box,
+    );
+  }
+
+  // Cost against quality: each leaderboard method at its relative latency (generations per question, log scale;
+  // DATA.cost) and its macro of a headline metric with the report's interval; the chosen method and the methods
+  // beside it are labelled, every point says its numbers and a click makes it the chosen method. The table under it
+  // lists the same points, cheapest first (a click or Enter on a row chooses its method too: points of one cost
+  // overlap, and the rows are what a keyboard reaches).
+  function drawCostQuality(metric, method, overlay, box, choose) {
+    const info = DATA.metrics.find((entry) => entry.name === metric);
+    const shown = LEADERBOARD.filter((m) => DATA.cost[m] && !missing(DATA.cost[m].relative) && DATA.macro[metric][m] && !missing(DATA.macro[metric][m].value));
+    box.replaceChildren();
+    if (!shown.length) {
+      box.append(h("p", { class: "note", text: "No method has both a relative latency and a macro value (runs without timings)." }));
+      return;
+    }
+    const [width, height, left, right, top, bottom] = [560, 340, 52, 16, 14, 40];
+    const costs = shown.map((m) => DATA.cost[m].relative);
+    const entries = shown.map((m) => DATA.macro[metric][m]);
+    const [lo, hi] = domainOf(entries);
+    const [cLo, cHi] = [Math.log2(Math.min(...costs)) - 0.25, Math.log2(Math.max(...costs)) + 0.6];
+    const x = (cost) => left + ((Math.log2(cost) - cLo) / (cHi - cLo || 1)) * (width - left - right);
+    const y = (value) => height - bottom - ((value - lo) / (hi - lo || 1)) * (height - top - bottom);
+    const labelled = new Set([method, ...overlay]);
+    const ticks = [];
+    for (let power = Math.ceil(cLo); power <= Math.floor(cHi); power++) {
+      const at = x(2 ** power);
+      ticks.push(svg("line", { x1: at, x2: at, y1: top, y2: height - bottom, class: "grid" }), svg("text", { x: at, y: height - bottom + 14, "text-anchor": "middle" }, `${2 ** power}×`));
+    }
+    for (let i = 0; i <= 4; i++) {
+      const value = lo + ((hi - lo) * i) / 4;
+      ticks.push(svg("line", { x1: left, x2: width - right, y1: y(value), y2: y(value), class: "grid" }), svg("text", { x: left - 4, y: y(value) + 4, "text-anchor": "end" }, value.toFixed(3)));
+    }
+    const points = shown.map((m) => {
+      const entry = DATA.macro[metric][m];
+      const [px, py] = [x(DATA.cost[m].relative), y(entry.value)];
+      const interval = entry.interval && !missing(entry.interval[0]) ? entry.interval : null;
+      const text = `${methodLabel(m)}: ${fmt(DATA.cost[m].relative)}× a generation, macro ${info.label} ${fmt(entry.value)}` + (interval ? ` [${fmt(interval[0])}, ${fmt(interval[1])}]` : "");
+      return svg(
+        "g",
+        { class: `cost-point${m === method ? " chosen" : ""}`, "data-method": m, "aria-label": text },
+        svg("title", {}, text),
+        ...(interval ? [svg("line", { x1: px, x2: px, y1: y(interval[0]), y2: y(interval[1]), class: "range" })] : []),
+        svg("circle", { cx: px, cy: py, r: m === method ? 5 : 3.5 }),
+        ...(labelled.has(m) ? [svg("text", px > width * 0.6 ? { x: px - 7, y: py - 5, "text-anchor": "end" } : { x: px + 7, y: py - 5 }, methodLabel(m))] : []),
+      );
+    });
+    const figure = svg(
+      "svg",
+      { id: "cost-quality-chart", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `Relative latency (log scale) against macro ${info.label} of ${shown.length} methods over ${PAIRS.length} pair(s)` },
+      ...ticks,
+      svg("rect", { x: left, y: top, width: width - left - right, height: height - top - bottom, class: "frame" }),
+      svg("text", { x: (left + width - right) / 2, y: height - 6, "text-anchor": "middle" }, "relative latency (generations per question, log scale)"),
+      svg("text", { x: 12, y: (top + height - bottom) / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${(top + height - bottom) / 2})` }, `macro ${info.label}`),
+      ...points,
+    );
+    figure.addEventListener("click", (event) => {
+      const point = event.target.closest ? event.target.closest(".cost-point") : null;
+      if (point) choose(point.dataset.method);
+    });
+    const better = info.higher ? -1 : 1;
+    const rows = [...shown].sort((a, b) => DATA.cost[a].relative - DATA.cost[b].relative || better * (DATA.macro[metric][b].value - DATA.macro[metric][a].value));
+    const table = h(
+      "table",
+      { id: "cost-quality-table" },
+      h("caption", { class: "note", text: `Cheapest first: relative latency, measured latency (where the runs stored arrival times) and macro ${info.label} [95 % interval]` }),
+      h("thead", null, h("tr", null, ...["method", "relative latency", "measured latency", `macro ${info.label}`].map((text, i) => h("th", { class: i ? "num" : null, scope: "col", text })))),
+      h(
+        "tbody",
+        null,
+        ...rows.map((m) => {
+          const entry = DATA.macro[metric][m];
+          const interval = entry.interval && !missing(entry.interval[0]) ? ` [${fmt(entry.interval[0])}, ${fmt(entry.interval[1])}]` : "";
+          return h(
+            "tr",
+            { tabindex: 0, dataset: { method: m }, onclick: () => choose(m), onkeydown: (event) => event.key === "Enter" && choose(m) },
+            h("th", { scope: "row", text: methodLabel(m) }),
+            h("td", { class: "num", dataset: { value: String(DATA.cost[m].relative) }, text: `${fmt(DATA.cost[m].relative)}×` }),
+            h("td", { class: "num", text: missing(DATA.cost[m].measured) ? MISSING : `${fmt(DATA.cost[m].measured)}×` }),
+            h("td", { class: "num", dataset: { value: String(entry.value) }, text: fmt(entry.value) + interval }),
+          );
+        }),
+      ),
+    );
+    box.replaceChildren(figure, h("div", { class: "table-wrap" }, table));
+  }
+
   // Two methods, one question: each of the pair's questions as a point at its percentile rank under the two methods'
   // scores (0: least confident, 1: most; ties share their mean rank; a question either method leaves unscored is left
   // out), coloured correct / wrong, a click opening it; beside it the DISAGREE_ROWS questions the two rank furthest
@@ -875,7 +999,7 @@
 
   // The figures' state lives in the link: fpair (the pair's position), fmethod and overlay (the methods beside it,
   // comma-separated; "none" for none; absent: SC@K, P(True) and mean log-probability), fother (the method the
-  // scatter sets against fmethod).
+  // scatter sets against fmethod), fcost (the cost–quality figure's metric; absent: AUROC).
   function figuresPanel(panel) {
     const defaultMethod = LEADERBOARD.includes("trac") ? "trac" : LEADERBOARD[0];
     const defaultOverlay = ["sc_modal", "p_true", "mean_logprob"].filter((name) => LEADERBOARD.includes(name));
@@ -893,18 +1017,25 @@
     const pairChoice = choice("figure-pair", PAIRS.map((pair, index) => ({ value: String(index), label: pairName(pair) })), "0", (value) => change(() => (pairIndex = Number(value))));
     const methodChoice = choice("figure-method", LEADERBOARD.map((name) => ({ value: name, label: methodLabel(name) })), method, (value) => change(() => (method = value)));
     const disagreementBox = h("div", { id: "disagreement", class: "disagreement" });
+    const pooledRiskBox = h("div", { id: "pooled-risk-chart", class: "chart", role: "figure" });
+    const costBox = h("div", { id: "cost-quality", class: "cost-quality" });
+    const headline = DATA.metrics.filter((entry) => DATA.headline_metrics.includes(entry.name));
+    let costMetric = "auroc";
+    const costChoice = choice("cost-metric", headline.map((entry) => ({ value: entry.name, label: entry.label })), costMetric, (value) => change(() => (costMetric = value)));
     const otherDefault = () => (method !== "sc_modal" && LEADERBOARD.includes("sc_modal") ? "sc_modal" : LEADERBOARD.find((name) => name !== method));
     let other = otherDefault();
     const otherChoice = choice("scatter-method", LEADERBOARD.map((name) => ({ value: name, label: methodLabel(name) })), other, (value) => change(() => (other = value)));
     const redraw = () => {
       drawFigures(pairIndex, method, overlay, { reliabilityBox, riskBox, histogramBox });
       drawDisagreement(pairIndex, method, other, disagreementBox);
+      drawPooledRisk(method, overlay, pooledRiskBox);
+      drawCostQuality(costMetric, method, overlay, costBox, (chosen) => change(() => (methodChoice.value = method = chosen)));
     };
     const sameOverlay = (names) => names.length === defaultOverlay.length && names.every((name, i) => name === defaultOverlay[i]);
     function change(update) {
       update();
       if (other === method) otherChoice.value = other = otherDefault();
-      Object.assign(route, { fpair: pairIndex ? String(pairIndex) : "", fmethod: method === defaultMethod ? "" : method, overlay: sameOverlay(overlay) ? "" : overlay.join(",") || "none", fother: other === otherDefault() ? "" : other });
+      Object.assign(route, { fpair: pairIndex ? String(pairIndex) : "", fmethod: method === defaultMethod ? "" : method, overlay: sameOverlay(overlay) ? "" : overlay.join(",") || "none", fother: other === otherDefault() ? "" : other, fcost: costMetric === "auroc" ? "" : costMetric });
       writeRoute(false);
       redraw();
     }
@@ -918,6 +1049,8 @@
       for (const option of overlayChoice.options) option.selected = overlay.includes(option.value);
       other = LEADERBOARD.includes(route.fother) ? route.fother : otherDefault();
       otherChoice.value = other;
+      costMetric = headline.some((entry) => entry.name === route.fcost) ? route.fcost : "auroc";
+      costChoice.value = costMetric;
       redraw();
     }
     darkScheme.addEventListener("change", redraw);
@@ -931,6 +1064,11 @@
         labelled("risk–coverage also of", overlayChoice),
       ),
       h("div", { class: "chart-row" }, reliabilityBox, riskBox, histogramBox),
+      h("h3", null, `Over all ${PAIRS.length} pair(s)`),
+      h("div", { class: "chart-row" }, pooledRiskBox),
+      h("h3", null, "Cost against quality"),
+      h("div", { class: "controls" }, labelled("quality", costChoice)),
+      costBox,
       h("h3", null, "Two methods, one question"),
       h("div", { class: "controls" }, labelled("the method above against", otherChoice)),
       disagreementBox,
@@ -943,7 +1081,10 @@
           "confident answers at coverage k/N, one point per question, for the method and the methods chosen beside it, with " +
           "the oracle (every correct answer first) and a random order (the error rate at every coverage) for reference. " +
           "Histogram: the method's probability of correctness over the correct and over the wrong answers, in bins of " +
-          "0.05. Hover a chart for its values.",
+          "0.05. Over all pairs: each pair's risk–coverage curve on a common grid of coverages, averaged over the pairs " +
+          "(as the leaderboard averages each pair's AURC). Cost against quality: each method's relative latency (generations " +
+          "per question, from the engine seconds the records store) against its macro value, with the report's interval; " +
+          "a click on a point makes it the method above. Hover a chart for its values.",
       ),
     );
     load(route);
