@@ -3,7 +3,8 @@
 the leaderboard's macros average each pair's number. The report's PNG figures and its page draw these same points.
 
 - :func:`macro_risk_coverage`: one method's macro curve and how many pairs it averages;
-- :func:`macro_reference_risk`: the oracle's (every correct answer first) or a random order's macro curve;
+- :func:`macro_oracle_risk`, :func:`macro_random_risk`: the references, the oracle's macro curve (every correct
+  answer first) and a random order's macro risk (the same at every coverage);
 - :func:`pooled_curves`: both, for the methods the page shows (:class:`PooledCurves`).
 """
 
@@ -41,18 +42,19 @@ def macro_risk_coverage(data: ReportData, method: str, grid: np.ndarray = COVERA
     return np.mean(curves, axis=0), len(curves)
 
 
-def macro_reference_risk(data: ReportData, oracle: bool, grid: np.ndarray = COVERAGE_GRID) -> np.ndarray:
-    """Mean over pairs of the oracle's risk curve (every correct answer first) or a random order's (the error rate at
-    every coverage), at ``grid`` coverages."""
+def macro_oracle_risk(data: ReportData, grid: np.ndarray = COVERAGE_GRID) -> np.ndarray:
+    """Mean over pairs of the oracle's risk curve (every correct answer first) at ``grid`` coverages."""
     curves = []
     for evaluation in data.evaluations:
-        labels = evaluation.labels
-        if oracle:
-            coverage, risk = risk_coverage_curve(labels.astype(np.float64), labels)
-            curves.append(np.interp(grid, coverage, risk))
-        else:
-            curves.append(np.full(grid.shape, 1.0 - labels.mean()))
+        coverage, risk = risk_coverage_curve(evaluation.labels.astype(np.float64), evaluation.labels)
+        curves.append(np.interp(grid, coverage, risk))
     return np.mean(curves, axis=0) if curves else np.full(grid.shape, math.nan)
+
+
+def macro_random_risk(data: ReportData) -> float:
+    """A random order's risk at every coverage (a pair's error rate), averaged over pairs."""
+    rates = [1.0 - evaluation.labels.mean() for evaluation in data.evaluations]
+    return float(np.mean(rates)) if rates else math.nan
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,6 @@ def pooled_curves(data: ReportData, methods: Sequence[str], grid: np.ndarray = C
         [float(value) for value in grid],
         risk,
         pairs,
-        [float(value) for value in macro_reference_risk(data, oracle=True, grid=grid)],
-        float(macro_reference_risk(data, oracle=False, grid=grid)[0]),
+        [float(value) for value in macro_oracle_risk(data, grid)],
+        macro_random_risk(data),
     )
