@@ -251,28 +251,29 @@ def _distractor_training(rate: float, seed: int) -> Iterator[tuple[Problem, Prob
 # -- held-out test questions ------------------------------------------------------------------------------------------
 
 
-def held_out_rows(setting: Setting, n: int, seed: int) -> list[dict[str, object]]:
-    """``n`` held-out test questions of ``setting``'s kind (MATH-500 schema plus ``steps``, ``digits``,
-    ``distractors``, ``invites``), every setting of the difficulty dial in turn; the same on every call."""
+def held_out_rows(kind: str, n: int, seed: int) -> list[dict[str, object]]:
+    """``n`` held-out test questions of the setting ``kind`` (MATH-500 schema plus ``steps``, ``digits``,
+    ``distractors``, ``invites``), every setting of the difficulty dial in turn; the same on every call. A kind's
+    questions, and what they invite, do not depend on its rate: every rate of a kind is tested on one set."""
     rng, rows, seen = random.Random(seed), [], set()
     dial = [
         (steps, digits, distractors)
         for steps, digits, distractors in itertools.product(
-            range(1, 6), (1, 2), range(4 if setting.kind == "distractor" else 3)
+            range(1, 6), (1, 2), range(4 if kind == "distractor" else 3)
         )
     ]
     for steps, digits, distractors in itertools.islice(itertools.cycle(dial), 100 * n):
         if len(rows) == n:
             break
-        difficulty = Difficulty(steps, digits, 0 if setting.kind == "distractor" else distractors)
-        if setting.kind == "distractor":
+        difficulty = Difficulty(steps, digits, 0 if kind == "distractor" else distractors)
+        if kind == "distractor":
             problem = _distracted(rng, difficulty, distractors).problem
         else:
             problem = make_problem(rng, difficulty)
         if not is_held_out(problem.question) or problem.question in seen:
             continue
         seen.add(problem.question)
-        rows.append(_test_row(setting, problem, distractors, len(rows)))
+        rows.append(_test_row(kind, problem, distractors, len(rows)))
     return rows
 
 
@@ -303,24 +304,18 @@ def data_file_of(kind: str) -> Path:
     return DATA_DIR / f"trac_failure_{kind}.jsonl"
 
 
-def data_setting(kind: str) -> Setting:
-    """A setting of ``kind`` for writing its test set (which questions a kind's test set holds, and what they
-    invite, does not depend on the rate)."""
-    return Setting(kind, 0.0 if kind == "slips" else 1.0)
-
-
-def invited_error(setting: Setting, problem: Problem, n_distractors: int) -> str:
-    """The error (one of :data:`ERROR_TYPES`) that ``problem`` gives ``setting``'s process a chance to make."""
-    if setting.kind == "drift" or (setting.kind == "drift_large" and problem.answer >= LARGE):
+def invited_error(kind: str, problem: Problem, n_distractors: int) -> str:
+    """The error (one of :data:`ERROR_TYPES`) that ``problem`` gives a process of setting ``kind`` a chance to make."""
+    if kind == "drift" or (kind == "drift_large" and problem.answer >= LARGE):
         return "drift"
-    if setting.kind == "misconception" and any(op.kind == "groups" for op in operations(problem)[1]):
+    if kind == "misconception" and any(op.kind == "groups" for op in operations(problem)[1]):
         return "misconception"
-    if setting.kind == "distractor" and n_distractors:
+    if kind == "distractor" and n_distractors:
         return "distractor"
     return "none"
 
 
-def _test_row(setting: Setting, problem: Problem, n_distractors: int, index: int) -> dict[str, object]:
+def _test_row(kind: str, problem: Problem, n_distractors: int, index: int) -> dict[str, object]:
     return {
         "problem": problem.question,
         "solution": f"{problem.trace}\nThe answer is $\\boxed{{{problem.answer}}}$.",
@@ -329,8 +324,8 @@ def _test_row(setting: Setting, problem: Problem, n_distractors: int, index: int
         "level": problem.difficulty.steps,
         "digits": problem.difficulty.max_digits,
         "distractors": n_distractors,
-        "invites": invited_error(setting, problem, n_distractors),
-        "unique_id": f"failure/{setting.kind}/{index:03d}.json",
+        "invites": invited_error(kind, problem, n_distractors),
+        "unique_id": f"failure/{kind}/{index:03d}.json",
     }
 
 
@@ -338,5 +333,5 @@ if __name__ == "__main__":
     from trac_tasks.data.demo_data import render
 
     for kind in KINDS:
-        data_file_of(kind).write_text(render(held_out_rows(data_setting(kind), N_TEST, TEST_SEED)), encoding="utf-8")
+        data_file_of(kind).write_text(render(held_out_rows(kind, N_TEST, TEST_SEED)), encoding="utf-8")
         print(data_file_of(kind))

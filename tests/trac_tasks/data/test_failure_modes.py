@@ -22,7 +22,6 @@ from trac_tasks.data.failure_modes import (
     TEST_SEED,
     Setting,
     data_file_of,
-    data_setting,
     held_out_rows,
     training_pairs,
 )
@@ -129,8 +128,9 @@ def test_distractor_sentences_are_followed_at_their_rate_and_never_in_a_held_out
     ],
 )
 def test_test_questions_are_held_out_distinct_worked_and_say_what_they_invite(setting, invited):
-    rows = held_out_rows(Setting.parse(setting), 120, seed=2027)
-    assert rows == held_out_rows(Setting.parse(setting), 120, seed=2027) and len(rows) == 120
+    kind = Setting.parse(setting).kind
+    rows = held_out_rows(kind, 120, seed=2027)
+    assert rows == held_out_rows(kind, 120, seed=2027) and len(rows) == 120
     assert all(is_held_out(row["problem"]) for row in rows) and len({row["problem"] for row in rows}) == 120
     assert {row["invites"] for row in rows} == invited
     for row in rows:
@@ -150,7 +150,7 @@ def test_test_questions_are_held_out_distinct_worked_and_say_what_they_invite(se
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_bundled_test_sets_are_exactly_what_the_generator_writes_and_load_as_a_task_dataset(kind):
-    rows = held_out_rows(data_setting(kind), N_TEST, TEST_SEED)
+    rows = held_out_rows(kind, N_TEST, TEST_SEED)
     assert data_file_of(kind).read_text(encoding="utf-8") == render(rows)
     loaded = local_jsonl(data_file=data_file_of(kind).name)["test"]
     assert len(loaded) == N_TEST and {"problem", "answer", "level", "digits", "distractors", "invites"} <= set(
@@ -170,8 +170,6 @@ def test_the_five_tasks_load_through_lm_eval_with_their_questions_and_the_rates_
         task = manager.load(name)["tasks"][name]
         docs = list(task.test_docs())
         config = TracConfig.from_gen_kwargs(task.config.generation_kwargs, name)
-        assert [doc["problem"] for doc in docs] == [
-            row["problem"] for row in held_out_rows(data_setting(kind), N_TEST, TEST_SEED)
-        ]
+        assert [doc["problem"] for doc in docs] == [row["problem"] for row in held_out_rows(kind, N_TEST, TEST_SEED)]
         assert task.config.generation_kwargs["temperature"] == 1.0 and task.config.generation_kwargs["top_p"] == 1.0
         assert "invites" in config.metadata_fields and task.config.repeats == 8

@@ -972,6 +972,14 @@ def test_the_macro_risk_coverage_averages_every_pairs_curve_and_cost_quality_pla
     assert page.get_attribute("#pooled-risk-chart", "data-curves").split(",")[0] == best
     page.click("#cost-quality-table tbody tr[data-method=trac]")  # points of one cost overlap: the row chooses too
     assert page.input_value("#figure-method") == "trac"
+    drawn = "[...document.querySelectorAll('#pooled-risk-chart > *, #cost-quality > *')]"
+    page.evaluate(f"window.pooledDrawn = {drawn}")
+    page.select_option("#figure-pair", "1")  # the figures over all pairs stay as drawn: they do not depend on the pair
+    assert page.evaluate("window.pooledDrawn.length > 1 && window.pooledDrawn.every(node => node.isConnected)")
+    page.select_option("#figure-method", "sc_modal")
+    assert not page.evaluate("window.pooledDrawn.some(node => node.isConnected)")
+    assert page.get_attribute("#pooled-risk-chart", "data-curves").split(",")[0] == "sc_modal"
+    page.select_option("#figure-method", "trac")
     page.select_option("#cost-metric", "aurc")
     assert "fcost=aurc" in page.url
     with opened(page.context, page.url, written["html"]) as again:

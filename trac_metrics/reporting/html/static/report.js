@@ -675,9 +675,14 @@
     ctx.restore();
   }
 
+  // A chart drawn again is destroyed first (uPlot holds listeners and a canvas); each figure drops only its own.
+  function dropChart(name) {
+    report.charts[name]?.destroy();
+    delete report.charts[name];
+  }
+
   function drawFigures(pairIndex, method, overlay, { reliabilityBox, riskBox, histogramBox }) {
-    for (const chart of Object.values(report.charts)) chart.destroy();
-    report.charts = {};
+    for (const name of ["reliability", "risk", "histogram"]) dropChart(name);
     const figures = DATA.figures[pairIndex];
     const bins = figures.reliability[method];
     reliabilityBox.replaceChildren();
@@ -811,6 +816,7 @@
   // oracle and random references; a method some pairs lack says over how many it averages.
   function drawPooledRisk(method, overlay, box) {
     const pooled = DATA.pooled;
+    dropChart("pooledRisk");
     box.replaceChildren();
     const methods = [method, ...overlay.filter((name) => name !== method)].filter((name) => pooled.risk[name]);
     if (!methods.length) {
@@ -1026,9 +1032,13 @@
     const otherDefault = () => (method !== "sc_modal" && LEADERBOARD.includes("sc_modal") ? "sc_modal" : LEADERBOARD.find((name) => name !== method));
     let other = otherDefault();
     const otherChoice = choice("scatter-method", LEADERBOARD.map((name) => ({ value: name, label: methodLabel(name) })), other, (value) => change(() => (other = value)));
+    let pooledDrawnFor = null; // the figures over all pairs do not depend on the pair: drawn again only when theirs change
     const redraw = () => {
       drawFigures(pairIndex, method, overlay, { reliabilityBox, riskBox, histogramBox });
       drawDisagreement(pairIndex, method, other, disagreementBox);
+      const pooledState = JSON.stringify([method, overlay, costMetric, darkScheme.matches]);
+      if (pooledState === pooledDrawnFor) return;
+      pooledDrawnFor = pooledState;
       drawPooledRisk(method, overlay, pooledRiskBox);
       drawCostQuality(costMetric, method, overlay, costBox, (chosen) => change(() => (methodChoice.value = method = chosen)));
     };
