@@ -16,13 +16,14 @@ folders with ``trac_records/``), ``reports/<setting>/`` (``trac report`` over th
 cost-matched figure: SC@2/4/8 and TrAC at their cost) and ``table.md``: the seeds measured per setting, then one
 row per setting, error type and method, built from those reports, then each setting's error profile (how many wrong
 answers every sample shares, how often the probe re-states a wrong answer unchanged), then each method's AUROC by the
-error the primary actually made (drift, slip, a wrong rule or a followed distractor, format). ``--trained-only``
+error the primary actually made (drift; slip; rule: a wrong rule, a followed distractor; slip+rule: both; format). ``--trained-only``
 trains nothing and reports each setting over the seeds whose model is there.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 import subprocess
 import sys
@@ -34,15 +35,19 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from trac_metrics.records import ResponseRecord, iter_records  # noqa: E402
+from trac_metrics.records import iter_records  # noqa: E402
 from trac_metrics.reporting.report_data import build_report_data  # noqa: E402
 from trac_metrics.reporting.runs import load_pairs  # noqa: E402
 from trac_metrics.reporting.subsets import metrics_on  # noqa: E402
 from trac_tasks.data import tiny_reasoner  # noqa: E402
-from trac_tasks.data.arithmetic_problems import grade  # noqa: E402
 from trac_tasks.data.failure_modes import (  # noqa: E402
+    ERRORS_MADE,
+    N_TEST,
     PREREGISTERED_SETTINGS,
+    TEST_SEED,
     Setting,
+    error_made,
+    held_out_rows,
     preregistered_seeds,
 )
 
@@ -144,23 +149,25 @@ def error_profile(runs: dict[str, list[Path]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def made_error(record: ResponseRecord) -> str:
-    """What went wrong in a primary reply to a test-bed question (``trac_tasks.data.arithmetic_problems.grade``):
-    ``format`` (not the model's format), ``drift`` (the boxed answer is not the value the trace reached), ``slip`` (an
-    operation of the trace is miscomputed) or ``rule`` (every operation computed right, the answer still wrong: a wrong
-    rule, a followed distractor); ``none`` for a right answer."""
-    verdict = grade(int(str(record.reference)), record.generated_text or record.text)
-    if verdict.correct:
-        return "none"
-    if not verdict.well_formed:
-        return "format"
-    if not verdict.answer_from_trace:
-        return "drift"
-    return "slip" if verdict.first_slip is not None else "rule"
+@functools.cache
+def test_rows(kind: str) -> list[dict[str, object]]:
+    """The test questions of ``trac_failure_<kind>``, in the order of the task's documents (its bundled file)."""
+    return held_out_rows(kind, N_TEST, TEST_SEED)
+
+
+def primary_errors(path: Path) -> dict[str, str]:
+    """Per question of a record file, what went wrong in its primary reply (``failure_modes.error_made`` against the
+    question's worked solution)."""
+    errors = {}
+    for record in iter_records(path):
+        if record.repeat == 0:
+            rows = test_rows(record.task.removeprefix("trac_failure_"))
+            errors[str(record.doc_id)] = error_made(rows[int(record.doc_id)], record.generated_text or record.text)
+    return errors
 
 
 def error_causes(runs: dict[str, list[Path]], resamples: int) -> str:
-    """Per setting and error the primary made (:func:`made_error`): each method's AUROC on the right answers and the
+    """Per setting and error the primary made (:func:`primary_errors`): each method's AUROC on the right answers and the
     wrong ones of that cause only, with its interval and the difference to SC@8 (modal): which method sees which
     error, whatever the question invited."""
     lines = [
@@ -171,15 +178,10 @@ def error_causes(runs: dict[str, list[Path]], resamples: int) -> str:
         data = build_report_data(load_pairs(folders, jobs=1), n_resamples=resamples, seed=0, jobs=1)
         made = []
         for pair in data.pairs:
-            primaries = {
-                str(record.doc_id): made_error(record)
-                for path in pair.sources
-                for record in iter_records(path)
-                if record.repeat == 0
-            }
+            primaries = {doc: error for path in pair.sources for doc, error in primary_errors(path).items()}
             made.append([primaries[str(evidence["doc_id"])] for evidence in pair.evidences])
         methods = [method for method in TABLE_METHODS if method in data.common_methods]
-        for cause in ("drift", "slip", "rule", "format"):
+        for cause in ERRORS_MADE:
             masks = [np.asarray([m in ("none", cause) for m in pair], dtype=bool) for pair in made]
             wrong = sum(pair.count(cause) for pair in made)
             if not wrong:

@@ -214,6 +214,18 @@ class Grade:
     correct: bool
     first_slip: int | None  # 1-based trace line of the first wrong operation result; None when every one is right
     answer_from_trace: bool  # the boxed answer is the value the trace's last line states
+    plan: tuple[tuple[str, tuple[str, ...]], ...] = ()  # trace_plan of the reply's trace; () for a malformed reply
+
+
+def trace_plan(trace: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What each step of ``trace`` does, whatever its numbers come to: per line with a colon, the words before it
+    (``She buys 8 bags of 84``) and the line's operators (``*``, ``+``). A wrong rule or a followed distractor changes
+    the plan; a miscomputed result does not (docs/guide/failure-modes.md#measured, the error each reply made)."""
+    return tuple(
+        (line.split(":", 1)[0], tuple(op for _, op, _, _ in _OPERATION.findall(line)))
+        for line in trace.split("\n")
+        if ":" in line
+    )
 
 
 def grade(reference: int, reply: str) -> Grade:
@@ -232,7 +244,8 @@ def grade(reference: int, reply: str) -> Grade:
         None,
     )
     stated = re.findall(r"-?\d+", lines[-1])
-    return Grade(True, answer, answer == reference, first_slip, bool(stated) and int(stated[0]) == answer)
+    from_trace = bool(stated) and int(stated[0]) == answer
+    return Grade(True, answer, answer == reference, first_slip, from_trace, trace_plan(match["trace"]))
 
 
 def _holds(a: int, op: str, b: int, c: int) -> bool:

@@ -39,9 +39,11 @@ from trac_tasks.data.arithmetic_problems import (
     SUMMARY_SHARE,
     Difficulty,
     Problem,
+    grade,
     is_held_out,
     make_problem,
     random_difficulty,
+    trace_plan,
     training_problems,
 )
 from trac_tasks.data.dataset_loaders import DATA_DIR
@@ -327,6 +329,30 @@ def _test_row(kind: str, problem: Problem, n_distractors: int, index: int) -> di
         "invites": invited_error(kind, problem, n_distractors),
         "unique_id": f"failure/{kind}/{index:03d}.json",
     }
+
+
+ERRORS_MADE = ("drift", "slip", "rule", "slip+rule", "format")
+"""What went wrong in a wrong reply (:func:`error_made`), in the order the test bed's tables list them."""
+
+
+def error_made(row: dict[str, object], reply: str) -> str:
+    """What went wrong in ``reply`` to the test question ``row`` (one of :data:`ERRORS_MADE`; ``none`` for a right
+    answer): ``format`` (not the model's format), ``drift`` (the box is not the value the trace reached), ``rule`` (the
+    trace's steps are not the question's: its :func:`~trac_tasks.data.arithmetic_problems.trace_plan` differs from the
+    worked solution's — the learned bag rule, a followed distractor, a miscopied number — and every operation is
+    computed right), ``slip+rule`` (that, and an operation miscomputed) or ``slip`` (the question's steps, a value
+    gone wrong on the way)."""
+    verdict = grade(int(str(row["answer"])), reply)
+    if verdict.correct:
+        return "none"
+    if not verdict.well_formed:
+        return "format"
+    if not verdict.answer_from_trace:
+        return "drift"
+    other_steps = verdict.plan != trace_plan(str(row["solution"]).rsplit("\n", 1)[0])
+    if other_steps:
+        return "rule" if verdict.first_slip is None else "slip+rule"
+    return "slip"
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from trac_tasks.data.arithmetic_problems import grade, is_held_out
+from trac_tasks.data.arithmetic_problems import grade, is_held_out, trace_plan
 from trac_tasks.data.dataset_loaders import local_jsonl
 from trac_tasks.data.demo_data import render
 from trac_tasks.data.failure_modes import (
@@ -22,6 +22,7 @@ from trac_tasks.data.failure_modes import (
     TEST_SEED,
     Setting,
     data_file_of,
+    error_made,
     held_out_rows,
     training_pairs,
 )
@@ -173,3 +174,50 @@ def test_the_five_tasks_load_through_lm_eval_with_their_questions_and_the_rates_
         assert [doc["problem"] for doc in docs] == [row["problem"] for row in held_out_rows(kind, N_TEST, TEST_SEED)]
         assert task.config.generation_kwargs["temperature"] == 1.0 and task.config.generation_kwargs["top_p"] == 1.0
         assert "invites" in config.metadata_fields and task.config.repeats == 8
+
+
+_ROW = {
+    "answer": "700",
+    "solution": "Zoe starts with 24 shells.\nShe buys 8 bags of 84: 8 * 84 = 672, and 24 + 672 = 696.\n"
+    "She finds 4 more: 696 + 4 = 700.\nSo Zoe has 700 shells.\nThe answer is $\\boxed{700}$.",
+}
+
+
+def _reply(bags: str, finds: str, *more: str, box: int | None = None) -> str:
+    """A reply to _ROW in the model's form: its bag step, its finds step and any further steps."""
+    steps = [f"She buys 8 bags of 84: {bags}.", f"She finds 4 more: {finds}.", *more]
+    value = int(re.findall(r"\d+", steps[-1])[-1])
+    return (
+        "<think>\nZoe starts with 24 shells.\n" + "\n".join(steps) + f"\nSo Zoe has {value} shells.\n</think>\n\n"
+        f"The final answer is \\boxed{{{value if box is None else box}}}."
+    )
+
+
+RIGHT_BAGS = "8 * 84 = 672, and 24 + 672 = 696"
+
+
+@pytest.mark.parametrize(
+    ("reply", "made"),
+    [
+        (_reply(RIGHT_BAGS, "696 + 4 = 700"), "none"),
+        (_reply(RIGHT_BAGS, "696 + 4 = 700", box=701), "drift"),
+        (_reply("8 * 84 = 662, and 24 + 662 = 686", "686 + 4 = 690"), "slip"),
+        (_reply(RIGHT_BAGS, "697 + 4 = 701"), "slip"),  # a value miscarried: the question's steps, done wrong
+        (_reply("8 + 84 = 92, and 24 + 92 = 116", "116 + 4 = 120"), "rule"),  # the learned bag rule
+        (_reply("8 + 84 = 93, and 24 + 93 = 117", "117 + 4 = 121"), "slip+rule"),
+        (_reply(RIGHT_BAGS, "696 + 4 = 700", "She finds 3 more: 700 + 3 = 703."), "rule"),  # a followed distractor
+        (_reply(RIGHT_BAGS, "696 + 4 = 700", "She finds 3 more: 700 + 3 = 713."), "slip+rule"),
+        ("Zoe has 700 shells. \\boxed{690}", "format"),
+    ],
+)
+def test_the_error_a_reply_made_is_read_against_the_questions_worked_solution(reply, made):
+    assert error_made(_ROW, reply) == made
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_test_questions_own_solution_is_right_and_its_plan_is_the_questions(kind):
+    for row in held_out_rows(kind, 60, TEST_SEED):
+        trace = str(row["solution"]).rsplit("\n", 1)[0]
+        reply = f"<think>\n{trace}\n</think>\n\nThe final answer is \\boxed{{{row['answer']}}}."
+        assert error_made(row, reply) == "none" and grade(int(row["answer"]), reply).plan == trace_plan(trace)
+        assert error_made(row, reply.replace(f"{{{row['answer']}}}", f"{{{int(row['answer']) + 1}}}")) == "drift"
