@@ -16,8 +16,8 @@ folders with ``trac_records/``), ``reports/<setting>/`` (``trac report`` over th
 cost-matched figure: SC@2/4/8 and TrAC at their cost) and ``table.md``: the seeds measured per setting, then one
 row per setting, error type and method, built from those reports, then each setting's error profile (how many wrong
 answers every sample shares, how often the probe re-states a wrong answer unchanged), then each method's AUROC by the
-error the primary actually made (drift; slip; rule: a wrong rule, a followed distractor; slip+rule: both; format). ``--trained-only``
-trains nothing and reports each setting over the seeds whose model is there.
+error the primary actually made (drift; slip; rule: a wrong rule, a followed distractor; slip+rule: both;
+format). ``--trained-only`` trains nothing and reports each setting over the seeds whose model is there.
 """
 
 from __future__ import annotations
