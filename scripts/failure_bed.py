@@ -151,7 +151,8 @@ def error_profile(runs: dict[str, list[Path]]) -> str:
 
 @functools.cache
 def test_rows(kind: str) -> list[dict[str, object]]:
-    """The test questions of ``trac_failure_<kind>``, in the order of the task's documents (its bundled file)."""
+    """The test questions of ``trac_failure_<kind>``, generated as the task's bundled file was (the tests pin the two
+    equal), in the order of the task's documents."""
     return held_out_rows(kind, N_TEST, TEST_SEED)
 
 

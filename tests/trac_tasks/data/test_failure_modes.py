@@ -35,6 +35,13 @@ _BOX = re.compile(r"\\boxed\{(\d+)\}")
 _SUMMARY = re.compile(r"</think>\n\n\w+ has (\d+) \w+ in the end\.")
 
 
+def _solution_reply(row: dict, box: int | None = None) -> str:
+    """A reply in the model's form that writes the test question ``row``'s worked solution and boxes its answer (or
+    ``box``)."""
+    trace = str(row["solution"]).rsplit("\n", 1)[0]
+    return f"<think>\n{trace}\n</think>\n\nThe final answer is \\boxed{{{row['answer'] if box is None else box}}}."
+
+
 def _pairs(setting: str, n: int, seed: int = 5) -> list[tuple[str, str]]:
     return list(itertools.islice(training_pairs(Setting.parse(setting), seed, random.Random(seed + 1)), n))
 
@@ -135,10 +142,7 @@ def test_test_questions_are_held_out_distinct_worked_and_say_what_they_invite(se
     assert all(is_held_out(row["problem"]) for row in rows) and len({row["problem"] for row in rows}) == 120
     assert {row["invites"] for row in rows} == invited
     for row in rows:
-        reply = (
-            row["solution"].replace("The answer is $\\boxed", "</think>\n\nThe answer is \\boxed").rstrip("$.") + "."
-        )
-        assert grade(int(row["answer"]), "<think>\n" + reply.replace("$}", "}")).correct
+        assert grade(int(row["answer"]), _solution_reply(row)).correct
         if row["invites"] == "drift" and setting.startswith("drift_large"):
             assert int(row["answer"]) >= LARGE
         if setting.startswith("misconception"):
@@ -217,7 +221,6 @@ def test_the_error_a_reply_made_is_read_against_the_questions_worked_solution(re
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_test_questions_own_solution_is_right_and_its_plan_is_the_questions(kind):
     for row in held_out_rows(kind, 60, TEST_SEED):
-        trace = str(row["solution"]).rsplit("\n", 1)[0]
-        reply = f"<think>\n{trace}\n</think>\n\nThe final answer is \\boxed{{{row['answer']}}}."
+        reply, trace = _solution_reply(row), str(row["solution"]).rsplit("\n", 1)[0]
         assert error_made(row, reply) == "none" and grade(int(row["answer"]), reply).plan == trace_plan(trace)
-        assert error_made(row, reply.replace(f"{{{row['answer']}}}", f"{{{int(row['answer']) + 1}}}")) == "drift"
+        assert error_made(row, _solution_reply(row, box=int(row["answer"]) + 1)) == "drift"
