@@ -25,8 +25,8 @@ from trac_metrics._warnings import TracWarning
 from trac_metrics.answers.equivalence import equivalent
 from trac_metrics.features.cross_model import JUDGE_NAME, Judgement, judge_context, judgements_file, write_judgements
 from trac_metrics.records import iter_records
-from trac_metrics.reporting.html.prompts import question_prompts
-from trac_metrics.reporting.runs import load_pairs
+from trac_metrics.reporting.html.prompts import run_prompts
+from trac_metrics.reporting.runs import find_record_files
 
 RESTATEMENT_TOKENS = 16
 """The judge's greedy re-statement is cut at this many tokens, as TrAC's probe is
@@ -48,30 +48,38 @@ class _Item:
 
 def judge_items(folders: Sequence[Path]) -> tuple[list[_Item], int]:
     """The primary responses under ``folders`` the judge can score, and how many it cannot (no prompt stored, no
-    trace probe)."""
+    trace probe). A response's prompt is the one its own run stored (the samples file of its model and task beside
+    its record file)."""
     items, skipped = [], 0
-    for pair in load_pairs(folders, jobs=1):
-        prompts = question_prompts(pair)
-        for path in pair.sources:
-            for record in iter_records(path):
-                if record.repeat != 0:
-                    continue
-                prompt = prompts.get(str(record.doc_id))
-                context = None if prompt is None else judge_context(record, prompt)
-                if context is None:
-                    skipped += 1
-                    continue
-                items.append(
-                    _Item(
-                        path.parent.parent,
-                        record.task,
-                        record.model,
-                        record.doc_id,
-                        record.answer_kind,
-                        context,
-                        record.answer,
-                    )
+    for path in find_record_files(folders):
+        primaries = [record for record in iter_records(path) if record.repeat == 0]
+        prompts = {
+            (task, model): run_prompts(
+                task,
+                model,
+                [path],
+                {str(record.doc_id) for record in primaries if (record.task, record.model) == (task, model)},
+                f"{path} ({model} on {task})",
+            )
+            for task, model in dict.fromkeys((record.task, record.model) for record in primaries)
+        }
+        for record in primaries:
+            prompt = prompts[record.task, record.model].get(str(record.doc_id))
+            context = None if prompt is None else judge_context(record, prompt)
+            if context is None:
+                skipped += 1
+                continue
+            items.append(
+                _Item(
+                    path.parent.parent,
+                    record.task,
+                    record.model,
+                    record.doc_id,
+                    record.answer_kind,
+                    context,
+                    record.answer,
                 )
+            )
     return items, skipped
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import shutil
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from trac_metrics.records import RecordWriter
 from trac_metrics.reporting.html.prompts import lm_eval_folder_name
 from trac_tasks.data.arithmetic_problems import Difficulty, make_problem
 from trac_tasks.data.tiny_reasoner import chat_prompts, reasoner_path
-from trac_tasks.engines.judge import main
+from trac_tasks.engines.judge import judge_items, main
 
 MODEL, TASK = "first/model", "t"
 CUE = "\n\nThe final answer is \\boxed{"
@@ -96,3 +97,25 @@ def test_an_existing_judgements_file_is_refused_before_any_judging(run, capsys):
         main([str(folder), "--judge", str(reasoner_path()), "--name", "tiny"])
     assert exit_info.value.code == 2 and "delete to judge again" in capsys.readouterr().err
     assert judgements_file(folder, TASK, "tiny").read_bytes() == before
+
+
+def test_each_run_is_judged_with_the_prompt_it_stored(run, tmp_path):
+    """Two runs of one model and task, the second's samples file rendering the questions otherwise and missing one:
+    each response's context begins with its own run's prompt, and the question without one is counted, not judged."""
+    folder, problems, prompts = run
+    first, second = tmp_path / "first", tmp_path / "second"
+    for copy in (first, second):
+        shutil.copytree(folder / "trac_records", copy / "trac_records")
+        shutil.copytree(folder / lm_eval_folder_name(MODEL), copy / lm_eval_folder_name(MODEL))
+    (samples,) = (second / lm_eval_folder_name(MODEL)).iterdir()
+    lines = [json.loads(line) for line in samples.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
+        line["arguments"]["gen_args_0"]["arg_0"] = "Another template. " + line["arguments"]["gen_args_0"]["arg_0"]
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines if line["doc_id"] != 2), encoding="utf-8")
+    items, skipped = judge_items([first, second])
+    assert skipped == 1 and len(items) == 13
+    for item in items:
+        own = prompts[int(item.doc_id)]
+        expected = own if item.output == first else "Another template. " + own
+        assert item.context == f"{expected}<think>\n{problems[int(item.doc_id)].trace}\n</think>{CUE}"
+    assert {item.output for item in items if item.doc_id == 2} == {first}

@@ -39,14 +39,14 @@ def readable_samples_files(record_files: Iterable[Path]) -> list[Path]:
     return [path for output in _output_folders(record_files) for path in sorted(output.glob("*/samples_*.jsonl"))]
 
 
-def samples_files(pair: PairRun) -> list[Path]:
-    """lm-eval's samples files of ``pair``'s model and task: ``samples_<task>_<time>.jsonl`` in the model's own
-    folder of the output folders its record files sit in."""
-    pattern = re.compile(rf"samples_{re.escape(pair.task)}_\d{{4}}-\d\d-\d\dT[\d.\-]+\.jsonl")
-    own = lm_eval_folder_name(pair.model)
+def samples_files(task: str, model: str, record_files: Iterable[Path]) -> list[Path]:
+    """lm-eval's samples files of ``model`` on ``task``: ``samples_<task>_<time>.jsonl`` in the model's own folder of
+    the output folders ``record_files`` sit in."""
+    pattern = re.compile(rf"samples_{re.escape(task)}_\d{{4}}-\d\d-\d\dT[\d.\-]+\.jsonl")
+    own = lm_eval_folder_name(model)
     return [
         path
-        for output in _output_folders(pair.sources)
+        for output in _output_folders(record_files)
         for path in sorted((output / own).glob("samples_*.jsonl"))
         if pattern.fullmatch(path.name)
     ]
@@ -66,14 +66,21 @@ def _doc_id(line: Any) -> str | None:
 
 
 def question_prompts(pair: PairRun) -> dict[str, str]:
-    """Document id → its rendered prompt, for the questions of ``pair`` found in its own samples files
-    (:func:`samples_files`). A document two files give different prompts is left out (which run the records come
-    from cannot be told), with one warning per pair; a line that is not a JSON object with a document id and a
-    prompt is skipped, with one warning per file."""
+    """Document id → its rendered prompt, for the questions of ``pair`` (:func:`run_prompts` of its model, task and
+    record files)."""
     wanted = {str(evidence["doc_id"]) for evidence in pair.evidences}
+    return run_prompts(pair.task, pair.model, pair.sources, wanted, pair.name)
+
+
+def run_prompts(task: str, model: str, record_files: Iterable[Path], wanted: set[str], name: str) -> dict[str, str]:
+    """Document id → its rendered prompt, for the ``wanted`` documents found in the samples files of ``model`` on
+    ``task`` beside ``record_files`` (:func:`samples_files`). A document two files give different prompts is left
+    out (which run the records come from cannot be told), with one warning naming ``name``; a line that is not a
+    JSON object with a document id and a prompt is skipped, with one warning per file."""
+    files = samples_files(task, model, record_files)
     prompts: dict[str, str] = {}
     conflicting: set[str] = set()
-    for path in samples_files(pair):
+    for path in files:
         skipped = 0
         with path.open(encoding="utf-8", errors="replace") as lines:
             for text in lines:
@@ -91,8 +98,8 @@ def question_prompts(pair: PairRun) -> dict[str, str]:
             warnings.warn(f"{path}: skipped {skipped} line(s) without a readable prompt", TracWarning, stacklevel=2)
     if conflicting:
         warnings.warn(
-            f"{pair.name}: {len(conflicting)} question(s) have different prompts in its samples files "
-            f"({', '.join(str(path) for path in samples_files(pair))}); the page shows no prompt for them",
+            f"{name}: {len(conflicting)} question(s) have different prompts in its samples files "
+            f"({', '.join(str(path) for path in files)}); they are left without one",
             TracWarning,
             stacklevel=2,
         )
