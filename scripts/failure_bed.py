@@ -13,11 +13,12 @@ registered (docs/guide/extending.md) is in every report: register it, rerun, rea
 Outputs under ``--out``: ``models/<setting>-s<seed>/`` (the reasoners), ``runs/<setting>-s<seed>/`` (lm-eval output
 folders with ``trac_records/``), ``reports/<setting>/`` (``trac report`` over the setting's seeds as its pairs, with
 ``--by invites``: the hierarchical bootstrap resamples seeds, then questions; ``report.html``, its page, with the
-cost-matched figure: SC@2/4/8 and TrAC at their cost) and ``table.md``: the seeds measured per setting, then one
-row per setting, error type and method, built from those reports, then each setting's error profile (how many wrong
-answers every sample shares, how often the probe re-states a wrong answer unchanged), then each method's AUROC by the
-error the primary actually made (drift; slip; rule: a wrong rule, a followed distractor; slip+rule: both;
-format). ``--trained-only`` trains nothing and reports each setting over the seeds whose model is there.
+cost-matched figure: SC@2/4/8 and TrAC at their cost) and ``table.md``: the seeds measured per setting; the guide's
+two tables — per setting, who sees the errors it is built to cause, and the cost-matched comparison; then one row per
+setting, error type and method, built from those reports; each setting's error profile (how many wrong answers every
+sample shares, how often the probe re-states a wrong answer unchanged); each method's AUROC by the error the primary
+actually made (drift; slip; rule: a wrong rule, a followed distractor; slip+rule: both; format). ``--trained-only``
+trains nothing and reports each setting over the seeds whose model is there.
 """
 
 from __future__ import annotations
@@ -69,6 +70,36 @@ TABLE_METHODS = (
 """The rows of ``table.md``: TrAC, its probe alone, the heads without the probe (TUP, sequence-only, the answer
 tokens' log-probability alone and with the mean), token confidence, the cross-model score, and self-consistency at
 the cost-matched K = 2, 4 and 8."""
+TARGETED_ERRORS = {
+    "slips": ("slip",),
+    "drift": ("drift",),
+    "drift_large": ("drift",),
+    "misconception": ("rule", "slip+rule"),
+    "distractor": ("rule", "slip+rule"),
+}
+"""Per kind of setting, the errors (as ``failure_modes.error_made`` names them) it is built to cause: the rows of
+``table.md``'s first table."""
+SUMMARY_METHODS = (
+    "trac",
+    "pce",
+    "tup",
+    "answer_confidence",
+    "mean_logprob",
+    "sc_modal",
+    "sc_primary",
+    "sc4_modal",
+    "cross_model",
+)
+"""The columns of ``table.md``'s first table: TrAC, its probe alone, the heads without the probe, token confidence,
+self-consistency at K = 8 (both answers) and 4, the cross-model score."""
+COST_METHODS = (
+    "TrAC",
+    "SC@2 (first 2 samples)",
+    "SC@4 (first 4 samples)",
+    "SC@8 (modal answer)",
+    "SC@8 (primary answer)",
+)
+"""The columns of ``table.md``'s cost-matched table, as the reports name the methods."""
 ENGINE_ARGS = (
     "dtype=float32,max_model_len=1024,enable_prefix_caching=True,block_size=32,enforce_eager=True,"
     "distributed_executor_backend=uni,seed=1234"
@@ -167,14 +198,12 @@ def primary_errors(path: Path) -> dict[str, str]:
     return errors
 
 
-def error_causes(runs: dict[str, list[Path]], resamples: int) -> str:
-    """Per setting and error the primary made (:func:`primary_errors`): each method's AUROC on the right answers and the
-    wrong ones of that cause only, with its interval and the difference to SC@8 (modal): which method sees which
-    error, whatever the question invited."""
-    lines = [
-        "| setting | error made | wrong | method | AUROC [95 % CI] | − SC@8 modal [95 % CI] |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
+def error_cause_rows(runs: dict[str, list[Path]], resamples: int) -> list[dict]:
+    """Per setting and error the primary made (:func:`primary_errors`), each method's AUROC on the right answers and
+    the wrong ones of that cause only, with its interval and the difference to SC@8 (modal): which method sees which
+    error, whatever the question invited. One dict per row: ``setting``, ``cause``, ``wrong``, ``method`` and the
+    metrics of :func:`~trac_metrics.reporting.subsets.metrics_on`."""
+    rows = []
     for name, folders in runs.items():
         data = build_report_data(load_pairs(folders, jobs=1), n_resamples=resamples, seed=0, jobs=1)
         made = []
@@ -187,19 +216,84 @@ def error_causes(runs: dict[str, list[Path]], resamples: int) -> str:
             wrong = sum(pair.count(cause) for pair in made)
             if not wrong:
                 continue
-            rows = metrics_on(data, masks, methods, "sc_modal" if "sc_modal" in methods else None, 0.95)
-            for method, row in rows.items():
-                lines.append(f"| {name} | {cause} | {wrong} | {method} | {_auroc_cells(row)}")
+            measured = metrics_on(data, masks, methods, "sc_modal" if "sc_modal" in methods else None, 0.95)
+            rows += [
+                {"setting": name, "cause": cause, "wrong": wrong, "method": m, **row} for m, row in measured.items()
+            ]
+    return rows
+
+
+def error_causes(rows: list[dict]) -> str:
+    """``table.md``'s last table: every row of :func:`error_cause_rows`."""
+    lines = [
+        "| setting | error made | wrong | method | AUROC [95 % CI] | − SC@8 modal [95 % CI] |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        lines.append(f"| {row['setting']} | {row['cause']} | {row['wrong']} | {row['method']} | {_auroc_cells(row)}")
+    return "\n".join(lines) + "\n"
+
+
+def targeted(rows: list[dict], reports: dict[str, Path], seeds: dict[str, list[str]]) -> str:
+    """``table.md``'s first table (docs/guide/failure-modes.md#measured): per setting, the accuracy of each seed's
+    reasoner, then for each error the setting is built to cause (:data:`TARGETED_ERRORS`) the AUROC of
+    :data:`SUMMARY_METHODS` on the right answers and the wrong ones of that cause, and TrAC − SC@8 (modal) with its
+    paired interval."""
+    lines = [
+        "| setting (seeds) | accuracy per seed | error (wrong answers) | "
+        + " | ".join(SUMMARY_METHODS)
+        + " | TrAC − SC@8 modal [95 % CI] |",
+        "| --- " * (len(SUMMARY_METHODS) + 4) + "|",
+    ]
+    cells = {(row["setting"], row["cause"], row["method"]): row for row in rows}
+    for name, folder in reports.items():
+        accuracy = ", ".join(f"{value:.2f}" for value in pd.read_csv(folder / "per_pair.csv")["accuracy"])
+        first = True
+        for cause in TARGETED_ERRORS[Setting.parse(name).kind]:
+            if (name, cause, "trac") not in cells:
+                continue
+            trac = cells[name, cause, "trac"]
+            aurocs = [
+                f"{cells[name, cause, m]['auroc']:.3f}" if (name, cause, m) in cells else "—" for m in SUMMARY_METHODS
+            ]
+            head = f"{name} ({', '.join(seeds[name])}) | {accuracy}" if first else " | "
+            lines.append(
+                f"| {head} | {cause} ({trac['wrong']}) | "
+                + " | ".join(aurocs)
+                + " | "
+                + _auroc_cells(trac).split(" | ", 1)[1]
+            )
+            first = False
+    return "\n".join(lines) + "\n"
+
+
+def cost_matched(reports: dict[str, Path], seeds: dict[str, list[str]]) -> str:
+    """``table.md``'s cost-matched table: per setting, the macro AUROC with its interval of TrAC and of
+    self-consistency at K = 2, 4 and 8 (each setting's ``confidence_intervals.csv``), and TrAC's relative latency as
+    the records measured it (``leaderboard.csv``)."""
+    lines = [
+        "| setting (seeds) | TrAC latency × | " + " | ".join(COST_METHODS) + " |",
+        "| --- " * (len(COST_METHODS) + 2) + "|",
+    ]
+    for name, folder in reports.items():
+        intervals = pd.read_csv(folder / "confidence_intervals.csv").set_index("method")
+        latency = pd.read_csv(folder / "leaderboard.csv").set_index("method").loc["TrAC", "latency ×"]
+        aurocs = [_interval(*intervals.loc[m, ["macro AUROC", "AUROC lo", "AUROC hi"]]) for m in COST_METHODS]
+        lines.append(f"| {name} ({', '.join(seeds[name])}) | {latency:.2f} | " + " | ".join(aurocs) + " |")
     return "\n".join(lines) + "\n"
 
 
 def _auroc_cells(row: dict) -> str:
     difference = (
-        f"{row['auroc_minus_reference']:+.3f} [{row['diff_lo']:+.3f}, {row['diff_hi']:+.3f}]"
+        _interval(row["auroc_minus_reference"], row["diff_lo"], row["diff_hi"], "+.3f")
         if pd.notna(row.get("auroc_minus_reference", float("nan")))
         else ""
     )
-    return f"{row['auroc']:.3f} [{row['auroc_lo']:.3f}, {row['auroc_hi']:.3f}] | {difference} |"
+    return f"{_interval(row['auroc'], row['auroc_lo'], row['auroc_hi'])} | {difference} |"
+
+
+def _interval(value: float, lo: float, hi: float, form: str = ".3f") -> str:
+    return f"{value:{form}} [{lo:{form}}, {hi:{form}}]"
 
 
 def _share(count: int, total: int) -> str:
@@ -246,7 +340,7 @@ def main(argv: list[str] | None = None) -> None:
         help="train nothing: each setting over its seeds whose model is there (a setting with none is left out)",
     )
     args = parser.parse_args(argv)
-    reports, all_runs, measured = {}, {}, []
+    reports, all_runs, seeds_of = {}, {}, {}
     for setting in args.settings:
         runs, seeds = [], []
         for seed in args.seeds or preregistered_seeds(setting):
@@ -265,18 +359,22 @@ def main(argv: list[str] | None = None) -> None:
         if not runs:
             continue
         all_runs[setting.name] = runs
-        measured.append(f"{setting.name} (seeds {', '.join(seeds)})")
+        seeds_of[setting.name] = seeds
         reports[setting.name] = args.out / "reports" / setting.name.replace(":", "-")
         report(runs, reports[setting.name], args.resamples)
     if not all_runs:
         parser.error("no setting has a trained model (--trained-only)")
-    text = (
-        f"Measured: {'; '.join(measured)}.\n\n"
-        + table(reports)
-        + "\n"
-        + error_profile(all_runs)
-        + "\n"
-        + error_causes(all_runs, args.resamples)
+    causes = error_cause_rows(all_runs, args.resamples)
+    measured = "; ".join(f"{name} (seeds {', '.join(seeds)})" for name, seeds in seeds_of.items())
+    text = "\n".join(
+        [
+            f"Measured: {measured}.\n",
+            targeted(causes, reports, seeds_of),
+            cost_matched(reports, seeds_of),
+            table(reports),
+            error_profile(all_runs),
+            error_causes(causes),
+        ]
     )
     (args.out / "table.md").write_text(text, encoding="utf-8")
     print(args.out / "table.md")

@@ -43,6 +43,18 @@ def test_one_setting_trains_generates_and_reports_by_the_error_it_invites(tmp_pa
     assert int(profile.split("|")[4]) == table["wrong"].iloc[0]  # the error profile counts the report's wrong answers
     assert "| error made |" in "\n".join(lines)  # and the AUROC by the error each primary made
     assert lines[0] == "Measured: drift:0.15 (seeds 1)."
+    # the guide's tables, first: the cost-matched row is the report's macro AUROC; the targeted row, where the primary
+    # made drift errors, repeats the error-made table's AUROC of TrAC
+    rows = [line.split(" | ") for line in lines if line.startswith("| drift:0.15 (1) | ")]
+    intervals = pd.read_csv(out / "reports" / "drift-0.15" / "confidence_intervals.csv").set_index("method")
+    (cost,) = [row for row in rows if len(row) == 7]
+    assert cost[2].startswith(f"{intervals.loc['TrAC', 'macro AUROC']:.3f} [")
+    made = [line.split(" | ") for line in lines if line.startswith("| drift:0.15 | drift | ")]
+    drift_made = [row for row in made if row[3] == "trac"]  # setting | error made | wrong | method | AUROC | diff
+    targeted = [row for row in rows if len(row) == 13]
+    assert len(targeted) == len(drift_made) <= 1
+    if drift_made:
+        assert targeted[0][3] == drift_made[0][4].split(" [")[0] and targeted[0][2] == f"drift ({drift_made[0][2]})"
     assert (out / "reports" / "drift-0.15" / "report.html").stat().st_size > 10_000  # the setting's page
     # a second run resumes: nothing is trained or generated again, the reports are rewritten
     again = subprocess.run(command, capture_output=True, text=True, timeout=900, env=engine_env(), cwd=REPO)
