@@ -234,11 +234,24 @@ def error_causes(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def targeted(rows: list[dict], reports: dict[str, Path], seeds: dict[str, list[str]]) -> str:
+def accuracies(report: Path, models: list[Path]) -> list[float]:
+    """The accuracy of each of ``models`` (in that order) in a report's ``per_pair.csv``, whose pairs are named
+    ``<model> / <task> [decoding]`` and sorted by name."""
+    frame = pd.read_csv(report / "per_pair.csv")
+    values = []
+    for model in models:
+        (row,) = frame.index[frame["pair"].str.startswith(f"{model} / ")]
+        values.append(float(frame.loc[row, "accuracy"]))
+    return values
+
+
+def targeted(
+    rows: list[dict], reports: dict[str, Path], seeds: dict[str, list[str]], models: dict[str, list[Path]]
+) -> str:
     """``table.md``'s first table (docs/guide/failure-modes.md#measured): per setting, the accuracy of each seed's
-    reasoner, then for each error the setting is built to cause (:data:`TARGETED_ERRORS`) the AUROC of
-    :data:`SUMMARY_METHODS` on the right answers and the wrong ones of that cause, and TrAC − SC@8 (modal) with its
-    paired interval."""
+    reasoner (:func:`accuracies`), then for each error the setting is built to cause (:data:`TARGETED_ERRORS`) the
+    AUROC of :data:`SUMMARY_METHODS` on the right answers and the wrong ones of that cause, and TrAC − SC@8 (modal)
+    with its paired interval."""
     lines = [
         "| setting (seeds) | accuracy per seed | error (wrong answers) | "
         + " | ".join(SUMMARY_METHODS)
@@ -247,7 +260,7 @@ def targeted(rows: list[dict], reports: dict[str, Path], seeds: dict[str, list[s
     ]
     cells = {(row["setting"], row["cause"], row["method"]): row for row in rows}
     for name, folder in reports.items():
-        accuracy = ", ".join(f"{value:.2f}" for value in pd.read_csv(folder / "per_pair.csv")["accuracy"])
+        accuracy = ", ".join(f"{value:.2f}" for value in accuracies(folder, models[name]))
         first = True
         for cause in TARGETED_ERRORS[Setting.parse(name).kind]:
             if (name, cause, "trac") not in cells:
@@ -340,9 +353,9 @@ def main(argv: list[str] | None = None) -> None:
         help="train nothing: each setting over its seeds whose model is there (a setting with none is left out)",
     )
     args = parser.parse_args(argv)
-    reports, all_runs, seeds_of = {}, {}, {}
+    reports, all_runs, seeds_of, models_of = {}, {}, {}, {}
     for setting in args.settings:
-        runs, seeds = [], []
+        runs, seeds, models = [], [], []
         for seed in args.seeds or preregistered_seeds(setting):
             name = folder_name(setting, seed)
             if setting.kind == "slips" and seed == tiny_reasoner.TRAINING_SEED and not args.steps:
@@ -356,10 +369,11 @@ def main(argv: list[str] | None = None) -> None:
             judge(args.out / "runs" / name)
             runs.append(args.out / "runs" / name)
             seeds.append(str(seed))
+            models.append(model)
         if not runs:
             continue
         all_runs[setting.name] = runs
-        seeds_of[setting.name] = seeds
+        seeds_of[setting.name], models_of[setting.name] = seeds, models
         reports[setting.name] = args.out / "reports" / setting.name.replace(":", "-")
         report(runs, reports[setting.name], args.resamples)
     if not all_runs:
@@ -369,7 +383,7 @@ def main(argv: list[str] | None = None) -> None:
     text = "\n".join(
         [
             f"Measured: {measured}.\n",
-            targeted(causes, reports, seeds_of),
+            targeted(causes, reports, seeds_of, models_of),
             cost_matched(reports, seeds_of),
             table(reports),
             error_profile(all_runs),
