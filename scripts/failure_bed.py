@@ -240,8 +240,10 @@ def accuracies(report: Path, models: list[Path]) -> list[float]:
     frame = pd.read_csv(report / "per_pair.csv")
     values = []
     for model in models:
-        (row,) = frame.index[frame["pair"].str.startswith(f"{model} / ")]
-        values.append(float(frame.loc[row, "accuracy"]))
+        rows = frame.index[frame["pair"].str.startswith(f"{model} / ")]
+        if len(rows) != 1:
+            raise ValueError(f"{report / 'per_pair.csv'}: {len(rows)} pairs of the model {model}, expected one")
+        values.append(float(frame.loc[rows[0], "accuracy"]))
     return values
 
 
