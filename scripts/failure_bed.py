@@ -273,10 +273,7 @@ def targeted(
             ]
             head = f"{name} ({', '.join(seeds[name])}) | {accuracy}" if first else " | "
             lines.append(
-                f"| {head} | {cause} ({trac['wrong']}) | "
-                + " | ".join(aurocs)
-                + " | "
-                + _auroc_cells(trac).split(" | ", 1)[1]
+                f"| {head} | {cause} ({trac['wrong']}) | " + " | ".join(aurocs) + f" | {_difference_cell(trac)} |"
             )
             first = False
     return "\n".join(lines) + "\n"
@@ -299,12 +296,14 @@ def cost_matched(reports: dict[str, Path], seeds: dict[str, list[str]]) -> str:
 
 
 def _auroc_cells(row: dict) -> str:
-    difference = (
-        _interval(row["auroc_minus_reference"], row["diff_lo"], row["diff_hi"], "+.3f")
-        if pd.notna(row.get("auroc_minus_reference", float("nan")))
-        else ""
-    )
-    return f"{_interval(row['auroc'], row['auroc_lo'], row['auroc_hi'])} | {difference} |"
+    return f"{_interval(row['auroc'], row['auroc_lo'], row['auroc_hi'])} | {_difference_cell(row)} |"
+
+
+def _difference_cell(row: dict) -> str:
+    """The AUROC difference to SC@8 (modal) with its paired interval; empty for SC@8 (modal) itself."""
+    if pd.isna(row.get("auroc_minus_reference", float("nan"))):
+        return ""
+    return _interval(row["auroc_minus_reference"], row["diff_lo"], row["diff_hi"], "+.3f")
 
 
 def _interval(value: float, lo: float, hi: float, form: str = ".3f") -> str:
