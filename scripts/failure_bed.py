@@ -15,10 +15,11 @@ folders with ``trac_records/``), ``reports/<setting>/`` (``trac report`` over th
 ``--by invites``: the hierarchical bootstrap resamples seeds, then questions; ``report.html``, its page, with the
 cost-matched figure: SC@2/4/8 and TrAC at their cost) and ``table.md``: the seeds measured per setting; the guide's
 two tables — per setting, who sees the errors it is built to cause, and the cost-matched comparison; then one row per
-setting, error type and method, built from those reports; each setting's error profile (how many wrong answers every
-sample shares, how often the probe re-states a wrong answer unchanged); each method's AUROC by the error the primary
-actually made (drift; slip; rule: a wrong rule, a followed distractor; slip+rule: both; format). ``--trained-only``
-trains nothing and reports each setting over the seeds whose model is there.
+setting, error type and method, built from those reports; each setting's error profile by error type and by error
+made (how many wrong answers every sample shares, how often the probe re-states a wrong answer unchanged); each
+method's AUROC and AURC by the error the primary actually made (drift; slip; rule: a wrong rule, a followed
+distractor; slip+rule: both; format). ``--trained-only`` trains nothing and reports each setting over the seeds whose
+model is there.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from trac_metrics.records import iter_records  # noqa: E402
 from trac_metrics.reporting.report_data import build_report_data  # noqa: E402
-from trac_metrics.reporting.runs import load_pairs  # noqa: E402
+from trac_metrics.reporting.runs import PairRun, load_pairs  # noqa: E402
 from trac_metrics.reporting.subsets import metrics_on  # noqa: E402
 from trac_tasks.data import tiny_reasoner  # noqa: E402
 from trac_tasks.data.failure_modes import (  # noqa: E402
@@ -157,27 +158,42 @@ def report(runs: list[Path], out: Path, resamples: int) -> None:
 
 
 def error_profile(runs: dict[str, list[Path]]) -> str:
-    """Per setting and error type: questions, wrong primary answers, the share of those wrong answers that all K
-    samples share (unanimous and wrong: no sampling method can see them), and the share the probe re-states
-    unchanged (agreement on wrong answers: a probe that copies shows ≈ 100 %)."""
-    lines = [
+    """Per setting and error type, then per setting and error made (:func:`pair_errors`): questions (by error type),
+    wrong primary answers, the share of those wrong answers that all K samples share (unanimous and wrong: no sampling
+    method can see them), and the share the probe re-states unchanged among those it re-stated (agreement on wrong
+    answers: a probe that copies shows ≈ 100 %)."""
+    by_invites = [
         "| setting | invites | questions | wrong | unanimous among wrong | probe agrees among wrong |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
+    by_made = [
+        "| setting | error made | wrong | unanimous among wrong | probe agrees among wrong |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for name, folders in runs.items():
-        groups: dict[str, list[dict]] = {}
+        invited: dict[str, list[dict]] = {}
+        made: dict[str, list[dict]] = {}
         for pair in load_pairs(folders, jobs=1):
-            for evidence in pair.evidences:
-                groups.setdefault(str(evidence["metadata"].get("invites")), []).append(evidence)
-        for invites, evidences in sorted(groups.items()):
+            errors = pair_errors(pair)
+            for evidence, error in zip(pair.evidences, errors, strict=True):
+                invited.setdefault(str(evidence["metadata"].get("invites")), []).append(evidence)
+                if not evidence["correct"]:
+                    made.setdefault(error, []).append(evidence)
+        for invites, evidences in sorted(invited.items()):
             wrong = [evidence for evidence in evidences if not evidence["correct"]]
-            unanimous = sum(len(set(evidence["answer_classes"])) == 1 for evidence in wrong)
-            agreeing = [evidence["agree"] for evidence in wrong if evidence["agree"] is not None]
-            lines.append(
-                f"| {name} | {invites} | {len(evidences)} | {len(wrong)} | {_share(unanimous, len(wrong))} | "
-                f"{_share(sum(value == 1 for value in agreeing), len(agreeing))} |"
-            )
-    return "\n".join(lines) + "\n"
+            by_invites.append(f"| {name} | {invites} | {len(evidences)} | {len(wrong)} | {_wrong_shares(wrong)} |")
+        for error in ERRORS_MADE:
+            if error in made:
+                by_made.append(f"| {name} | {error} | {len(made[error])} | {_wrong_shares(made[error])} |")
+    return "\n".join(by_invites) + "\n\n" + "\n".join(by_made) + "\n"
+
+
+def _wrong_shares(wrong: list[dict]) -> str:
+    """The error profile's two shares of wrong answers: all K samples shared the answer; the probe re-stated it
+    unchanged (among the answers it re-stated: no agreement, NaN or missing, is left out)."""
+    unanimous = sum(len(set(evidence["answer_classes"])) == 1 for evidence in wrong)
+    agreeing = [evidence["agree"] for evidence in wrong if pd.notna(evidence["agree"])]
+    return f"{_share(unanimous, len(wrong))} | {_share(sum(value == 1 for value in agreeing), len(agreeing))}"
 
 
 @functools.cache
@@ -198,18 +214,21 @@ def primary_errors(path: Path) -> dict[str, str]:
     return errors
 
 
+def pair_errors(pair: PairRun) -> list[str]:
+    """What went wrong in each primary reply of ``pair`` (:func:`primary_errors`), in the order of its questions."""
+    errors = {doc: error for path in pair.sources for doc, error in primary_errors(path).items()}
+    return [errors[str(evidence["doc_id"])] for evidence in pair.evidences]
+
+
 def error_cause_rows(runs: dict[str, list[Path]], resamples: int) -> list[dict]:
-    """Per setting and error the primary made (:func:`primary_errors`), each method's AUROC on the right answers and
-    the wrong ones of that cause only, with its interval and the difference to SC@8 (modal): which method sees which
-    error, whatever the question invited. One dict per row: ``setting``, ``cause``, ``wrong``, ``method`` and the
-    metrics of :func:`~trac_metrics.reporting.subsets.metrics_on`."""
+    """Per setting and error the primary made (:func:`primary_errors`), each method's AUROC and AURC on the right
+    answers and the wrong ones of that cause only, with intervals and the difference to SC@8 (modal): which method
+    sees which error, whatever the question invited. One dict per row: ``setting``, ``cause``, ``wrong``, ``method``
+    and the metrics of :func:`~trac_metrics.reporting.subsets.metrics_on`."""
     rows = []
     for name, folders in runs.items():
         data = build_report_data(load_pairs(folders, jobs=1), n_resamples=resamples, seed=0, jobs=1)
-        made = []
-        for pair in data.pairs:
-            primaries = {doc: error for path in pair.sources for doc, error in primary_errors(path).items()}
-            made.append([primaries[str(evidence["doc_id"])] for evidence in pair.evidences])
+        made = [pair_errors(pair) for pair in data.pairs]
         methods = [method for method in TABLE_METHODS if method in data.common_methods]
         for cause in ERRORS_MADE:
             masks = [np.asarray([m in ("none", cause) for m in pair], dtype=bool) for pair in made]
@@ -226,11 +245,11 @@ def error_cause_rows(runs: dict[str, list[Path]], resamples: int) -> list[dict]:
 def error_causes(rows: list[dict]) -> str:
     """``table.md``'s last table: every row of :func:`error_cause_rows`."""
     lines = [
-        "| setting | error made | wrong | method | AUROC [95 % CI] | − SC@8 modal [95 % CI] |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| setting | error made | wrong | method | AUROC [95 % CI] | − SC@8 modal [95 % CI] | AURC [95 % CI] |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
-        lines.append(f"| {row['setting']} | {row['cause']} | {row['wrong']} | {row['method']} | {_auroc_cells(row)}")
+        lines.append(f"| {row['setting']} | {row['cause']} | {row['wrong']} | {row['method']} | {_metric_cells(row)}")
     return "\n".join(lines) + "\n"
 
 
@@ -295,8 +314,10 @@ def cost_matched(reports: dict[str, Path], seeds: dict[str, list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _auroc_cells(row: dict) -> str:
-    return f"{_interval(row['auroc'], row['auroc_lo'], row['auroc_hi'])} | {_difference_cell(row)} |"
+def _metric_cells(row: dict) -> str:
+    """AUROC with its interval, its difference to SC@8 (modal), and AURC with its interval (lower is better)."""
+    auroc, aurc = (_interval(row[m], row[f"{m}_lo"], row[f"{m}_hi"]) for m in ("auroc", "aurc"))
+    return f"{auroc} | {_difference_cell(row)} | {aurc} |"
 
 
 def _difference_cell(row: dict) -> str:
@@ -315,18 +336,19 @@ def _share(count: int, total: int) -> str:
 
 
 def table(reports: dict[str, Path]) -> str:
-    """``table.md``: per setting, method and error type, AUROC with its interval and the difference to SC@8 (modal)
-    with its paired interval, read from each setting's ``by_invites.csv``."""
+    """``table.md``: per setting, method and error type, AUROC with its interval, the difference to SC@8 (modal) with
+    its paired interval and AURC with its interval, read from each setting's ``by_invites.csv``."""
     lines = [
-        "| setting | invites | questions | wrong | method | AUROC [95 % CI] | − SC@8 modal [95 % CI] |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| setting | invites | questions | wrong | method | AUROC [95 % CI] | − SC@8 modal [95 % CI] "
+        "| AURC [95 % CI] |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, folder in reports.items():
         frame = pd.read_csv(folder / "by_invites.csv")
         for _, row in frame[frame["method"].isin(TABLE_METHODS)].iterrows():
             lines.append(
                 f"| {name} | {row['invites']} | {row['questions']} | {row['wrong']} | {row['method']} | "
-                + _auroc_cells(row.to_dict())
+                + _metric_cells(row.to_dict())
             )
     return "\n".join(lines) + "\n"
 

@@ -38,9 +38,15 @@ def test_one_setting_trains_generates_and_reports_by_the_error_it_invites(tmp_pa
     assert set(table["invites"]) == {"drift"} and {"trac", "sc_modal", "tup", "cross_model"} <= set(table["method"])
     assert (table["questions"] == LIMIT).all()
     lines = (out / "table.md").read_text(encoding="utf-8").splitlines()
-    assert any(line.startswith("| drift:0.15 | drift | 20 |") and "| trac |" in line for line in lines)
+    (trac_row,) = [
+        line.split(" | ") for line in lines if line.startswith("| drift:0.15 | drift | 20 |") and "| trac |" in line
+    ]
+    trac = table.set_index("method").loc["trac"]  # setting | invites | questions | wrong | method | AUROC | diff | AURC
+    assert trac_row[5].startswith(f"{trac['auroc']:.3f} [") and trac_row[7].startswith(f"{trac['aurc']:.3f} [")
     (profile,) = [line for line in lines if line.startswith("| drift:0.15 | drift | 20 |") and "%" in line]
     assert int(profile.split("|")[4]) == table["wrong"].iloc[0]  # the error profile counts the report's wrong answers
+    made = [line.split(" | ") for line in lines if line.count(" | ") == 4 and line.startswith("| drift:0.15 | ")]
+    assert sum(int(row[2]) for row in made) == table["wrong"].iloc[0]  # and by error made, every wrong answer once
     assert "| error made |" in "\n".join(lines)  # and the AUROC by the error each primary made
     assert lines[0] == "Measured: drift:0.15 (seeds 1)."
     # the guide's tables, first: the cost-matched row is the report's macro AUROC; the targeted row, where the primary
