@@ -157,7 +157,7 @@ def report(runs: list[Path], out: Path, resamples: int) -> None:
     )
 
 
-def error_profile(runs: dict[str, list[Path]]) -> str:
+def error_profile(settings: dict[str, list[tuple[PairRun, list[str]]]]) -> str:
     """Per setting and error type, then per setting and error made (:func:`pair_errors`): questions (by error type),
     wrong primary answers, the share of those wrong answers that all K samples share (unanimous and wrong: no sampling
     method can see them), and the share the probe re-states unchanged among those it re-stated (agreement on wrong
@@ -170,11 +170,10 @@ def error_profile(runs: dict[str, list[Path]]) -> str:
         "| setting | error made | wrong | unanimous among wrong | probe agrees among wrong |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for name, folders in runs.items():
+    for name, pairs in settings.items():
         invited: dict[str, list[dict]] = {}
         made: dict[str, list[dict]] = {}
-        for pair in load_pairs(folders, jobs=1):
-            errors = pair_errors(pair)
+        for pair, errors in pairs:
             for evidence, error in zip(pair.evidences, errors, strict=True):
                 invited.setdefault(str(evidence["metadata"].get("invites")), []).append(evidence)
                 if not evidence["correct"]:
@@ -220,15 +219,21 @@ def pair_errors(pair: PairRun) -> list[str]:
     return [errors[str(evidence["doc_id"])] for evidence in pair.evidences]
 
 
-def error_cause_rows(runs: dict[str, list[Path]], resamples: int) -> list[dict]:
+def read_settings(runs: dict[str, list[Path]]) -> dict[str, list[tuple[PairRun, list[str]]]]:
+    """Per setting, its runs' pairs, each with what went wrong in each primary reply (:func:`pair_errors`): read once
+    for :func:`error_cause_rows` and :func:`error_profile`."""
+    return {name: [(pair, pair_errors(pair)) for pair in load_pairs(folders, jobs=1)] for name, folders in runs.items()}
+
+
+def error_cause_rows(settings: dict[str, list[tuple[PairRun, list[str]]]], resamples: int) -> list[dict]:
     """Per setting and error the primary made (:func:`primary_errors`), each method's AUROC and AURC on the right
     answers and the wrong ones of that cause only, with intervals and the difference to SC@8 (modal): which method
     sees which error, whatever the question invited. One dict per row: ``setting``, ``cause``, ``wrong``, ``method``
     and the metrics of :func:`~trac_metrics.reporting.subsets.metrics_on`."""
     rows = []
-    for name, folders in runs.items():
-        data = build_report_data(load_pairs(folders, jobs=1), n_resamples=resamples, seed=0, jobs=1)
-        made = [pair_errors(pair) for pair in data.pairs]
+    for name, pairs in settings.items():
+        data = build_report_data([pair for pair, _ in pairs], n_resamples=resamples, seed=0, jobs=1)
+        made = [errors for _, errors in pairs]
         methods = [method for method in TABLE_METHODS if method in data.common_methods]
         for cause in ERRORS_MADE:
             masks = [np.asarray([m in ("none", cause) for m in pair], dtype=bool) for pair in made]
@@ -401,7 +406,8 @@ def main(argv: list[str] | None = None) -> None:
         report(runs, reports[setting.name], args.resamples)
     if not all_runs:
         parser.error("no setting has a trained model (--trained-only)")
-    causes = error_cause_rows(all_runs, args.resamples)
+    settings = read_settings(all_runs)
+    causes = error_cause_rows(settings, args.resamples)
     measured = "; ".join(f"{name} (seeds {', '.join(seeds)})" for name, seeds in seeds_of.items())
     text = "\n".join(
         [
@@ -409,7 +415,7 @@ def main(argv: list[str] | None = None) -> None:
             targeted(causes, reports, seeds_of, models_of),
             cost_matched(reports, seeds_of),
             table(reports),
-            error_profile(all_runs),
+            error_profile(settings),
             error_causes(causes),
         ]
     )
